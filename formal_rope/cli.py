@@ -1,0 +1,78 @@
+"""The `formalrope` command line: a thin Typer layer over the library.
+
+Each command group lives in formal_rope/commands/<group>.py and exposes register(app). Heavy
+imports (torch, pandas) happen inside the command functions so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from formal_rope.errors import FormalRopeError
+
+app = typer.Typer(
+    name="formalrope",
+    help="Formal languages, exact transformer constructions and positional-encoding experiments.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_COMMAND_MODULES = ("language", "automata", "classify", "sample", "certify", "compile", "train", "sweep")
+
+
+def _register_commands() -> None:
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"formal_rope.commands.{name}")
+        except ModuleNotFoundError as error:
+            if error.name == f"formal_rope.commands.{name}":
+                continue  # command group not built yet
+            raise
+        module.register(app)
+
+
+@app.command()
+def version(json_output: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
+    """Print the formal-rope version."""
+    from formal_rope import __version__
+
+    if json_output:
+        import json
+
+        print(json.dumps({"version": __version__}))
+    else:
+        print(f"formal-rope {__version__}")
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: user errors become one paragraph on stderr and exit code 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except FormalRopeError as error:
+        print(error.render(), file=sys.stderr)
+        sys.exit(error.exit_code)
+    except (typer.Exit, SystemExit) as exit_:
+        code = getattr(exit_, "exit_code", getattr(exit_, "code", 0))
+        sys.exit(code or 0)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as error:  # click usage errors
+        import click
+
+        if isinstance(error, click.ClickException):
+            error.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""User-facing errors. The CLI prints them as one paragraph and exits with code 2 (no traceback)."""
+
+from __future__ import annotations
+
+
+class FormalRopeError(Exception):
+    """An error caused by the user's input (expression, option, file), not by a bug."""
+
+    exit_code = 2
+
+    def render(self) -> str:
+        return str(self)
+
+
+class ExpressionError(FormalRopeError):
+    """A syntax or semantic error inside an expression, with the column to point at.
+
+    `column` is 1-based (None when the error concerns the whole expression).
+    """
+
+    def __init__(self, expression: str, message: str, column: int | None = None, expected: str | None = None):
+        self.expression = expression
+        self.message = message
+        self.column = column
+        self.expected = expected
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"error: {self.message}"]
+        lines.append(f"  in expression: {self.expression}")
+        if self.column is not None:
+            # Align the caret under the offending character of the echoed expression.
+            lines.append("  " + " " * len("in expression: ") + " " * (self.column - 1) + "^")
+        if self.expected:
+            lines.append(f"  expected: {self.expected}")
+        return "\n".join(lines)

@@ -1,0 +1,55 @@
+"""Readable torch reference for strict-causal rotary attention (the oracle for the Triton kernel)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """Rotate interleaved pairs (2i, 2i+1) of x (batch, heads, T, d) by angles given as cos/sin.
+
+    cos/sin are (T, d/2) (shared) or (batch, T, d/2) (per batch element). inverse applies R^T.
+    """
+    if cos.dim() == 2:
+        cos_b, sin_b = cos[None, None], sin[None, None]
+    else:
+        cos_b, sin_b = cos[:, None], sin[:, None]
+    if inverse:
+        sin_b = -sin_b
+    x_even, x_odd = x[..., 0::2], x[..., 1::2]
+    rotated_even = x_even * cos_b - x_odd * sin_b
+    rotated_odd = x_even * sin_b + x_odd * cos_b
+    return torch.stack((rotated_even, rotated_odd), dim=-1).flatten(-2)
+
+
+def rotary_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    rotate_values: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    batch, heads, length, dim = q.shape
+    if dim % 2:
+        raise ValueError(f"head dimension must be even for rotary pairs, got {dim}")
+    scale = 1.0 / math.sqrt(dim) if scale is None else scale
+    cos = cos.to(q.dtype)
+    sin = sin.to(q.dtype)
+    q_rot = apply_rotary(q, cos, sin)
+    k_rot = apply_rotary(k, cos, sin)
+    v_in = apply_rotary(v, cos, sin) if rotate_values else v
+    scores = torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale
+    strict = torch.ones(length, length, dtype=torch.bool, device=q.device).tril(-1)
+    scores = scores.masked_fill(~strict, float("-inf"))
+    # Row 0 (bos) sees no key: its softmax would be NaN, and the contract says it outputs zeros.
+    weights = torch.softmax(scores[..., 1:, :], dim=-1)
+    out_rows = torch.matmul(weights, v_in.float())
+    out = torch.cat((torch.zeros_like(out_rows[..., :1, :]), out_rows), dim=-2)
+    if rotate_values:
+        out = apply_rotary(out, cos.float(), sin.float(), inverse=True)
+    return out.to(q.dtype)

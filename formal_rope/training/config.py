@@ -1,0 +1,101 @@
+"""Run configuration and result values for training (shared by trainer, sweeps and reports).
+
+A run is fully described by its RunConfig; its id is a hash of the canonical JSON of the config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+
+
+POSITIONAL_ENCODINGS = (
+    "nope",
+    "sipe",
+    "sipe_p",
+    "rope",
+    "rope_p",
+    "partial_rope",
+    "jof_fixed",
+    "jof_learned",
+    "jof_projected",
+)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    language: str  # registry name, ltl:/re: expression, bare expression, or .att path
+    alphabet: tuple[str, ...] | None = None  # None: the language's own alphabet
+    pe: str = "rope"
+    base: float = 1e4  # rope/sipe/partial_rope/jof_* base beta
+    periods: tuple[int, ...] | None = None  # rope_p / sipe_p periods per rotary pair (None: resolved "auto")
+    rope_fraction: float = 0.5  # partial_rope: fraction of rotated pairs
+    phase_precision: str = "fp64"  # fp64: theta*i reduced mod 2pi in float64 then cast; fp32: naive
+    attention: str = "auto"  # auto | triton | torch
+    seed: int = 0
+    lr: float = 3e-4
+    steps: int = 1000
+    batch_size: int = 128
+    layers: int = 5
+    d_model: int = 64
+    heads: int = 8
+    ffn_mult: int = 4
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    train_min_length: int = 0
+    train_max_length: int = 40
+    test_min_length: int = 41
+    test_max_length: int = 500
+    n_per_length: int = 512
+    eval_mode: str = "full"  # full | nstar (stop once N* is known)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
+        data["periods"] = list(self.periods) if self.periods is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown RunConfig keys: {', '.join(unknown)}")
+        data = dict(data)
+        if data.get("alphabet") is not None:
+            data["alphabet"] = tuple(data["alphabet"])
+        if data.get("periods") is not None:
+            data["periods"] = tuple(int(p) for p in data["periods"])
+        return cls(**data)
+
+    def run_id(self) -> str:
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def with_(self, **changes) -> "RunConfig":
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class LengthResult:
+    length: int
+    accuracy: float
+    n: int
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    config: RunConfig
+    status: str  # ok | diverged | failed
+    n_star: int
+    accuracy: float  # mean over tested lengths
+    per_length: tuple[LengthResult, ...] = ()
+    first_failure: str | None = None  # the first misclassified test string (shortest failing length)
+    final_loss: float | None = None
+    steps_done: int = 0
+    wall_s: float = 0.0
+    versions: dict = field(default_factory=dict)
+    commit: str | None = None
+    error: str | None = None
