@@ -1,0 +1,231 @@
+"""Sweep grids: a TOML file or CLI flags -> the list of RunConfigs to run.
+
+A grid is the cross product languages x PEs x bases x seeds x lrs (x periods). Bases only matter for
+PEs that use them, so base-free PEs (nope, rope_p, sipe_p) get one run per remaining grid point
+instead of one per base.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+
+BASE_FREE_PES = frozenset({"nope", "rope_p", "sipe_p"})
+SCALE_NAMES = ("quick", "paper")
+
+# Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
+# plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
+_GRID_KEYS = {"name", "description", "languages", "alphabet", "pes", "bases", "periods", "seeds", "lrs", "scale"}
+_SCALE_EXTRA_KEYS = {"seeds", "lrs"}
+_RUNCONFIG_KEYS = {f.name for f in fields(RunConfig)}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    languages: tuple[str, ...]
+    pes: tuple[str, ...]
+    bases: tuple[float, ...] = (1e4,)
+    seeds: tuple[int, ...] = (0,)
+    lrs: tuple[float, ...] = (3e-4,)
+    periods: tuple[int, ...] | str | None = "auto"
+    alphabet: tuple[str, ...] | None = None
+    overrides: dict = field(default_factory=dict)  # RunConfig field -> value, applied to every run
+    description: str = ""
+    reference: dict = field(default_factory=dict)  # paper numbers, for display only
+
+    def __post_init__(self) -> None:
+        if not self.languages:
+            raise FormalRopeError(f"sweep {self.name!r}: no languages given")
+        unknown = [pe for pe in self.pes if pe not in POSITIONAL_ENCODINGS]
+        if unknown:
+            raise FormalRopeError(
+                f"sweep {self.name!r}: unknown positional encoding {unknown[0]!r}; "
+                f"expected one of {', '.join(POSITIONAL_ENCODINGS)}"
+            )
+        bad_bases = [b for b in self.bases if not b > 0]
+        if bad_bases:
+            raise FormalRopeError(f"sweep {self.name!r}: base must be > 0, got {bad_bases[0]}")
+        bad_lrs = [lr for lr in self.lrs if not lr > 0]
+        if bad_lrs:
+            raise FormalRopeError(f"sweep {self.name!r}: learning rate must be > 0, got {bad_lrs[0]}")
+
+
+def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
+    """All RunConfigs of the grid, in a stable order, without duplicates.
+
+    resolve_periods(language, alphabet) -> tuple[int, ...] turns periods="auto" into explicit
+    periods for period-based PEs (so the run id pins the periods actually used).
+    """
+    configs: list[RunConfig] = []
+    seen: set[str] = set()
+    for language, pe, base, seed, lr in itertools.product(spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs):
+        if pe in BASE_FREE_PES:
+            base = spec.bases[0]  # irrelevant for this PE; keep one canonical value
+        periods = None
+        if pe in ("rope_p", "sipe_p"):
+            if spec.periods == "auto" or spec.periods is None:
+                periods = resolve_periods(language, spec.alphabet) if resolve_periods else None
+            else:
+                periods = tuple(int(p) for p in spec.periods)
+        config = RunConfig(
+            language=language,
+            alphabet=spec.alphabet,
+            pe=pe,
+            base=float(base),
+            periods=periods,
+            seed=int(seed),
+            lr=float(lr),
+            **spec.overrides,
+        )
+        run_id = config.run_id()
+        if run_id not in seen:
+            seen.add(run_id)
+            configs.append(config)
+    return configs
+
+
+def _line_of_key(text: str, key: str) -> int | None:
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=", re.MULTILINE)
+    match = pattern.search(text)
+    if match is None:
+        pattern = re.compile(rf"^\s*\[\s*{re.escape(key)}\s*\]", re.MULTILINE)
+        match = pattern.search(text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _unknown_key_error(path: Path, text: str, key: str, where: str, allowed: set[str]) -> FormalRopeError:
+    line = _line_of_key(text, key)
+    at = f"{path}:{line}" if line else str(path)
+    return FormalRopeError(
+        f"{at}: unknown key {key!r} in {where}; allowed keys: {', '.join(sorted(allowed))}"
+    )
+
+
+def _as_tuple(value, kind, key: str, path: Path) -> tuple:
+    if isinstance(value, (list, tuple)):
+        return tuple(kind(v) for v in value)
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return (kind(value),)
+    raise FormalRopeError(f"{path}: key {key!r} must be a value or a list, got {value!r}")
+
+
+def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSpec, str]:
+    """Read a sweep TOML file; return (spec for the chosen scale, the scale used).
+
+    The scale defaults to the file's `scale` key, else "quick". Scale presets from
+    formal_rope.training.scales are applied first, then the file's [<scale>] table.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise FormalRopeError(f"cannot read sweep file {path}: {error.strerror or error}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise FormalRopeError(f"{path}: invalid TOML: {error}") from None
+
+    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference"}
+    for key in data:
+        if key not in allowed_top:
+            raise _unknown_key_error(path, text, key, "the sweep file", allowed_top)
+    chosen = scale or data.get("scale", "quick")
+    if chosen not in SCALE_NAMES:
+        raise FormalRopeError(f"{path}: scale must be one of {', '.join(SCALE_NAMES)}, got {chosen!r}")
+
+    section_allowed = _RUNCONFIG_KEYS | _SCALE_EXTRA_KEYS
+    for scale_name in SCALE_NAMES:
+        for key in data.get(scale_name, {}):
+            if key not in section_allowed:
+                raise _unknown_key_error(path, text, key, f"[{scale_name}]", section_allowed)
+    section = dict(data.get(chosen, {}))
+    grid = {k: v for k, v in data.items() if k in _GRID_KEYS}
+    for key in _SCALE_EXTRA_KEYS:
+        if key in section:
+            grid[key] = section.pop(key)
+
+    return (
+        build_spec(
+            name=str(data.get("name", path.stem)),
+            languages=_as_tuple(grid.get("languages", ()), str, "languages", path),
+            pes=_as_tuple(grid.get("pes", ("rope",)), str, "pes", path),
+            bases=_as_tuple(grid.get("bases", (1e4,)), float, "bases", path),
+            seeds=grid.get("seeds", 1),
+            lrs=_as_tuple(grid.get("lrs", (3e-4,)), float, "lrs", path),
+            periods=grid.get("periods", "auto"),
+            alphabet=grid.get("alphabet"),
+            scale=chosen,
+            overrides=section,
+            description=str(data.get("description", "")),
+            reference=data.get("reference", {}),
+        ),
+        chosen,
+    )
+
+
+def scale_overrides(scale: str) -> dict:
+    """RunConfig overrides (and grid defaults `seeds`, `lrs`) for a named scale."""
+    from formal_rope.training.scales import SCALES
+
+    if scale not in SCALES:
+        raise FormalRopeError(f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
+    return dict(SCALES[scale])
+
+
+def build_spec(
+    *,
+    name: str,
+    languages,
+    pes,
+    bases=(1e4,),
+    seeds=1,
+    lrs=None,
+    periods="auto",
+    alphabet=None,
+    scale: str = "quick",
+    overrides: dict | None = None,
+    description: str = "",
+    reference: dict | None = None,
+) -> SweepSpec:
+    """Combine a scale preset with explicit settings (explicit ones win).
+
+    seeds: an int n means seeds 0..n-1; a list means exactly those seeds.
+    """
+    preset = scale_overrides(scale)
+    preset_seeds = preset.pop("seeds", 1)
+    preset_lrs = preset.pop("lrs", (3e-4,))
+    preset = {k: v for k, v in preset.items() if k in _RUNCONFIG_KEYS}
+    merged = {**preset, **(overrides or {})}
+    unknown = sorted(set(merged) - _RUNCONFIG_KEYS)
+    if unknown:
+        raise FormalRopeError(f"unknown run setting {unknown[0]!r}")
+    for key in ("language", "pe", "base", "seed", "lr", "periods", "alphabet"):
+        merged.pop(key, None)  # grid axes, not per-run overrides
+    seeds = preset_seeds if seeds is None else seeds
+    seed_tuple = tuple(range(int(seeds))) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
+    if not seed_tuple:
+        raise FormalRopeError("a sweep needs at least one seed")
+    if periods not in (None, "auto"):
+        periods = tuple(int(p) for p in (periods if isinstance(periods, (list, tuple)) else [periods]))
+        if any(p <= 0 for p in periods):
+            raise FormalRopeError(f"periods must be positive integers, got {list(periods)}")
+    return SweepSpec(
+        name=name,
+        languages=tuple(languages),
+        pes=tuple(pes),
+        bases=tuple(float(b) for b in bases),
+        seeds=seed_tuple,
+        lrs=tuple(float(x) for x in (lrs if lrs is not None else preset_lrs)),
+        periods=periods,
+        alphabet=tuple(alphabet) if alphabet else None,
+        overrides=merged,
+        description=description,
+        reference=dict(reference or {}),
+    )

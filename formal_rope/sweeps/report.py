@@ -1,0 +1,140 @@
+"""Aggregate results like the core paper's Tables 4-5 and draw Figures 2-3 style plots."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from formal_rope.sweeps.grid import BASE_FREE_PES
+
+PE_LABELS = {
+    "nope": "NoPE",
+    "rope": "RoPE_NP",
+    "rope_p": "RoPE_P",
+    "sipe": "SiPE_NP",
+    "sipe_p": "SiPE_P",
+    "partial_rope": "partial RoPE",
+    "jof_fixed": "JoFormer (fixed)",
+    "jof_learned": "JoFormer (learned)",
+    "jof_projected": "JoFormer (projected)",
+}
+
+
+@dataclass(frozen=True)
+class AggregateRow:
+    language: str
+    pe: str
+    base: float | None  # None for PEs without a base
+    runs: int
+    ok_runs: int
+    accuracy_max: float
+    accuracy_mean: float
+    accuracy_std: float
+    n_star_max: float
+    n_star_mean: float
+    n_star_std: float
+
+    def to_dict(self) -> dict:
+        def clean(value):
+            return None if isinstance(value, float) and math.isnan(value) else value
+
+        return {key: clean(value) for key, value in self.__dict__.items()}
+
+
+def aggregate(runs) -> list[AggregateRow]:
+    """One row per (language, PE, base) over seeds and learning rates (sample std, ddof=1 as pandas).
+
+    Diverged and failed runs count with their recorded accuracy/N* when available; `ok_runs` says
+    how many finished normally.
+    """
+    frame = runs.copy()
+    frame["base_key"] = [None if pe in BASE_FREE_PES else float(b) for pe, b in zip(frame["pe"], frame["base"])]
+    rows: list[AggregateRow] = []
+    language_order = list(dict.fromkeys(frame["language"]))
+    for (language, pe, base_key), group in frame.groupby(["language", "pe", "base_key"], dropna=False, sort=False):
+        accuracy = group["accuracy"].astype(float)
+        n_star = group["n_star"].astype(float)
+        rows.append(
+            AggregateRow(
+                language=language,
+                pe=pe,
+                base=None if base_key is None or (isinstance(base_key, float) and math.isnan(base_key)) else float(base_key),
+                runs=len(group),
+                ok_runs=int((group["status"] == "ok").sum()),
+                accuracy_max=float(accuracy.max()),
+                accuracy_mean=float(accuracy.mean()),
+                accuracy_std=float(accuracy.std()) if len(group) > 1 else 0.0,
+                n_star_max=float(n_star.max()),
+                n_star_mean=float(n_star.mean()),
+                n_star_std=float(n_star.std()) if len(group) > 1 else 0.0,
+            )
+        )
+    pe_order = list(PE_LABELS)
+    rows.sort(
+        key=lambda r: (
+            language_order.index(r.language),
+            pe_order.index(r.pe) if r.pe in pe_order else len(pe_order),
+            -math.inf if r.base is None else r.base,
+        )
+    )
+    return rows
+
+
+def format_base(base: float | None) -> str:
+    if base is None:
+        return "–"
+    exponent = math.log10(base)
+    if abs(exponent - round(exponent)) < 1e-9:
+        return "1" if round(exponent) == 0 else f"1e{int(round(exponent))}"
+    return f"{base:g}"
+
+
+def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> Path:
+    """Mean N* vs base (log x) with ±1 std whiskers per base-dependent PE; NoPE as a band, other
+    base-free PEs (RoPE_P, SiPE_P) as dashed reference lines. One panel per language."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    languages = list(dict.fromkeys(r.language for r in rows))
+    fig, axes = plt.subplots(1, len(languages), figsize=(4.2 * len(languages), 3.4), squeeze=False)
+    for ax, language in zip(axes[0], languages):
+        mine = [r for r in rows if r.language == language]
+        based = sorted({r.base for r in mine if r.base is not None})
+        for pe in dict.fromkeys(r.pe for r in mine if r.base is not None):
+            series = sorted((r for r in mine if r.pe == pe and r.base is not None), key=lambda r: r.base)
+            ax.errorbar(
+                [r.base for r in series],
+                [r.n_star_mean for r in series],
+                yerr=[r.n_star_std for r in series],
+                marker="o",
+                capsize=3,
+                label=PE_LABELS.get(pe, pe),
+            )
+        for r in mine:
+            if r.base is not None:
+                continue
+            if r.pe == "nope":
+                ax.axhspan(r.n_star_mean - r.n_star_std, r.n_star_mean + r.n_star_std, color="grey", alpha=0.25, label="NoPE ±1 std")
+                ax.axhline(r.n_star_mean, color="grey", lw=1)
+            else:
+                ax.axhline(r.n_star_mean, ls="--", lw=1.2, label=f"{PE_LABELS.get(r.pe, r.pe)} (mean)", color="C3" if r.pe == "rope_p" else "C4")
+        if based:
+            ax.set_xscale("log")
+            ax.set_xlabel("base β")
+        else:
+            ax.set_xticks([])
+        ax.set_ylabel("mean N*")
+        ax.set_title(language)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="best")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,182 @@
+"""Sweeps: grid expansion, TOML validation, atomic per-run results, skipping, reports and plots.
+
+Training itself is replaced by a deterministic fake runner (the trainer has its own tests); one
+end-to-end test runs a real tiny sweep through the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file
+from formal_rope.sweeps.report import aggregate, plot_n_star
+from formal_rope.sweeps.results import load_results
+from formal_rope.sweeps.runner import run_sweep
+from formal_rope.training.config import LengthResult, RunConfig, RunResult
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def fake_runner(config: RunConfig) -> RunResult:
+    """N* depends on the PE and seed so that aggregation has something to check."""
+    n_star = {"rope_p": 500, "nope": 41 + 10 * config.seed}.get(config.pe, 60)
+    per_length = tuple(LengthResult(length, 1.0 if length <= n_star else 0.5, 4) for length in range(41, 51))
+    accuracy = sum(r.accuracy for r in per_length) / len(per_length)
+    return RunResult(
+        run_id=config.run_id(), config=config, status="ok", n_star=n_star, accuracy=accuracy,
+        per_length=per_length, first_failure=None if n_star >= 50 else "ab" * 25, steps_done=config.steps,
+        wall_s=0.01, versions={"torch": "x"},
+    )
+
+
+def crashing_runner(config: RunConfig) -> RunResult:
+    if config.seed == 1:
+        raise RuntimeError("boom")
+    return fake_runner(config)
+
+
+class Interrupt(BaseException):
+    pass
+
+
+def spec(**kwargs):
+    defaults = dict(name="t", languages=["(aa)*", "(ab)*"], pes=["nope", "rope_p", "rope"], bases=[1.0, 1e4],
+                    seeds=2, lrs=[1e-4, 3e-4], scale="quick", overrides={"steps": 3})
+    defaults.update(kwargs)
+    return build_spec(**defaults)
+
+
+def test_grid_expansion_counts_and_base_free_pes():
+    configs = expand_grid(spec())
+    # per language: nope and rope_p ignore the base (2 seeds x 2 lrs each), rope has 2 bases x 4.
+    assert len(configs) == 2 * (4 + 4 + 8)
+    assert len({c.run_id() for c in configs}) == len(configs)
+    assert {c.base for c in configs if c.pe == "rope"} == {1.0, 1e4}
+    assert all(c.steps == 3 for c in configs)
+    assert {c.seed for c in configs} == {0, 1}
+
+
+def test_run_id_is_a_hash_of_the_full_config():
+    config = RunConfig(language="(ab)*", pe="rope", steps=10)
+    assert config.run_id() == RunConfig(language="(ab)*", pe="rope", steps=10).run_id()
+    assert config.run_id() != config.with_(steps=11).run_id()
+    assert RunConfig.from_dict(config.to_dict()) == config
+
+
+def test_bad_grid_values_are_user_errors():
+    with pytest.raises(FormalRopeError, match="unknown positional encoding 'ropee'"):
+        spec(pes=["ropee"])
+    with pytest.raises(FormalRopeError, match="base must be > 0"):
+        spec(bases=[0.0])
+    with pytest.raises(FormalRopeError, match="periods must be positive"):
+        spec(periods=[2, 0])
+
+
+def test_toml_unknown_key_is_named_with_its_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\nlanguages = ["(ab)*"]\npes = ["rope"]\n\n[quick]\nsteps = 5\nstepz = 6\n')
+    with pytest.raises(FormalRopeError) as error:
+        load_sweep_file(path)
+    assert "stepz" in str(error.value) and f"{path}:7" in str(error.value)
+    path.write_text('name = "x"\nlanguage = ["(ab)*"]\n')
+    with pytest.raises(FormalRopeError, match=r"bad.toml:2: unknown key 'language'"):
+        load_sweep_file(path)
+
+
+@pytest.mark.parametrize("name", ["table2", "table4", "table5"])
+def test_paper_sweep_files_load_at_both_scales(name):
+    quick, _ = load_sweep_file(REPO / "sweeps" / f"{name}.toml", "quick")
+    paper, _ = load_sweep_file(REPO / "sweeps" / f"{name}.toml", "paper")
+    assert paper.overrides["layers"] == 5 and paper.overrides["d_model"] == 64 and paper.overrides["heads"] == 8
+    assert paper.overrides["steps"] == 1_000_000 and paper.overrides["n_per_length"] == 512
+    assert len(paper.seeds) == 5 and paper.lrs == (1e-4, 3e-4, 5e-4)
+    for spec_ in (quick, paper):
+        configs = expand_grid(spec_)
+        assert all(c.test_min_length == 41 and c.test_max_length == 500 for c in configs)
+    assert len(expand_grid(quick)) < len(expand_grid(paper))
+    assert quick.reference["rows"]
+
+
+def test_sweep_writes_parquet_and_rerun_skips_finished(tmp_path):
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope_p"], bases=[1e4], seeds=2, lrs=[1e-4]))
+    summary = run_sweep(configs, tmp_path, runner=fake_runner)
+    assert summary.completed == 4 and summary.skipped == 0
+    runs, evals = load_results(tmp_path)
+    required = {"run_id", "language", "alphabet", "pe", "base", "periods", "seed", "lr", "steps", "batch_size",
+                "layers", "d_model", "heads", "n_star", "accuracy", "first_failure", "status", "wall_s",
+                "versions", "commit"}
+    assert required <= set(runs.columns)
+    assert sorted(runs["run_id"]) == sorted(c.run_id() for c in configs)
+    assert len(evals) == 4 * 10 and set(evals.columns) >= {"run_id", "length", "accuracy", "n"}
+    assert json.loads(runs["versions"].iloc[0]) == {"torch": "x"}
+
+    calls = []
+
+    def counting_runner(config):
+        calls.append(config)
+        return fake_runner(config)
+
+    more = configs + expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=[7], lrs=[1e-4]))
+    summary = run_sweep(more, tmp_path, runner=counting_runner)
+    assert summary.skipped == 4 and [c.seed for c in calls] == [7]
+    assert len(load_results(tmp_path)[0]) == 5
+
+
+def test_interrupted_sweep_keeps_finished_runs_and_no_partial_files(tmp_path):
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=4, lrs=[1e-4]))
+
+    def interrupting_runner(config):
+        if config.seed == 2:
+            raise Interrupt()
+        return fake_runner(config)
+
+    with pytest.raises(Interrupt):
+        run_sweep(configs, tmp_path, runner=interrupting_runner)
+    runs, _ = load_results(tmp_path)
+    assert sorted(runs["seed"]) == [0, 1]
+    assert not [p for p in (tmp_path / "runs").iterdir() if not p.name.endswith(".parquet")]
+
+
+def test_failed_run_is_recorded_and_sweep_goes_on(tmp_path):
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=3, lrs=[1e-4]))
+    summary = run_sweep(configs, tmp_path, runner=crashing_runner)
+    assert summary.statuses == {"ok": 2, "failed": 1}
+    runs, _ = load_results(tmp_path)
+    failed = runs[runs["status"] == "failed"].iloc[0]
+    assert failed["seed"] == 1 and "boom" in failed["error"]
+
+
+def test_parallel_workers_give_the_same_rows(tmp_path):
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope"], bases=[1.0], seeds=2, lrs=[1e-4]))
+    run_sweep(configs, tmp_path / "serial", runner=fake_runner)
+    run_sweep(configs, tmp_path / "parallel", runner=fake_runner, workers=2)
+    serial = load_results(tmp_path / "serial")[0].sort_values("run_id").reset_index(drop=True)
+    parallel = load_results(tmp_path / "parallel")[0].sort_values("run_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(serial[["run_id", "n_star", "accuracy"]], parallel[["run_id", "n_star", "accuracy"]])
+
+
+def test_aggregate_matches_pandas_statistics_and_plot(tmp_path):
+    configs = expand_grid(spec(languages=["(aa)*"], pes=["nope", "rope_p", "rope"], bases=[1.0, 1e4], seeds=3, lrs=[1e-4]))
+    run_sweep(configs, tmp_path, runner=fake_runner)
+    runs, _ = load_results(tmp_path)
+    rows = {(r.pe, r.base): r for r in aggregate(runs)}
+    nope = rows[("nope", None)]
+    assert nope.runs == 3 and nope.n_star_max == 61 and math.isclose(nope.n_star_mean, 51.0)
+    assert math.isclose(nope.n_star_std, pd.Series([41.0, 51.0, 61.0]).std())
+    assert rows[("rope_p", None)].n_star_mean == 500
+    assert set(rows) == {("nope", None), ("rope_p", None), ("rope", 1.0), ("rope", 1e4)}
+    png = plot_n_star(list(rows.values()), tmp_path / "fig.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_rejects_a_folder_that_is_not_results(tmp_path):
+    with pytest.raises(FormalRopeError, match="not a results folder"):
+        load_results(tmp_path)
+    with pytest.raises(FormalRopeError, match="not a results folder"):
+        load_results(tmp_path / "missing")
