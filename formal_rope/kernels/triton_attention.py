@@ -1,0 +1,604 @@
+"""Fused strict-causal rotary softmax attention in Triton (forward + backward).
+
+Layout: q, k, v, out are (batch, heads, T, d) with any strides; the rotary pair i is the coordinate
+pair (2i, 2i+1). Every kernel therefore works on two "half" tiles per operand, the even and the odd
+coordinates, loaded with stride 2 along the head dim and zero-padded to HALF_PAD = max(16, pow2(d/2))
+columns so that every tl.dot has all dimensions >= 16 (a GPU rule the interpreter does not enforce).
+
+Forward (one program per (batch*head, query block)): rotate the query tile once, stream key/value
+blocks left to right, rotate each key (and value) tile in registers, online softmax in base 2 with
+fp32 running max/sum/accumulators, skip the causal mask on blocks that lie wholly left of the query
+block. A row whose running sum stays 0 (query 0, which sees no key) outputs zeros. The log-sum-exp
+(base 2, in units of the pre-scaled scores) is saved per row for the backward.
+
+Backward (FlashAttention-2 recomputation, two deterministic kernels, no atomics):
+  * dk/dv kernel, one program per key block, loops over the query blocks i > j;
+  * dq kernel, one program per query block, loops over the key blocks j < i.
+Both recompute the rotations. With value rotation the upstream gradient is first moved into the
+rotated frame (do' = R_i dout) and dv is moved back (dv = R_j^T dv'). Row terms
+delta_i = <dout_i, out_i> are computed in torch (rotations preserve the inner product).
+Gradients w.r.t. cos/sin are derived in torch from the fp32 dq/dk/dv (see `_table_gradients`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+_SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_MAX_HEAD_DIM = 256
+
+
+@triton.jit
+def _rotate(x_even, x_odd, cos, sin):
+    """R x for one pair-split tile: (x_e cos - x_o sin, x_e sin + x_o cos)."""
+    return x_even * cos - x_odd * sin, x_even * sin + x_odd * cos
+
+
+# TRITON_INTERPRET is read when a kernel is decorated, so the mode is fixed at import time.
+_INTERPRETED = type(_rotate).__name__ == "InterpretedFunction"
+
+
+@triton.jit
+def _rotate_back(x_even, x_odd, cos, sin):
+    """R^T x: the inverse rotation."""
+    return x_even * cos + x_odd * sin, x_odd * cos - x_even * sin
+
+
+@triton.jit
+def _dot_operand(x, dot_ty: tl.constexpr, UPCAST_DOT: tl.constexpr):
+    """Round x to the input precision for tl.dot (tensor cores for fp16/bf16 on a GPU).
+
+    UPCAST_DOT (interpreter + bf16 only) widens the rounded values back to fp32: the interpreter
+    stores bf16 as raw uint16 and its tl.dot would multiply bit patterns (triton issue #11584).
+    Products of bf16-rounded values are exact in fp32, so the result matches a bf16 GPU dot.
+    """
+    y = x.to(dot_ty)
+    if UPCAST_DOT:
+        y = y.to(tl.float32)
+    return y
+
+
+@triton.jit
+def _load_pair_tile(base, offs_t, offs_p, stride_t, stride_d, mask):
+    """Even and odd coordinates of rows offs_t as two (rows, HALF_PAD) fp32 tiles."""
+    ptr = base + offs_t[:, None] * stride_t + (2 * offs_p)[None, :] * stride_d
+    even = tl.load(ptr, mask=mask, other=0.0).to(tl.float32)
+    odd = tl.load(ptr + stride_d, mask=mask, other=0.0).to(tl.float32)
+    return even, odd
+
+
+@triton.jit
+def _store_pair_tile(base, offs_t, offs_p, stride_t, stride_d, mask, even, odd):
+    ptr = base + offs_t[:, None] * stride_t + (2 * offs_p)[None, :] * stride_d
+    tl.store(ptr, even.to(base.dtype.element_ty), mask=mask)
+    tl.store(ptr + stride_d, odd.to(base.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _load_angles(cos_base, sin_base, offs_t, offs_p, stride_t, stride_p, mask):
+    # Padded pairs load cos = sin = 0, so padded coordinates stay exactly zero after rotation.
+    off = offs_t[:, None] * stride_t + offs_p[None, :] * stride_p
+    cos = tl.load(cos_base + off, mask=mask, other=0.0).to(tl.float32)
+    sin = tl.load(sin_base + off, mask=mask, other=0.0).to(tl.float32)
+    return cos, sin
+
+
+@triton.jit
+def _fwd_key_block(
+    acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
+    k_base, v_base, cos_base, sin_base,
+    stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
+    T, HALF,
+    BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr, ROTATE_V: tl.constexpr, MASKED: tl.constexpr,
+    PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+):
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_p = tl.arange(0, HALF_PAD)
+    tile_mask = (offs_n < T)[:, None] & (offs_p < HALF)[None, :]
+    dot_ty = k_base.dtype.element_ty
+    k_even, k_odd = _load_pair_tile(k_base, offs_n, offs_p, stride_kt, stride_kd, tile_mask)
+    cos_k, sin_k = _load_angles(cos_base, sin_base, offs_n, offs_p, stride_ct, stride_cp, tile_mask)
+    kr_even, kr_odd = _rotate(k_even, k_odd, cos_k, sin_k)
+    scores = tl.dot(qr_even, tl.trans(_dot_operand(kr_even, dot_ty, UPCAST_DOT)), input_precision=PRECISION)
+    scores = tl.dot(qr_odd, tl.trans(_dot_operand(kr_odd, dot_ty, UPCAST_DOT)), acc=scores, input_precision=PRECISION)
+    if MASKED:
+        visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :]
+        scores = tl.where(visible, scores, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(scores, axis=1))
+    # A row with no visible key yet has m_new = -inf; shifting by 0 keeps exp2 at 0 instead of NaN.
+    m_shift = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.math.exp2(scores - m_shift[:, None])
+    alpha = tl.math.exp2(m_i - m_shift)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, tile_mask)
+    if ROTATE_V:
+        v_even, v_odd = _rotate(v_even, v_odd, cos_k, sin_k)
+    p_dot = _dot_operand(p, dot_ty, UPCAST_DOT)
+    acc_even = tl.dot(p_dot, _dot_operand(v_even, dot_ty, UPCAST_DOT), acc=acc_even * alpha[:, None], input_precision=PRECISION)
+    acc_odd = tl.dot(p_dot, _dot_operand(v_odd, dot_ty, UPCAST_DOT), acc=acc_odd * alpha[:, None], input_precision=PRECISION)
+    return acc_even, acc_odd, l_i, m_new
+
+
+@triton.jit
+def _attention_fwd_kernel(
+    Q, K, V, COS, SIN, OUT, LSE,
+    stride_qb, stride_qh, stride_qt, stride_qd,
+    stride_kb, stride_kh, stride_kt, stride_kd,
+    stride_vb, stride_vh, stride_vt, stride_vd,
+    stride_ob, stride_oh, stride_ot, stride_od,
+    stride_cb, stride_ct, stride_cp,
+    H, T, HALF, qk_scale, T_BUCKET,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
+    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+):
+    num_m = tl.cdiv(T, BLOCK_M)
+    pid = tl.program_id(0)
+    # Heaviest (last) query blocks first: they have the most key blocks to stream.
+    pid_m = num_m - 1 - pid % num_m
+    pid_bh = pid // num_m
+    b = pid_bh // H
+    h = pid_bh % H
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_p = tl.arange(0, HALF_PAD)
+    q_mask = (offs_m < T)[:, None] & (offs_p < HALF)[None, :]
+
+    cos_base = COS + b * stride_cb
+    sin_base = SIN + b * stride_cb
+    q_even, q_odd = _load_pair_tile(Q + b * stride_qb + h * stride_qh, offs_m, offs_p, stride_qt, stride_qd, q_mask)
+    cos_q, sin_q = _load_angles(cos_base, sin_base, offs_m, offs_p, stride_ct, stride_cp, q_mask)
+    qr_even, qr_odd = _rotate(q_even, q_odd, cos_q, sin_q)
+    dot_ty = Q.dtype.element_ty
+    # Fold the softmax scale and log2(e) into q once, so the inner loop can use exp2 directly.
+    qr_even = _dot_operand(qr_even * qk_scale, dot_ty, UPCAST_DOT)
+    qr_odd = _dot_operand(qr_odd * qk_scale, dot_ty, UPCAST_DOT)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc_even = tl.zeros([BLOCK_M, HALF_PAD], dtype=tl.float32)
+    acc_odd = tl.zeros([BLOCK_M, HALF_PAD], dtype=tl.float32)
+    k_base = K + b * stride_kb + h * stride_kh
+    v_base = V + b * stride_vb + h * stride_vh
+
+    # Keys j < start_m are visible to every row of the block (j < start_m <= i): no mask needed.
+    full_hi = (start_m // BLOCK_N) * BLOCK_N
+    for start_n in range(0, full_hi, BLOCK_N):
+        acc_even, acc_odd, l_i, m_i = _fwd_key_block(
+            acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
+            k_base, v_base, cos_base, sin_base,
+            stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
+            T, HALF, BLOCK_N, HALF_PAD, ROTATE_V, False, PRECISION, UPCAST_DOT,
+        )
+    # Diagonal blocks: strict mask j < i; the largest visible key is start_m + BLOCK_M - 2.
+    diag_hi = tl.minimum(start_m + BLOCK_M - 1, T)
+    for start_n in range(full_hi, diag_hi, BLOCK_N):
+        acc_even, acc_odd, l_i, m_i = _fwd_key_block(
+            acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
+            k_base, v_base, cos_base, sin_base,
+            stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
+            T, HALF, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT,
+        )
+
+    # Query 0 (and padding rows) saw no key: l_i = 0, acc = 0, so the output is exactly zero.
+    l_safe = tl.where(l_i == 0.0, 1.0, l_i)
+    out_even = acc_even / l_safe[:, None]
+    out_odd = acc_odd / l_safe[:, None]
+    if ROTATE_V:
+        out_even, out_odd = _rotate_back(out_even, out_odd, cos_q, sin_q)
+    _store_pair_tile(OUT + b * stride_ob + h * stride_oh, offs_m, offs_p, stride_ot, stride_od, q_mask, out_even, out_odd)
+    lse = tl.where(l_i == 0.0, 0.0, m_i + tl.math.log2(l_safe))
+    tl.store(LSE + pid_bh * T + offs_m, lse, mask=offs_m < T)
+
+
+@triton.jit
+def _attention_bwd_dkdv_kernel(
+    Q, K, V, COS, SIN, DO, LSE, DELTA, DK, DV,
+    stride_qb, stride_qh, stride_qt, stride_qd,
+    stride_kb, stride_kh, stride_kt, stride_kd,
+    stride_vb, stride_vh, stride_vt, stride_vd,
+    stride_dob, stride_doh, stride_dot, stride_dod,
+    stride_cb, stride_ct, stride_cp,
+    H, T, HALF, qk_scale, sm_scale, T_BUCKET,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
+    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+):
+    num_n = tl.cdiv(T, BLOCK_N)
+    pid = tl.program_id(0)
+    # Key blocks near the start see the most queries: schedule them first.
+    pid_n = pid % num_n
+    pid_bh = pid // num_n
+    b = pid_bh // H
+    h = pid_bh % H
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_p = tl.arange(0, HALF_PAD)
+    pad_mask = (offs_p < HALF)[None, :]
+    kv_mask = (offs_n < T)[:, None] & pad_mask
+    cos_base = COS + b * stride_cb
+    sin_base = SIN + b * stride_cb
+    dot_ty = Q.dtype.element_ty
+
+    k_even, k_odd = _load_pair_tile(K + b * stride_kb + h * stride_kh, offs_n, offs_p, stride_kt, stride_kd, kv_mask)
+    cos_k, sin_k = _load_angles(cos_base, sin_base, offs_n, offs_p, stride_ct, stride_cp, kv_mask)
+    kr_even, kr_odd = _rotate(k_even, k_odd, cos_k, sin_k)
+    v_even, v_odd = _load_pair_tile(V + b * stride_vb + h * stride_vh, offs_n, offs_p, stride_vt, stride_vd, kv_mask)
+    if ROTATE_V:
+        v_even, v_odd = _rotate(v_even, v_odd, cos_k, sin_k)
+    kr_even = _dot_operand(kr_even, dot_ty, UPCAST_DOT)
+    kr_odd = _dot_operand(kr_odd, dot_ty, UPCAST_DOT)
+    v_even = _dot_operand(v_even, dot_ty, UPCAST_DOT)
+    v_odd = _dot_operand(v_odd, dot_ty, UPCAST_DOT)
+
+    dk_even = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
+    dk_odd = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
+    dv_even = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
+    dv_odd = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
+    q_base = Q + b * stride_qb + h * stride_qh
+    do_base = DO + b * stride_dob + h * stride_doh
+    # Only queries i > start_n can see a key of this block.
+    lo = ((start_n + 1) // BLOCK_M) * BLOCK_M
+    for start_m in range(lo, T, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < T
+        q_mask = row_ok[:, None] & pad_mask
+        q_even, q_odd = _load_pair_tile(q_base, offs_m, offs_p, stride_qt, stride_qd, q_mask)
+        cos_q, sin_q = _load_angles(cos_base, sin_base, offs_m, offs_p, stride_ct, stride_cp, q_mask)
+        qr_even, qr_odd = _rotate(q_even, q_odd, cos_q, sin_q)
+        qr_even = _dot_operand(qr_even, dot_ty, UPCAST_DOT)
+        qr_odd = _dot_operand(qr_odd, dot_ty, UPCAST_DOT)
+        do_even, do_odd = _load_pair_tile(do_base, offs_m, offs_p, stride_dot, stride_dod, q_mask)
+        if ROTATE_V:
+            do_even, do_odd = _rotate(do_even, do_odd, cos_q, sin_q)
+        do_even = _dot_operand(do_even, dot_ty, UPCAST_DOT)
+        do_odd = _dot_operand(do_odd, dot_ty, UPCAST_DOT)
+        lse = tl.load(LSE + pid_bh * T + offs_m, mask=row_ok, other=0.0)
+        delta = tl.load(DELTA + pid_bh * T + offs_m, mask=row_ok, other=0.0)
+
+        # Transposed tiles (keys x queries) so the key-side accumulations need no transposes.
+        scores_t = tl.dot(kr_even, tl.trans(qr_even), input_precision=PRECISION)
+        scores_t = tl.dot(kr_odd, tl.trans(qr_odd), acc=scores_t, input_precision=PRECISION)
+        visible = (offs_m[None, :] > offs_n[:, None]) & row_ok[None, :]
+        p_t = tl.where(visible, tl.math.exp2(scores_t * qk_scale - lse[None, :]), 0.0)
+        p_dot = _dot_operand(p_t, dot_ty, UPCAST_DOT)
+        dv_even = tl.dot(p_dot, do_even, acc=dv_even, input_precision=PRECISION)
+        dv_odd = tl.dot(p_dot, do_odd, acc=dv_odd, input_precision=PRECISION)
+        dp_t = tl.dot(v_even, tl.trans(do_even), input_precision=PRECISION)
+        dp_t = tl.dot(v_odd, tl.trans(do_odd), acc=dp_t, input_precision=PRECISION)
+        ds_t = _dot_operand(p_t * (dp_t - delta[None, :]), dot_ty, UPCAST_DOT)
+        dk_even = tl.dot(ds_t, qr_even, acc=dk_even, input_precision=PRECISION)
+        dk_odd = tl.dot(ds_t, qr_odd, acc=dk_odd, input_precision=PRECISION)
+
+    dk_even, dk_odd = _rotate_back(dk_even * sm_scale, dk_odd * sm_scale, cos_k, sin_k)
+    if ROTATE_V:
+        dv_even, dv_odd = _rotate_back(dv_even, dv_odd, cos_k, sin_k)
+    # DK/DV are contiguous fp32 (B, H, T, d) buffers.
+    d_model = 2 * HALF
+    out_off = pid_bh * T * d_model
+    _store_pair_tile(DK + out_off, offs_n, offs_p, d_model, 1, kv_mask, dk_even, dk_odd)
+    _store_pair_tile(DV + out_off, offs_n, offs_p, d_model, 1, kv_mask, dv_even, dv_odd)
+
+
+@triton.jit
+def _attention_bwd_dq_kernel(
+    Q, K, V, COS, SIN, DO, LSE, DELTA, DQ,
+    stride_qb, stride_qh, stride_qt, stride_qd,
+    stride_kb, stride_kh, stride_kt, stride_kd,
+    stride_vb, stride_vh, stride_vt, stride_vd,
+    stride_dob, stride_doh, stride_dot, stride_dod,
+    stride_cb, stride_ct, stride_cp,
+    H, T, HALF, qk_scale, sm_scale, T_BUCKET,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
+    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+):
+    num_m = tl.cdiv(T, BLOCK_M)
+    pid = tl.program_id(0)
+    pid_m = num_m - 1 - pid % num_m
+    pid_bh = pid // num_m
+    b = pid_bh // H
+    h = pid_bh % H
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_p = tl.arange(0, HALF_PAD)
+    pad_mask = (offs_p < HALF)[None, :]
+    row_ok = offs_m < T
+    q_mask = row_ok[:, None] & pad_mask
+    cos_base = COS + b * stride_cb
+    sin_base = SIN + b * stride_cb
+    dot_ty = Q.dtype.element_ty
+
+    q_even, q_odd = _load_pair_tile(Q + b * stride_qb + h * stride_qh, offs_m, offs_p, stride_qt, stride_qd, q_mask)
+    cos_q, sin_q = _load_angles(cos_base, sin_base, offs_m, offs_p, stride_ct, stride_cp, q_mask)
+    qr_even, qr_odd = _rotate(q_even, q_odd, cos_q, sin_q)
+    qr_even = _dot_operand(qr_even, dot_ty, UPCAST_DOT)
+    qr_odd = _dot_operand(qr_odd, dot_ty, UPCAST_DOT)
+    do_even, do_odd = _load_pair_tile(DO + b * stride_dob + h * stride_doh, offs_m, offs_p, stride_dot, stride_dod, q_mask)
+    if ROTATE_V:
+        do_even, do_odd = _rotate(do_even, do_odd, cos_q, sin_q)
+    do_even = _dot_operand(do_even, dot_ty, UPCAST_DOT)
+    do_odd = _dot_operand(do_odd, dot_ty, UPCAST_DOT)
+    lse = tl.load(LSE + pid_bh * T + offs_m, mask=row_ok, other=0.0)
+    delta = tl.load(DELTA + pid_bh * T + offs_m, mask=row_ok, other=0.0)
+
+    dq_even = tl.zeros([BLOCK_M, HALF_PAD], dtype=tl.float32)
+    dq_odd = tl.zeros([BLOCK_M, HALF_PAD], dtype=tl.float32)
+    k_base = K + b * stride_kb + h * stride_kh
+    v_base = V + b * stride_vb + h * stride_vh
+    hi = tl.minimum(start_m + BLOCK_M - 1, T)
+    for start_n in range(0, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_mask = (offs_n < T)[:, None] & pad_mask
+        k_even, k_odd = _load_pair_tile(k_base, offs_n, offs_p, stride_kt, stride_kd, kv_mask)
+        cos_k, sin_k = _load_angles(cos_base, sin_base, offs_n, offs_p, stride_ct, stride_cp, kv_mask)
+        kr_even, kr_odd = _rotate(k_even, k_odd, cos_k, sin_k)
+        kr_even = _dot_operand(kr_even, dot_ty, UPCAST_DOT)
+        kr_odd = _dot_operand(kr_odd, dot_ty, UPCAST_DOT)
+        v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, kv_mask)
+        if ROTATE_V:
+            v_even, v_odd = _rotate(v_even, v_odd, cos_k, sin_k)
+
+        scores = tl.dot(qr_even, tl.trans(kr_even), input_precision=PRECISION)
+        scores = tl.dot(qr_odd, tl.trans(kr_odd), acc=scores, input_precision=PRECISION)
+        visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :] & row_ok[:, None]
+        p = tl.where(visible, tl.math.exp2(scores * qk_scale - lse[:, None]), 0.0)
+        dp = tl.dot(do_even, tl.trans(_dot_operand(v_even, dot_ty, UPCAST_DOT)), input_precision=PRECISION)
+        dp = tl.dot(do_odd, tl.trans(_dot_operand(v_odd, dot_ty, UPCAST_DOT)), acc=dp, input_precision=PRECISION)
+        ds = _dot_operand(p * (dp - delta[:, None]), dot_ty, UPCAST_DOT)
+        dq_even = tl.dot(ds, kr_even, acc=dq_even, input_precision=PRECISION)
+        dq_odd = tl.dot(ds, kr_odd, acc=dq_odd, input_precision=PRECISION)
+
+    dq_even, dq_odd = _rotate_back(dq_even * sm_scale, dq_odd * sm_scale, cos_q, sin_q)
+    d_model = 2 * HALF
+    _store_pair_tile(DQ + pid_bh * T * d_model, offs_m, offs_p, d_model, 1, q_mask, dq_even, dq_odd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch configuration
+# ---------------------------------------------------------------------------------------------
+
+
+def _pow2_at_least(n: int, floor: int = 16) -> int:
+    return max(floor, 1 << max(0, (n - 1).bit_length()))
+
+
+def _gpu_configs() -> list[triton.Config]:
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
+        for bm, bn, w, s in (
+            (64, 64, 4, 2),
+            (64, 32, 4, 3),
+            (128, 64, 4, 2),
+            (128, 64, 8, 2),
+            (128, 128, 8, 2),
+            (32, 32, 2, 2),
+            (64, 128, 4, 2),
+        )
+    ]
+
+
+# On a GPU the block shapes are autotuned per (length bucket, padded half dim, value rotation, dtypes);
+# bucketing T by powers of two keeps the evaluation sweep (lengths 41..500) to a handful of tunings.
+_AUTOTUNE_KEY = ["T_BUCKET", "HALF_PAD", "ROTATE_V", "PRECISION"]
+_fwd_tuned = triton.autotune(configs=_gpu_configs(), key=_AUTOTUNE_KEY)(_attention_fwd_kernel)
+_dkdv_tuned = triton.autotune(configs=_gpu_configs(), key=_AUTOTUNE_KEY)(_attention_bwd_dkdv_kernel)
+_dq_tuned = triton.autotune(configs=_gpu_configs(), key=_AUTOTUNE_KEY)(_attention_bwd_dq_kernel)
+
+
+def _interpreter_block(length: int) -> int:
+    # The interpreter runs each program with numpy: larger tiles mean fewer Python-level steps.
+    return min(64, _pow2_at_least(length))
+
+
+def _launch(kernel, tuned, grid_rows: int, bh: int, args: tuple, meta: dict, blocks: tuple[int, int] | None, row_block: str):
+    """Run `kernel` with explicit blocks (interpreter or caller-fixed) or its autotuned twin."""
+    if blocks is not None:
+        block_m, block_n = blocks
+        rows_block = block_m if row_block == "M" else block_n
+        grid = (triton.cdiv(grid_rows, rows_block) * bh,)
+        kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n, **meta)
+    else:
+        key = "BLOCK_M" if row_block == "M" else "BLOCK_N"
+        tuned[lambda cfg: (triton.cdiv(grid_rows, cfg[key]) * bh,)](*args, **meta)
+
+
+def _block_sizes(length: int, block_m: int | None, block_n: int | None) -> tuple[int, int] | None:
+    if block_m is not None or block_n is not None:
+        block_m = block_m or block_n
+        block_n = block_n or block_m
+        for name, value in (("block_m", block_m), ("block_n", block_n)):
+            if value < 16 or value & (value - 1):
+                raise ValueError(f"{name} must be a power of two >= 16 (a tl.dot rule), got {value}")
+        return block_m, block_n
+    if _INTERPRETED:
+        block = _interpreter_block(length)
+        return block, block
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Python-side wrappers
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_inputs(q, k, v, cos, sin) -> None:
+    if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
+        raise ValueError(
+            f"q, k, v must all be (batch, heads, T, d); got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
+    batch, _, length, dim = q.shape
+    if dim % 2 or not 2 <= dim <= _MAX_HEAD_DIM:
+        raise ValueError(f"head dimension must be even and in [2, {_MAX_HEAD_DIM}], got {dim}")
+    if q.dtype not in _SUPPORTED_DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(f"q, k, v must share one dtype among float32/float16/bfloat16; got {q.dtype}, {k.dtype}, {v.dtype}")
+    valid_tables = ((length, dim // 2), (batch, length, dim // 2))
+    if tuple(cos.shape) not in valid_tables or sin.shape != cos.shape:
+        raise ValueError(
+            f"cos/sin must be (T, d/2) = {valid_tables[0]} or (batch, T, d/2) = {valid_tables[1]}; "
+            f"got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
+    devices = {t.device for t in (q, k, v, cos, sin)}
+    if len(devices) != 1:
+        raise ValueError(f"q, k, v, cos, sin must be on one device; got {sorted(map(str, devices))}")
+    if not q.is_cuda and not _INTERPRETED:
+        raise RuntimeError(
+            "impl='triton' needs a CUDA tensor, or the Triton interpreter for CPU tensors: set "
+            "TRITON_INTERPRET=1 in the environment before formal_rope.kernels.triton_attention is imported "
+            "(or use impl='torch')"
+        )
+
+
+def _table_strides(table: torch.Tensor) -> tuple[int, int, int]:
+    if table.dim() == 2:
+        return 0, table.stride(0), table.stride(1)
+    return table.stride(0), table.stride(1), table.stride(2)
+
+
+def _precision(dtype: torch.dtype, allow_tf32: bool) -> str:
+    # fp32 inputs get exact fp32 products by default (the 1e-5 contract); tf32 is an opt-in speedup.
+    return "tf32" if (dtype == torch.float32 and allow_tf32) else "ieee"
+
+
+def _kernel_meta(dtype: torch.dtype, dim: int, rotate_values: bool, precision: str) -> dict:
+    return dict(
+        HALF_PAD=_pow2_at_least(dim // 2),
+        ROTATE_V=rotate_values,
+        PRECISION=precision,
+        UPCAST_DOT=_INTERPRETED and dtype == torch.bfloat16,
+    )
+
+
+def _forward(q, k, v, cos, sin, rotate_values, scale, blocks, precision):
+    batch, heads, length, dim = q.shape
+    out = torch.empty_like(q, memory_format=torch.contiguous_format)
+    lse = torch.empty((batch * heads, length), device=q.device, dtype=torch.float32)
+    args = (
+        q, k, v, cos, sin, out, lse,
+        *q.stride(), *k.stride(), *v.stride(), *out.stride(), *_table_strides(cos),
+        heads, length, dim // 2, scale * math.log2(math.e), _pow2_at_least(length),
+    )
+    meta = _kernel_meta(q.dtype, dim, rotate_values, precision)
+    _launch(_attention_fwd_kernel, _fwd_tuned, length, batch * heads, args, meta, blocks, "M")
+    return out, lse
+
+
+def _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, blocks, precision):
+    batch, heads, length, dim = q.shape
+    # delta_i = <dout_i, out_i> = <R_i dout_i, R_i out_i>: the rotated-frame row term, rotation-free.
+    delta = (grad_out.float() * out.float()).sum(-1).reshape(batch * heads, length).contiguous()
+    dq = torch.empty((batch, heads, length, dim), device=q.device, dtype=torch.float32)
+    dk = torch.empty_like(dq)
+    dv = torch.empty_like(dq)
+    common = (
+        *q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *_table_strides(cos),
+        heads, length, dim // 2, scale * math.log2(math.e), scale, _pow2_at_least(length),
+    )
+    meta = _kernel_meta(q.dtype, dim, rotate_values, precision)
+    _launch(
+        _attention_bwd_dkdv_kernel, _dkdv_tuned, length, batch * heads,
+        (q, k, v, cos, sin, grad_out, lse, delta, dk, dv, *common), meta, blocks, "N",
+    )
+    _launch(
+        _attention_bwd_dq_kernel, _dq_tuned, length, batch * heads,
+        (q, k, v, cos, sin, grad_out, lse, delta, dq, *common), meta, blocks, "M",
+    )
+    return dq, dk, dv
+
+
+def _rotation_table_grads(x: torch.Tensor, grad_rotated: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """d(loss)/d(cos), d(loss)/d(sin) per (batch, T, pair) for x_rot = R x, given g = d(loss)/d(x_rot).
+
+    x_rot_even = x_e cos - x_o sin, x_rot_odd = x_e sin + x_o cos, summed over heads.
+    """
+    x_even, x_odd = x[..., 0::2], x[..., 1::2]
+    g_even, g_odd = grad_rotated[..., 0::2], grad_rotated[..., 1::2]
+    d_cos = (g_even * x_even + g_odd * x_odd).sum(1)
+    d_sin = (g_odd * x_even - g_even * x_odd).sum(1)
+    return d_cos, d_sin
+
+
+def _rotate_torch(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    from formal_rope.kernels.reference import apply_rotary
+
+    return apply_rotary(x, cos, sin)
+
+
+def _table_gradients(q, k, v, cos, sin, out, grad_out, dq, dk, dv, rotate_values):
+    """Gradients w.r.t. cos/sin from the kernel's fp32 dq/dk/dv (O(B*H*T*d) torch work).
+
+    Every use of the tables is a rotation x -> R x, so with g = dL/d(Rx) = R dL/dx (the kernel
+    returns dL/dx = R^T g) the table gradients are cheap elementwise sums; no score-sized work.
+    """
+    cos32, sin32 = cos.float(), sin.float()
+    d_cos = torch.zeros((q.shape[0], q.shape[2], q.shape[3] // 2), device=q.device, dtype=torch.float32)
+    d_sin = torch.zeros_like(d_cos)
+    pairs = [(q, dq), (k, dk)] + ([(v, dv)] if rotate_values else [])
+    for x, grad_x in pairs:
+        dc, ds = _rotation_table_grads(x.float(), _rotate_torch(grad_x, cos32, sin32))
+        d_cos += dc
+        d_sin += ds
+    if rotate_values:
+        # out = R^T o' with o' = R out: out_e = o'_e cos + o'_o sin, out_o = o'_o cos - o'_e sin.
+        rotated_out = _rotate_torch(out.float(), cos32, sin32)
+        o_even, o_odd = rotated_out[..., 0::2], rotated_out[..., 1::2]
+        g_even, g_odd = grad_out.float()[..., 0::2], grad_out.float()[..., 1::2]
+        d_cos += (g_even * o_even + g_odd * o_odd).sum(1)
+        d_sin += (g_even * o_odd - g_odd * o_even).sum(1)
+    if cos.dim() == 2:
+        d_cos, d_sin = d_cos.sum(0), d_sin.sum(0)
+    return d_cos.to(cos.dtype), d_sin.to(sin.dtype)
+
+
+class _RotaryAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, cos, sin, rotate_values, scale, blocks, precision):
+        out, lse = _forward(q, k, v, cos, sin, rotate_values, scale, blocks, precision)
+        ctx.save_for_backward(q, k, v, cos, sin, out, lse)
+        ctx.config = (rotate_values, scale, blocks, precision)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, cos, sin, out, lse = ctx.saved_tensors
+        rotate_values, scale, blocks, precision = ctx.config
+        dq, dk, dv = _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, blocks, precision)
+        d_cos = d_sin = None
+        if ctx.needs_input_grad[3] or ctx.needs_input_grad[4]:
+            d_cos, d_sin = _table_gradients(q, k, v, cos, sin, out, grad_out, dq, dk, dv, rotate_values)
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), d_cos, d_sin, None, None, None, None
+
+
+def rotary_attention_triton(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    *,
+    rotate_values: bool = False,
+    scale: float | None = None,
+    block_m: int | None = None,
+    block_n: int | None = None,
+    allow_tf32: bool = False,
+) -> torch.Tensor:
+    """Fused Triton strict-causal rotary attention; same contract as `rotary_attention`.
+
+    block_m/block_n fix the tile sizes (powers of two >= 16) instead of autotuning (GPU) or the
+    interpreter default; allow_tf32 lets fp32 inputs use TF32 tensor-core products (faster, ~1e-3).
+    """
+    _check_inputs(q, k, v, cos, sin)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    if q.shape[2] == 0 or q.numel() == 0:
+        return (q + k + v) * 0
+    blocks = _block_sizes(q.shape[2], block_m, block_n)
+    return _RotaryAttention.apply(q, k, v, cos, sin, bool(rotate_values), scale, blocks, _precision(q.dtype, allow_tf32))
+
+
+def interpreter_active() -> bool:
+    """True when this module's kernels run in the Triton CPU interpreter (TRITON_INTERPRET=1 at import)."""
+    return _INTERPRETED
+
+
+__all__ = ["rotary_attention_triton", "interpreter_active"]
