@@ -1,0 +1,106 @@
+"""Loading OpenFst AT&T text acceptors (the MLRegTest `.att` format) as complete DFAs.
+
+Format: `src dst in out [weight]` lines are transitions (an acceptor has in == out; the input
+label is used), `state [weight]` lines are final states, state 0 is initial. Files describe
+partial DFAs; missing transitions go to a rejecting sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from formal_rope.automata.dfa import DFA
+from formal_rope.automata.ops import complete
+from formal_rope.errors import FormalRopeError
+
+_EPSILON_LABELS = {"<eps>", "<epsilon>", "ε"}
+
+
+def _state_id(field: str, path: Path, line_number: int) -> int:
+    try:
+        value = int(field)
+    except ValueError:
+        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer") from None
+    if value < 0:
+        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer")
+    return value
+
+
+def _check_weight(field: str, path: Path, line_number: int) -> None:
+    try:
+        float(field)
+    except ValueError:
+        raise FormalRopeError(f"{path}:{line_number}: weight {field!r} is not a number") from None
+
+
+def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
+    """The complete DFA described by an AT&T text file (not minimized; state 0 stays the start).
+
+    `alphabet` defaults to the labels used in the file, sorted; when given it fixes the symbol
+    order and may add symbols the file never uses (they lead to the sink). Unreadable files,
+    malformed lines, ε-labels and nondeterminism raise FormalRopeError naming the file and line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
+    arcs: list[tuple[int, int, str, int]] = []
+    finals: set[int] = set()
+    highest_state = -1
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) in (1, 2):
+            state = _state_id(fields[0], path, line_number)
+            if len(fields) == 2:
+                _check_weight(fields[1], path, line_number)
+            finals.add(state)
+            highest_state = max(highest_state, state)
+        elif len(fields) in (4, 5):
+            source = _state_id(fields[0], path, line_number)
+            target = _state_id(fields[1], path, line_number)
+            label, output = fields[2], fields[3]
+            if len(fields) == 5:
+                _check_weight(fields[4], path, line_number)
+            if label in _EPSILON_LABELS:
+                raise FormalRopeError(f"{path}:{line_number}: ε-transitions are not supported (label {label!r})")
+            if output != label:
+                raise FormalRopeError(
+                    f"{path}:{line_number}: input label {label!r} differs from output label {output!r}; "
+                    "only acceptors are supported"
+                )
+            arcs.append((source, target, label, line_number))
+            highest_state = max(highest_state, source, target)
+        else:
+            raise FormalRopeError(
+                f"{path}:{line_number}: expected 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
+            )
+    if highest_state < 0:
+        raise FormalRopeError(f"{path}: no states (empty automaton file)")
+    used = sorted({label for _, _, label, _ in arcs})
+    if alphabet is None:
+        alphabet = tuple(used)
+    else:
+        alphabet = tuple(alphabet)
+        unknown = [label for label in used if label not in set(alphabet)]
+        if unknown:
+            raise FormalRopeError(f"{path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
+    column_of = {symbol: index for index, symbol in enumerate(alphabet)}
+    n_states = highest_state + 1
+    table = np.full((n_states, len(alphabet)), -1, dtype=np.int64)
+    for source, target, label, line_number in arcs:
+        column = column_of[label]
+        existing = table[source, column]
+        if existing >= 0 and existing != target:
+            raise FormalRopeError(
+                f"{path}:{line_number}: nondeterministic: state {source} already goes to {existing} on {label!r}"
+            )
+        table[source, column] = target
+    accepting = np.zeros(n_states, dtype=bool)
+    accepting[sorted(finals)] = True
+    return complete(alphabet, table, accepting, start=0)

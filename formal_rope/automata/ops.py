@@ -1,0 +1,331 @@
+"""DFA operations on numpy transition tables: completion, minimization, boolean combinations,
+emptiness and language equivalence with a shortest counterexample.
+
+Every function takes and returns complete `DFA` values. Exploration is layered breadth-first
+search: a whole BFS layer is expanded with one table gather, so the Python loop runs once per
+layer (the depth of the automaton), never once per state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from formal_rope.automata.dfa import DFA
+from formal_rope.errors import FormalRopeError
+
+DEFAULT_MAX_STATES = 10**6
+
+# Dense visited bitmaps for product exploration are used up to this many pair codes (64 MiB).
+_DENSE_PRODUCT_LIMIT = 1 << 26
+
+
+class TooManyStatesError(FormalRopeError):
+    """A construction would need more states than the configured limit."""
+
+    def __init__(self, limit: int, what: str = "the automaton"):
+        self.limit = limit
+        super().__init__(
+            f"building {what} needs more than {limit:,} states (the limit); "
+            "raise it with --max-states N (max_states=N in Python) if you have the memory"
+        )
+
+
+@dataclass(frozen=True)
+class EquivalenceResult:
+    """`counterexample` is a shortest word in exactly one of the two languages (None if equal)."""
+
+    equivalent: bool
+    counterexample: tuple[str, ...] | None
+
+
+def check_state_limit(n_states: int, max_states: int, what: str = "the automaton") -> None:
+    if n_states > max_states:
+        raise TooManyStatesError(max_states, what)
+
+
+# ------------------------------------------------------------------ reachability and numbering
+def discovery_order(transitions: np.ndarray, start: int) -> np.ndarray:
+    """Reachable states in BFS discovery order (parents in order, symbols in alphabet order).
+
+    This is the order a queue-based BFS would produce, so renumbering by it is canonical: two
+    minimal DFAs of the same language over the same alphabet order get identical tables.
+    """
+    n_states = transitions.shape[0]
+    seen = np.zeros(n_states, dtype=bool)
+    seen[start] = True
+    layers = [np.array([start], dtype=np.int64)]
+    frontier = layers[0]
+    while True:
+        successors = transitions[frontier].ravel()
+        successors = successors[~seen[successors]]
+        if successors.size == 0:
+            break
+        _, first_index = np.unique(successors, return_index=True)
+        frontier = successors[np.sort(first_index)]
+        seen[frontier] = True
+        layers.append(frontier)
+    return np.concatenate(layers)
+
+
+def _restrict(dfa: DFA, order: np.ndarray) -> DFA:
+    """Keep the states in `order` (closed under transitions) and renumber them 0..len-1."""
+    new_index = np.full(dfa.n_states, -1, dtype=np.int64)
+    new_index[order] = np.arange(order.size, dtype=np.int64)
+    return DFA(
+        alphabet=dfa.alphabet,
+        transitions=new_index[dfa.transitions[order]],
+        start=int(new_index[dfa.start]),
+        accepting=dfa.accepting[order],
+    )
+
+
+def trim_unreachable(dfa: DFA) -> DFA:
+    """The reachable part, numbered in canonical BFS order."""
+    return _restrict(dfa, discovery_order(dfa.transitions, dfa.start))
+
+
+# --------------------------------------------------------------------------- minimization
+def minimize(dfa: DFA) -> DFA:
+    """The minimal complete DFA of the same language, canonically numbered.
+
+    Unreachable states are dropped, then Moore partition refinement runs vectorized: each round
+    assigns every state the signature (its block, the blocks of its successors) and renumbers the
+    distinct signatures with one `np.unique`; it stops when no block splits. Finally the
+    quotient is renumbered in BFS discovery order, so equal languages give identical tables.
+    """
+    reachable = trim_unreachable(dfa)
+    transitions = reachable.transitions
+    block = reachable.accepting.astype(np.int64)
+    n_blocks = int(np.unique(block).size)
+    while True:
+        signature = np.concatenate([block[:, None], block[transitions]], axis=1)
+        _, refined = np.unique(signature, axis=0, return_inverse=True)
+        refined = np.asarray(refined, dtype=np.int64).reshape(-1)
+        n_refined = int(refined.max()) + 1
+        block = refined
+        if n_refined == n_blocks:
+            break
+        n_blocks = n_refined
+    _, representative = np.unique(block, return_index=True)
+    quotient = DFA(
+        alphabet=reachable.alphabet,
+        transitions=block[transitions[representative]],
+        start=int(block[reachable.start]),
+        accepting=reachable.accepting[representative],
+    )
+    return trim_unreachable(quotient)
+
+
+# ------------------------------------------------------------------------- basic automata
+def complete(
+    alphabet: Sequence[str], transitions: np.ndarray, accepting: np.ndarray, start: int = 0
+) -> DFA:
+    """A complete DFA from a partial table where -1 marks a missing transition.
+
+    Missing transitions go to a fresh rejecting sink (added only when something is missing).
+    """
+    table = np.asarray(transitions, dtype=np.int64)
+    final = np.asarray(accepting, dtype=bool)
+    missing = table < 0
+    if missing.any():
+        sink = table.shape[0]
+        table = np.where(missing, sink, table)
+        table = np.concatenate([table, np.full((1, table.shape[1]), sink, dtype=np.int64)])
+        final = np.concatenate([final, [False]])
+    return DFA(alphabet=tuple(alphabet), transitions=table, start=start, accepting=final)
+
+
+def empty_language(alphabet: Sequence[str]) -> DFA:
+    return DFA(tuple(alphabet), np.zeros((1, len(alphabet)), dtype=np.int64), 0, np.array([False]))
+
+
+def universal_language(alphabet: Sequence[str]) -> DFA:
+    return DFA(tuple(alphabet), np.zeros((1, len(alphabet)), dtype=np.int64), 0, np.array([True]))
+
+
+def extend_alphabet(dfa: DFA, alphabet: Sequence[str]) -> DFA:
+    """The same language over a larger (or reordered) alphabet: new symbols lead to a rejecting sink."""
+    alphabet = tuple(alphabet)
+    if alphabet == dfa.alphabet:
+        return dfa
+    missing = [symbol for symbol in dfa.alphabet if symbol not in alphabet]
+    if missing:
+        raise FormalRopeError(f"alphabet {alphabet} lacks the automaton's symbols {missing}")
+    own_index = dfa.symbol_index()
+    columns = [own_index.get(symbol, -1) for symbol in alphabet]
+    table = np.full((dfa.n_states, len(alphabet)), -1, dtype=np.int64)
+    for new_column, old_column in enumerate(columns):
+        if old_column >= 0:
+            table[:, new_column] = dfa.transitions[:, old_column]
+    return complete(alphabet, table, dfa.accepting, dfa.start)
+
+
+def union_alphabet(*alphabets: Sequence[str]) -> tuple[str, ...]:
+    """Symbols of all alphabets, first-seen order (the first alphabet keeps its order)."""
+    merged: dict[str, None] = {}
+    for alphabet in alphabets:
+        merged.update(dict.fromkeys(alphabet))
+    return tuple(merged)
+
+
+def complement(dfa: DFA) -> DFA:
+    """Σ* minus the language, Σ = the DFA's alphabet."""
+    return DFA(dfa.alphabet, dfa.transitions, dfa.start, ~dfa.accepting)
+
+
+# ------------------------------------------------------------------------------- products
+_OPERATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "and": np.logical_and,
+    "or": np.logical_or,
+    "xor": np.logical_xor,
+    "diff": lambda left, right: left & ~right,
+}
+
+
+def product(
+    a: DFA,
+    b: DFA,
+    op: str | Callable[[np.ndarray, np.ndarray], np.ndarray],
+    max_states: int = DEFAULT_MAX_STATES,
+) -> DFA:
+    """The reachable product automaton; a pair is accepting when op(accept_a, accept_b).
+
+    `op` is "and", "or", "xor", "diff" or a vectorized function of two bool arrays. When the
+    alphabets differ, both automata are first extended to the union alphabet (a symbol unknown
+    to one automaton sends it to a rejecting sink), so the result is about sets of strings.
+    The result is not minimized; its states are in BFS discovery order.
+    """
+    combine = _OPERATIONS[op] if isinstance(op, str) else op
+    if a.alphabet != b.alphabet:
+        alphabet = a.alphabet if set(a.alphabet) == set(b.alphabet) else union_alphabet(a.alphabet, b.alphabet)
+        a, b = extend_alphabet(a, alphabet), extend_alphabet(b, alphabet)
+    n_b = b.n_states
+    start_code = a.start * n_b + b.start
+
+    def successors(codes: np.ndarray) -> np.ndarray:
+        left, right = np.divmod(codes, n_b)
+        return a.transitions[left] * n_b + b.transitions[right]
+
+    codes, transitions = _explore_codes(start_code, successors, a.n_states * n_b, max_states, "the product automaton")
+    left, right = np.divmod(codes, n_b)
+    accepting = np.asarray(combine(a.accepting[left], b.accepting[right]), dtype=bool)
+    return DFA(a.alphabet, transitions, 0, accepting)
+
+
+def _explore_codes(
+    start_code: int,
+    successors: Callable[[np.ndarray], np.ndarray],
+    code_space: int,
+    max_states: int,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Layered BFS over integer state codes; returns (codes in discovery order, transition table)."""
+    if code_space <= _DENSE_PRODUCT_LIMIT:
+        index_of = np.full(code_space, -1, dtype=np.int64)
+        index_of[start_code] = 0
+        discovered = [np.array([start_code], dtype=np.int64)]
+        frontier = discovered[0]
+        count = 1
+        while frontier.size:
+            targets = successors(frontier).ravel()
+            fresh = targets[index_of[targets] < 0]
+            if fresh.size == 0:
+                break
+            _, first = np.unique(fresh, return_index=True)
+            frontier = fresh[np.sort(first)]
+            check_state_limit(count + frontier.size, max_states, what)
+            index_of[frontier] = np.arange(count, count + frontier.size)
+            count += frontier.size
+            discovered.append(frontier)
+        codes = np.concatenate(discovered)
+        return codes, index_of[successors(codes)]
+    # Sparse code space: keep the visited codes sorted and look them up with searchsorted.
+    discovered = [np.array([start_code], dtype=np.int64)]
+    visited = discovered[0]
+    frontier = visited
+    while frontier.size:
+        targets = successors(frontier).ravel()
+        position = np.minimum(np.searchsorted(visited, targets), visited.size - 1)
+        fresh = targets[visited[position] != targets]
+        if fresh.size == 0:
+            break
+        _, first = np.unique(fresh, return_index=True)
+        frontier = fresh[np.sort(first)]
+        check_state_limit(visited.size + frontier.size, max_states, what)
+        visited = np.sort(np.concatenate([visited, frontier]))
+        discovered.append(frontier)
+    codes = np.concatenate(discovered)
+    sort_order = np.argsort(codes)
+    targets = successors(codes)
+    return codes, sort_order[np.searchsorted(codes[sort_order], targets)]
+
+
+def intersection(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    return minimize(product(a, b, "and", max_states))
+
+
+def union(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    return minimize(product(a, b, "or", max_states))
+
+
+def difference(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(a) minus L(b)."""
+    return minimize(product(a, b, "diff", max_states))
+
+
+def symmetric_difference(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    return minimize(product(a, b, "xor", max_states))
+
+
+# ----------------------------------------------------------------- emptiness, equivalence
+def shortest_accepted(dfa: DFA) -> tuple[str, ...] | None:
+    """A shortest accepted word (the least in alphabet order among the shortest), or None."""
+    n_states = dfa.n_states
+    parent = np.full(n_states, -1, dtype=np.int64)
+    via_symbol = np.full(n_states, -1, dtype=np.int64)
+    seen = np.zeros(n_states, dtype=bool)
+    seen[dfa.start] = True
+    frontier = np.array([dfa.start], dtype=np.int64)
+    found = dfa.start if dfa.accepting[dfa.start] else -1
+    n_symbols = dfa.n_symbols
+    while found < 0 and frontier.size and n_symbols:
+        targets = dfa.transitions[frontier].ravel()
+        fresh_mask = ~seen[targets]
+        if not fresh_mask.any():
+            break
+        flat_index = np.flatnonzero(fresh_mask)
+        _, first = np.unique(targets[flat_index], return_index=True)
+        flat_index = flat_index[np.sort(first)]
+        new_states = targets[flat_index]
+        parent[new_states] = frontier[flat_index // n_symbols]
+        via_symbol[new_states] = flat_index % n_symbols
+        seen[new_states] = True
+        accepted = new_states[dfa.accepting[new_states]]
+        if accepted.size:
+            found = int(accepted[0])
+        frontier = new_states
+    if found < 0:
+        return None
+    word: list[str] = []
+    state = found
+    while state != dfa.start:
+        word.append(dfa.alphabet[via_symbol[state]])
+        state = int(parent[state])
+    return tuple(reversed(word))
+
+
+def is_empty(dfa: DFA) -> bool:
+    reachable = discovery_order(dfa.transitions, dfa.start)
+    return not bool(dfa.accepting[reachable].any())
+
+
+def equivalent(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> EquivalenceResult:
+    """Language equality; on inequality, a shortest word in exactly one language.
+
+    Alphabets that differ are compared over their union (see `product`).
+    """
+    counterexample = shortest_accepted(product(a, b, "xor", max_states))
+    return EquivalenceResult(counterexample is None, counterexample)

@@ -1,0 +1,49 @@
+"""Human-readable views of a DFA: Graphviz source and table rows (rendered with Rich by the CLI)."""
+
+from __future__ import annotations
+
+import json
+
+from formal_rope.automata.dfa import DFA
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text)  # a JSON string literal is a valid DOT quoted string
+
+
+def to_dot(dfa: DFA, name: str = "dfa") -> str:
+    """Graphviz DOT source: double circles accept, parallel edges merged into one labelled edge."""
+    lines = [f"digraph {_quote(name)} {{", "  rankdir=LR;", '  __start [shape=point, label=""];']
+    for state in range(dfa.n_states):
+        shape = "doublecircle" if dfa.accepting[state] else "circle"
+        lines.append(f"  {state} [shape={shape}];")
+    lines.append(f"  __start -> {dfa.start};")
+    edges: dict[tuple[int, int], list[str]] = {}
+    for state in range(dfa.n_states):
+        for column, symbol in enumerate(dfa.alphabet):
+            edges.setdefault((state, int(dfa.transitions[state, column])), []).append(symbol)
+    for (source, target), symbols in edges.items():
+        lines.append(f"  {source} -> {target} [label={_quote(','.join(symbols))}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_table(dfa: DFA) -> tuple[list[str], list[list[str]]]:
+    """(column headers, rows): state (→ marks the start, * accepting), then one target per symbol."""
+    headers = ["state", *dfa.alphabet]
+    rows = []
+    for state in range(dfa.n_states):
+        mark = ("→" if state == dfa.start else "") + ("*" if dfa.accepting[state] else "")
+        rows.append([f"{mark}{state}", *(str(int(t)) for t in dfa.transitions[state])])
+    return headers, rows
+
+
+def to_json(dfa: DFA) -> dict:
+    """A JSON-serialisable description of the DFA."""
+    return {
+        "alphabet": list(dfa.alphabet),
+        "n_states": dfa.n_states,
+        "start": dfa.start,
+        "accepting": [int(s) for s in dfa.accepting.nonzero()[0]],
+        "transitions": dfa.transitions.tolist(),
+    }
