@@ -98,14 +98,18 @@ def minimize(dfa: DFA) -> DFA:
     """
     reachable = trim_unreachable(dfa)
     transitions = reachable.transitions
+    n_states = reachable.n_states
     block = reachable.accepting.astype(np.int64)
     n_blocks = int(np.unique(block).size)
     while True:
-        signature = np.concatenate([block[:, None], block[transitions]], axis=1)
-        _, refined = np.unique(signature, axis=0, return_inverse=True)
-        refined = np.asarray(refined, dtype=np.int64).reshape(-1)
-        n_refined = int(refined.max()) + 1
-        block = refined
+        # Fold the signature in one successor column at a time: pair (key, successor block)
+        # -> one int64 -> dense rank via a 1-D unique (much faster than unique over rows).
+        key = block
+        for column in range(transitions.shape[1]):
+            _, key = np.unique(key * n_states + block[transitions[:, column]], return_inverse=True)
+            key = np.asarray(key, dtype=np.int64).reshape(-1)
+        n_refined = int(key.max()) + 1
+        block = key
         if n_refined == n_blocks:
             break
         n_blocks = n_refined

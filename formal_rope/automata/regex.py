@@ -248,13 +248,21 @@ def repeat(a: DFA, low: int, high: int | None, max_states: int = DEFAULT_MAX_STA
     if low < 0 or (high is not None and high < low):
         raise FormalRopeError(f"invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
     epsilon = _epsilon(a.alphabet)
-    result = epsilon
-    for _ in range(low):
-        result = concatenate(result, a, max_states)
+    head = power(a, low, max_states)
     if high is None:
-        return concatenate(result, kleene_star(a, max_states), max_states)
-    # a? repeated (high - low) times: (a(a(a)?)?)? built from the inside out stays small.
-    tail = epsilon
-    for _ in range(high - low):
-        tail = minimize(product(concatenate(a, tail, max_states), epsilon, "or", max_states))
-    return concatenate(result, tail, max_states)
+        return concatenate(head, kleene_star(a, max_states), max_states)
+    optional = minimize(product(a, epsilon, "or", max_states))
+    return concatenate(head, power(optional, high - low, max_states), max_states)
+
+
+def power(a: DFA, exponent: int, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """Minimal DFA of L(a)^exponent by repeated squaring (O(log exponent) concatenations)."""
+    result = _epsilon(a.alphabet)
+    base = a
+    while exponent:
+        if exponent & 1:
+            result = concatenate(result, base, max_states)
+        exponent >>= 1
+        if exponent:
+            base = concatenate(base, base, max_states)
+    return result
