@@ -1,0 +1,311 @@
+"""Uniform string sampling inside / outside a regular language, labelled test sets, training batches.
+
+Strings are int64 arrays of symbol indices (positions in `dfa.alphabet`); padded positions hold
+`PAD` (-1). Text only appears at the edges (`formal_rope.sampling.text`).
+
+Randomness: every function takes its randomness explicitly. Test sets derive one generator per length
+from `SeedSequence([seed, length])`, so the strings for length n never depend on which other lengths
+were requested or in which order.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from formal_rope.automata.dfa import DFA
+from formal_rope.errors import FormalRopeError
+from formal_rope.sampling.counts import LogCounts, dfa_graph, log_counts, near_miss_graph
+from formal_rope.sampling.walk import PAD, walk, walk_sorted
+
+ACCEPTED, REJECTED, NEAR_MISS = "accepted", "rejected", "near_miss"
+
+# Uniform draws materialised at once by test_sets (per graph kind); bounds peak memory to ~64 MiB.
+_CHUNK_DRAWS = 8_000_000
+
+
+class EmptyClassError(FormalRopeError):
+    """No string of the requested length lies in (or outside) the language."""
+
+
+# Count tables are pure functions of the (immutable) DFA, so they are memoised per DFA object and
+# dropped with it. training_batch runs every step; rebuilding its tables each time would double its cost.
+_TABLE_CACHE: "weakref.WeakKeyDictionary[DFA, dict[str, LogCounts]]" = weakref.WeakKeyDictionary()
+
+
+def count_table(dfa: DFA, kind: str, max_length: int) -> LogCounts:
+    """Log-space counts for `kind` in {accepted, rejected, near_miss} covering lengths 0..max_length."""
+    per_dfa = _TABLE_CACHE.setdefault(dfa, {})
+    table = per_dfa.get(kind)
+    if table is None or table.max_length < max_length:
+        if kind == NEAR_MISS:
+            graph = near_miss_graph(dfa)
+        elif kind in (ACCEPTED, REJECTED):
+            graph = dfa_graph(dfa, accepted=kind == ACCEPTED)
+        else:
+            raise ValueError(f"unknown count table kind {kind!r}")
+        # Grow geometrically so a sequence of slightly longer requests stays linear overall.
+        grown = max_length if table is None else max(max_length, 2 * table.max_length)
+        table = log_counts(graph, grown)
+        per_dfa[kind] = table
+    return table
+
+
+def _class_name(accepted: bool) -> str:
+    return "in L" if accepted else "outside L"
+
+
+def sample_strings(dfa: DFA, length: int, n: int, rng: np.random.Generator, accepted: bool = True) -> np.ndarray:
+    """`n` strings of exactly `length` symbols drawn uniformly (with replacement) from L
+    (accepted=True) or from its complement. Returns int64 (n, length).
+
+    Raises EmptyClassError when no string of that length is in the requested class."""
+    if length < 0 or n < 0:
+        raise FormalRopeError(f"length and n must be non-negative (got length={length}, n={n})")
+    counts = count_table(dfa, ACCEPTED if accepted else REJECTED, length)
+    if not counts.nonempty(length):
+        raise EmptyClassError(f"no string of length {length} is {_class_name(accepted)}; cannot sample {n} of them")
+    uniforms = rng.random((length, n))
+    return walk(counts, np.full(n, length, dtype=np.int64), uniforms).reshape(n, length)
+
+
+@dataclass(frozen=True, eq=False)
+class LabeledSet:
+    """Test strings of one length. Rows are ordered: positives, then uniform negatives, then the
+    `n_near_miss` near-misses (the last rows). `note` records any departure from the requested mix."""
+
+    length: int
+    symbols: np.ndarray  # (n, length) int64
+    labels: np.ndarray  # (n,) bool, True = in L
+    n_near_miss: int
+    note: str | None = None
+
+    @property
+    def near_miss(self) -> np.ndarray:
+        """Bool (n,): which rows are near-misses."""
+        flags = np.zeros(len(self.labels), dtype=bool)
+        if self.n_near_miss:
+            flags[-self.n_near_miss :] = True
+        return flags
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+@dataclass(frozen=True)
+class _LengthPlan:
+    length: int
+    n_positive: int
+    n_uniform_negative: int
+    n_near_miss: int
+    note: str | None
+
+
+def _plan(
+    length: int,
+    n_per_length: int,
+    near_miss_fraction: float,
+    has_positive: bool,
+    has_negative: bool,
+    has_near_miss: bool,
+) -> _LengthPlan:
+    notes = []
+    if has_positive and has_negative:
+        n_negative = n_per_length // 2
+        n_positive = n_per_length - n_negative
+    elif has_positive:
+        n_positive, n_negative = n_per_length, 0
+        notes.append(f"only positive strings exist at length {length}")
+    elif has_negative:
+        n_positive, n_negative = 0, n_per_length
+        notes.append(f"only negative strings exist at length {length}")
+    else:  # only possible for an alphabet-free DFA, which DFA rejects; kept for completeness
+        raise EmptyClassError(f"no string of length {length} exists")
+    n_near_miss = int(round(n_negative * near_miss_fraction))
+    if n_near_miss and not has_near_miss:
+        notes.append(f"no near-miss exists at length {length}; all negatives are uniform")
+        n_near_miss = 0
+    return _LengthPlan(length, n_positive, n_negative - n_near_miss, n_near_miss, "; ".join(notes) or None)
+
+
+def _length_generator(seed: int, length: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(seed), int(length)]))
+
+
+def _chunks(sizes: Sequence[int], budget: int) -> Iterable[range]:
+    """Consecutive index ranges whose summed sizes stay within budget (at least one item each)."""
+    start, total = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and total + size > budget:
+            yield range(start, index)
+            start, total = index, 0
+        total += size
+    if start < len(sizes):
+        yield range(start, len(sizes))
+
+
+def _walk_many(counts: LogCounts, blocks: list[tuple[int, np.ndarray]]) -> list[np.ndarray]:
+    """Walk several (length, uniforms (length, n)) blocks in one vectorized pass; one (n, length)
+    array per block, in the order given."""
+    order = sorted(range(len(blocks)), key=lambda index: -blocks[index][0])
+    sizes = [blocks[index][1].shape[1] for index in order]
+    total = sum(sizes)
+    results: list[np.ndarray] = [np.empty((0, length), dtype=np.int64) for length, _ in blocks]
+    if total == 0:
+        return results
+    width = max(blocks[index][0] for index, size in zip(order, sizes) if size)
+    lengths = np.empty(total, dtype=np.int64)
+    draws = np.empty((width, total), dtype=np.float64)
+    offset = 0
+    for index, size in zip(order, sizes):
+        length, uniforms = blocks[index]
+        if not size:
+            continue
+        lengths[offset : offset + size] = length
+        draws[:length, offset : offset + size] = uniforms
+        offset += size
+    # Rows past a string's end are never read, so `draws` and the output need no padding.
+    symbols = walk_sorted(counts, lengths, draws, pad=False)
+    offset = 0
+    for index, size in zip(order, sizes):
+        length = blocks[index][0]
+        if size:  # empty blocks keep their (0, length) placeholder
+            results[index] = np.ascontiguousarray(symbols[:length, offset : offset + size].T)
+        offset += size
+    return results
+
+
+def test_sets(
+    dfa: DFA,
+    lengths: Sequence[int],
+    n_per_length: int = 512,
+    seed: int = 0,
+    near_miss_fraction: float = 0.5,
+    progress=None,
+) -> list[LabeledSet]:
+    """One LabeledSet per entry of `lengths` (the paper's test set: lengths 41..500, 512 each).
+
+    Each set is half positive / half negative when both classes exist at that length, else all from
+    the existing class (recorded in `note`). Negatives are (1 - near_miss_fraction) uniform negatives
+    and near_miss_fraction near-misses: uniform over (positive w, position, other symbol) triples whose
+    substitution leaves L. Count tables are shared across lengths and strings of many lengths are
+    sampled in one vectorized pass. `progress(done_lengths)` is called after each chunk if given."""
+    lengths = [int(length) for length in lengths]
+    if any(length < 0 for length in lengths):
+        raise FormalRopeError(f"test lengths must be non-negative, got {min(lengths)}")
+    if n_per_length < 0:
+        raise FormalRopeError(f"n_per_length must be non-negative, got {n_per_length}")
+    if not 0.0 <= near_miss_fraction <= 1.0:
+        raise FormalRopeError(f"near_miss_fraction must lie in [0, 1], got {near_miss_fraction}")
+    if not lengths:
+        return []
+    longest = max(lengths)
+    tables = {kind: count_table(dfa, kind, longest) for kind in (ACCEPTED, REJECTED)}
+    if near_miss_fraction > 0:
+        tables[NEAR_MISS] = count_table(dfa, NEAR_MISS, longest)
+    length_array = np.array(lengths)
+    has_positive = tables[ACCEPTED].nonempty(length_array)
+    has_negative = tables[REJECTED].nonempty(length_array)
+    has_near_miss = tables[NEAR_MISS].nonempty(length_array) if NEAR_MISS in tables else np.zeros(len(lengths), bool)
+    plans = [
+        _plan(length, n_per_length, near_miss_fraction, pos, neg, near)
+        for length, pos, neg, near in zip(lengths, has_positive, has_negative, has_near_miss)
+    ]
+
+    results: list[LabeledSet] = []
+    for chunk in _chunks([max(length, 1) * n_per_length for length in lengths], _CHUNK_DRAWS):
+        blocks: dict[str, list[tuple[int, np.ndarray]]] = {ACCEPTED: [], REJECTED: [], NEAR_MISS: []}
+        for index in chunk:
+            plan = plans[index]
+            rng = _length_generator(seed, plan.length)
+            # Fixed draw order per length: positives, uniform negatives, near-misses.
+            blocks[ACCEPTED].append((plan.length, rng.random((plan.length, plan.n_positive))))
+            blocks[REJECTED].append((plan.length, rng.random((plan.length, plan.n_uniform_negative))))
+            blocks[NEAR_MISS].append((plan.length, rng.random((plan.length, plan.n_near_miss))))
+        sampled = {
+            kind: _walk_many(tables[kind], kind_blocks) if kind in tables else [
+                np.empty((0, length), dtype=np.int64) for length, _ in kind_blocks
+            ]
+            for kind, kind_blocks in blocks.items()
+        }
+        for position, index in enumerate(chunk):
+            plan = plans[index]
+            symbols = np.concatenate([sampled[kind][position] for kind in (ACCEPTED, REJECTED, NEAR_MISS)])
+            labels = np.zeros(len(symbols), dtype=bool)
+            labels[: plan.n_positive] = True
+            symbols.setflags(write=False)
+            labels.setflags(write=False)
+            results.append(LabeledSet(plan.length, symbols, labels, plan.n_near_miss, plan.note))
+        if progress is not None:
+            progress(len(results))
+    return results
+
+
+def test_set(
+    dfa: DFA, length: int, n_per_length: int = 512, seed: int = 0, near_miss_fraction: float = 0.5
+) -> LabeledSet:
+    """The LabeledSet for one length; identical to the corresponding entry of `test_sets`."""
+    return test_sets(dfa, [length], n_per_length, seed, near_miss_fraction)[0]
+
+
+# pytest would otherwise collect these public functions as tests when imported into test modules.
+test_sets.__test__ = False  # type: ignore[attr-defined]
+test_set.__test__ = False  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingBatch:
+    """A balanced batch: symbols (B, max_length) int64 padded with PAD (-1), lengths (B,), labels (B,)."""
+
+    symbols: np.ndarray
+    lengths: np.ndarray
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+
+def training_batch(
+    dfa: DFA,
+    rng: np.random.Generator,
+    batch_size: int,
+    min_length: int = 0,
+    max_length: int = 40,
+) -> TrainingBatch:
+    """`batch_size` strings: ceil(B/2) positives and floor(B/2) negatives, rows shuffled.
+
+    Each string's length is uniform over [min_length, max_length] restricted to the lengths where
+    its class is non-empty (the same distribution as resampling the length until the class exists);
+    given its length the string is uniform in its class. All strings are sampled in one pass."""
+    if not 0 <= min_length <= max_length:
+        raise FormalRopeError(f"need 0 <= min_length <= max_length, got [{min_length}, {max_length}]")
+    if batch_size < 0:
+        raise FormalRopeError(f"batch_size must be non-negative, got {batch_size}")
+    n_negative = batch_size // 2
+    n_positive = batch_size - n_negative
+    candidates = np.arange(min_length, max_length + 1)
+    symbols = np.full((batch_size, max_length), PAD, dtype=np.int64)
+    lengths = np.empty(batch_size, dtype=np.int64)
+    labels = np.zeros(batch_size, dtype=bool)
+    labels[:n_positive] = True
+    offset = 0
+    for kind, count in ((ACCEPTED, n_positive), (REJECTED, n_negative)):
+        if count == 0:
+            continue
+        counts = count_table(dfa, kind, max_length)
+        allowed = candidates[counts.nonempty(candidates)]
+        if allowed.size == 0:
+            raise EmptyClassError(
+                f"no string with length in [{min_length}, {max_length}] is {_class_name(kind == ACCEPTED)}; "
+                "cannot build balanced training batches"
+            )
+        chosen = allowed[rng.integers(0, allowed.size, size=count)]
+        drawn = walk(counts, chosen, rng.random((int(chosen.max()), count)))
+        symbols[offset : offset + count, : drawn.shape[1]] = drawn
+        lengths[offset : offset + count] = chosen
+        offset += count
+    permutation = rng.permutation(batch_size)
+    return TrainingBatch(symbols[permutation], lengths[permutation], labels[permutation])

@@ -1,0 +1,62 @@
+"""Text at the edges: symbol-index arrays <-> strings.
+
+Single-character alphabets (the common case) map to plain concatenation ("abba"). When any symbol is
+longer than one character (quoted names such as 'long name'), symbols are separated by single spaces
+so the text can be split back unambiguously.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.sampling.walk import PAD
+
+
+def _single_characters(alphabet: Sequence[str]) -> bool:
+    return all(len(symbol) == 1 and symbol != "\x00" for symbol in alphabet)
+
+
+def decode(symbols: np.ndarray, alphabet: Sequence[str], lengths: np.ndarray | None = None) -> list[str]:
+    """Rows of symbol indices -> strings. Positions holding PAD (or at/after `lengths[i]`) are dropped."""
+    symbols = np.asarray(symbols, dtype=np.int64)
+    if symbols.ndim != 2:
+        raise ValueError(f"symbols must be 2-D (n, width), got shape {symbols.shape}")
+    n_rows, width = symbols.shape
+    present = symbols != PAD
+    if lengths is not None:
+        present &= np.arange(width)[None, :] < np.asarray(lengths)[:, None]
+    if _single_characters(alphabet):
+        # Pad with NUL and view each row as one fixed-width unicode string: numpy strips trailing
+        # NULs, and PAD only ever appears after a string's end.
+        table = np.array(list(alphabet) + ["\x00"], dtype="<U1")
+        characters = table[np.where(present, symbols, len(alphabet))]
+        if width == 0:
+            return [""] * n_rows
+        return np.ascontiguousarray(characters).view(f"<U{width}").ravel().tolist()
+    names = np.array(list(alphabet), dtype=object)
+    return [" ".join(names[row[mask]]) for row, mask in zip(symbols, present)]
+
+
+def encode(texts: Sequence[str], alphabet: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings -> (symbols (n, max_len) int64 padded with PAD, lengths (n,) int64); inverse of decode.
+
+    Raises FormalRopeError naming the first symbol that is not in the alphabet."""
+    index = {symbol: position for position, symbol in enumerate(alphabet)}
+    if _single_characters(alphabet):
+        tokenised = [list(text) for text in texts]
+    else:
+        tokenised = [text.split() for text in texts]
+    lengths = np.array([len(tokens) for tokens in tokenised], dtype=np.int64)
+    width = int(lengths.max()) if len(tokenised) else 0
+    symbols = np.full((len(tokenised), width), PAD, dtype=np.int64)
+    for row, tokens in enumerate(tokenised):
+        try:
+            symbols[row, : len(tokens)] = [index[token] for token in tokens]
+        except KeyError as error:
+            raise FormalRopeError(
+                f"symbol {error.args[0]!r} in {texts[row]!r} is not in the alphabet {{{', '.join(alphabet)}}}"
+            ) from None
+    return symbols, lengths
