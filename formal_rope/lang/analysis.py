@@ -1,0 +1,122 @@
+"""Static facts about ASTs: the LTL fragment a formula lies in, the symbols it mentions, and
+whether its meaning depends on symbols it does not mention (so it needs an explicit alphabet).
+
+All walks are iterative (explicit stack), so very deep ASTs are fine.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from formal_rope.lang.ast import (
+    FORMULA_TYPES,
+    REGEX_TYPES,
+    AnySymbol,
+    Atom,
+    CharClass,
+    Complement,
+    Const,
+    Formula,
+    Historically,
+    Iff,
+    Implies,
+    Mod,
+    Not,
+    Past,
+    Regex,
+    Since,
+    Symbol,
+    Yesterday,
+)
+
+FRAGMENTS = ("LTL[P]", "LTL[P,MOD]", "LTL[P,Y]", "LTL[P,Y,MOD]", "LTL[P,Y,S,MOD]")
+
+_CHILD_FIELDS = ("child", "left", "right")
+
+
+def iter_nodes(ast: Formula | Regex) -> Iterator[Formula | Regex]:
+    """Every node of the AST, parents before children, left before right."""
+    stack = [ast]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = [getattr(node, field) for field in _CHILD_FIELDS if hasattr(node, field)]
+        stack.extend(reversed(children))
+
+
+def is_formula(ast: object) -> bool:
+    return isinstance(ast, FORMULA_TYPES)
+
+
+def is_regex(ast: object) -> bool:
+    return isinstance(ast, REGEX_TYPES)
+
+
+def node_types(ast: Formula | Regex) -> frozenset[type]:
+    return frozenset(type(node) for node in iter_nodes(ast))
+
+
+def ltl_fragment(formula: Formula) -> str:
+    """The smallest of LTL[P] ⊂ LTL[P,MOD] / LTL[P,Y] ⊂ LTL[P,Y,MOD] ⊂ LTL[P,Y,S,MOD] whose
+    operators cover the formula. H counts as P (H φ = ¬P¬φ); Boolean-only formulas are LTL[P].
+    This is syntactic: a formula using S may still define an LTL[P] language."""
+    if not is_formula(formula):
+        raise TypeError(f"not an LTL formula: {formula!r}")
+    kinds = node_types(formula)
+    if Since in kinds:
+        return "LTL[P,Y,S,MOD]"
+    uses_y, uses_mod = Yesterday in kinds, Mod in kinds
+    if uses_y and uses_mod:
+        return "LTL[P,Y,MOD]"
+    if uses_y:
+        return "LTL[P,Y]"
+    if uses_mod:
+        return "LTL[P,MOD]"
+    return "LTL[P]"
+
+
+def uses_temporal_or_mod(formula: Formula) -> bool:
+    """True when the formula uses P, H, Y, S or a MOD predicate (decides bare-expression reading)."""
+    return bool(node_types(formula) & {Past, Historically, Yesterday, Since, Mod})
+
+
+def max_lookback(formula: Formula) -> int:
+    """The largest k of any Y^k in the formula (0 without Y)."""
+    return max((node.k for node in iter_nodes(formula) if isinstance(node, Yesterday)), default=0)
+
+
+def moduli(formula: Formula) -> tuple[int, ...]:
+    """The distinct moduli m of the MOD_m^r predicates, sorted."""
+    return tuple(sorted({node.m for node in iter_nodes(formula) if isinstance(node, Mod)}))
+
+
+def symbols_of(ast: Formula | Regex) -> tuple[str, ...]:
+    """The symbols an expression mentions (atoms, regex symbols, class members), sorted."""
+    found: set[str] = set()
+    for node in iter_nodes(ast):
+        if isinstance(node, (Atom, Symbol)):
+            found.add(node.symbol)
+        elif isinstance(node, CharClass):
+            found.update(node.symbols)
+    return tuple(sorted(found))
+
+
+def uses_alphabet_wide_construct(ast: Formula | Regex) -> bool:
+    """True when the meaning refers to 'any other symbol': Σ/., [^..], complement in regexes;
+    negation, ->, <->, H or the constant true in formulas."""
+    wide = (AnySymbol, Complement, Not, Implies, Iff, Historically)
+    for node in iter_nodes(ast):
+        if isinstance(node, wide):
+            return True
+        if isinstance(node, CharClass) and node.negated:
+            return True
+        if isinstance(node, Const) and node.value:
+            return True
+    return False
+
+
+def needs_explicit_alphabet(ast: Formula | Regex) -> bool:
+    """SPEC section 1: an expression using Σ/./negation that mentions fewer than two symbols cannot
+    take its alphabet from the symbols it mentions. (Zero mentioned symbols always needs one too,
+    see `resolve_language`, since the alphabet would be empty.)"""
+    return uses_alphabet_wide_construct(ast) and len(symbols_of(ast)) < 2

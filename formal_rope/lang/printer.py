@@ -1,0 +1,205 @@
+"""Print ASTs back to text with the fewest parentheses that keep parse(print(x)) == x.
+
+Two styles: "ascii" (! & | -> <-> true false; . () [] in regexes) and "unicode" (¬ ∧ ∨ → ↔ ⊤ ⊥;
+Σ ε ∅). Formulas default to ASCII (the spelling used on command lines), regexes to Unicode (the
+paper's notation: aΣ*, Σ*abΣ*). P, H and Y always print with parentheses: P(a), Y^2(a).
+Left-associative chains (a & b & c, long concatenations) are printed without recursion so that
+expressions with thousands of symbols print fine.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from formal_rope.lang.ast import (
+    AnySymbol,
+    And,
+    Atom,
+    CharClass,
+    Complement,
+    Concat,
+    Const,
+    EmptySet,
+    Epsilon,
+    Formula,
+    Historically,
+    Iff,
+    Implies,
+    Intersect,
+    Mod,
+    Not,
+    Optional_,
+    Or,
+    Past,
+    Plus,
+    Regex,
+    Repeat,
+    Since,
+    Star,
+    Symbol,
+    Union_,
+    Yesterday,
+)
+
+Style = Literal["ascii", "unicode"]
+
+_LTL_BARE_ATOM = re.compile(r"(?![PYSHεΣ])[^\W_]")
+_REGEX_BARE_SYMBOL = re.compile(r"(?![εΣ])[^\W_]")
+
+
+def quote_symbol(symbol: str, bare: re.Pattern[str] = _REGEX_BARE_SYMBOL) -> str:
+    """A symbol as the grammars read it: bare when a single letter/digit, else quoted."""
+    if not symbol:
+        raise ValueError("an empty symbol cannot be printed")
+    if len(symbol) == 1 and bare.fullmatch(symbol):
+        return symbol
+    if "\n" in symbol or ("'" in symbol and '"' in symbol):
+        raise ValueError(f"symbol {symbol!r} cannot be quoted (newline or both quote characters)")
+    quote = '"' if "'" in symbol else "'"
+    return f"{quote}{symbol}{quote}"
+
+
+# ------------------------------------------------------------------------------------- LTL
+# Binding strength: higher binds tighter. Unary operators and atoms are 6.
+_LTL_LEVEL = {Iff: 1, Implies: 2, Or: 3, And: 4, Since: 5}
+_LTL_RIGHT_ASSOC = {Implies, Since}
+_LTL_SYMBOLS = {
+    "ascii": {Iff: "<->", Implies: "->", Or: "|", And: "&", Since: "S", Not: "!", True: "true", False: "false"},
+    "unicode": {Iff: "↔", Implies: "→", Or: "∨", And: "∧", Since: "S", Not: "¬", True: "⊤", False: "⊥"},
+}
+
+
+def _ltl_level(formula: Formula) -> int:
+    return _LTL_LEVEL.get(type(formula), 6)
+
+
+def format_ltl(formula: Formula, style: Style = "ascii") -> str:
+    """Canonical text of a formula; parse_ltl(format_ltl(f)) == f."""
+    symbols = _LTL_SYMBOLS[style]
+
+    def wrap(child: Formula, needs: bool) -> str:
+        text = render(child)
+        return f"({text})" if needs else text
+
+    def render(formula: Formula) -> str:
+        kind = type(formula)
+        if kind is Atom:
+            return quote_symbol(formula.symbol, _LTL_BARE_ATOM)
+        if kind is Const:
+            return symbols[bool(formula.value)]
+        if kind is Mod:
+            return f"MOD_{formula.m}^{formula.r}"
+        if kind is Not:
+            return symbols[Not] + wrap(formula.child, _ltl_level(formula.child) < 6)
+        if kind is Past:
+            return f"P({render(formula.child)})"
+        if kind is Historically:
+            return f"H({render(formula.child)})"
+        if kind is Yesterday:
+            power = "" if formula.k == 1 else f"^{formula.k}"
+            return f"Y{power}({render(formula.child)})"
+        if kind in _LTL_LEVEL:
+            level = _LTL_LEVEL[kind]
+            operator = f" {symbols[kind]} "
+            if kind in _LTL_RIGHT_ASSOC:
+                # Walk the right spine: a -> (b -> c) prints as a -> b -> c.
+                parts = []
+                node = formula
+                while type(node) is kind:
+                    parts.append(wrap(node.left, _ltl_level(node.left) <= level))
+                    node = node.right
+                parts.append(wrap(node, _ltl_level(node) < level))
+                return operator.join(parts)
+            # Left-associative: walk the left spine iteratively.
+            rights = []
+            node = formula
+            while type(node) is kind:
+                rights.append(node.right)
+                node = node.left
+            parts = [wrap(node, _ltl_level(node) < level)]
+            parts.extend(wrap(right, _ltl_level(right) <= level) for right in reversed(rights))
+            return operator.join(parts)
+        raise TypeError(f"not an LTL formula node: {formula!r}")
+
+    return render(formula)
+
+
+# ----------------------------------------------------------------------------------- regex
+# Binding strength: union 1 < intersection 2 < concatenation 3 < prefix complement 4 < postfix 5 < atoms 6.
+_REGEX_LEVEL = {Union_: 1, Intersect: 2, Concat: 3, Complement: 4, Star: 5, Plus: 5, Optional_: 5, Repeat: 5}
+_REGEX_CONSTANTS = {
+    "ascii": {Epsilon: "()", EmptySet: "[]", AnySymbol: "."},
+    "unicode": {Epsilon: "ε", EmptySet: "∅", AnySymbol: "Σ"},
+}
+
+
+def _regex_level(regex: Regex) -> int:
+    return _REGEX_LEVEL.get(type(regex), 6)
+
+
+def format_regex(regex: Regex, style: Style = "unicode") -> str:
+    """Canonical text of a regular expression; parse_regex(format_regex(r)) == r.
+
+    Union prints as '|', never '+'. A postfix '+' directly followed by an operand would read as a
+    union, so such a left operand of a concatenation is parenthesized: (a+)b.
+    """
+    constants = _REGEX_CONSTANTS[style]
+
+    def wrap(child: Regex, needs: bool) -> str:
+        text = render(child)
+        return f"({text})" if needs else text
+
+    def postfix(child: Regex, suffix: str) -> str:
+        return wrap(child, _regex_level(child) < 5) + suffix
+
+    def render(regex: Regex) -> str:
+        kind = type(regex)
+        if kind is Symbol:
+            return quote_symbol(regex.symbol)
+        if kind in constants:
+            return constants[kind]
+        if kind is CharClass:
+            members = "".join(quote_symbol(symbol) for symbol in regex.symbols)
+            return ("[^" if regex.negated else "[") + members + "]"
+        if kind is Star:
+            return postfix(regex.child, "*")
+        if kind is Plus:
+            return postfix(regex.child, "+")
+        if kind is Optional_:
+            return postfix(regex.child, "?")
+        if kind is Repeat:
+            if regex.high is None:
+                bounds = f"{regex.low},"
+            elif regex.high == regex.low:
+                bounds = f"{regex.low}"
+            else:
+                bounds = f"{regex.low},{regex.high}"
+            return postfix(regex.child, "{" + bounds + "}")
+        if kind is Complement:
+            return "~" + wrap(regex.child, _regex_level(regex.child) < 4)
+        if kind in (Union_, Intersect, Concat):
+            level = _REGEX_LEVEL[kind]
+            rights = []
+            node = regex
+            while type(node) is kind:
+                rights.append(node.right)
+                node = node.left
+            first = wrap(node, _regex_level(node) < level)
+            pieces = [first]
+            for right in reversed(rights):
+                pieces.append(wrap(right, _regex_level(right) <= level))
+            if kind is Concat:
+                # Every concatenation operand starts an operand, so a trailing postfix '+' on the
+                # text so far would be read as union: parenthesize what came before.
+                text = pieces[0]
+                for piece in pieces[1:]:
+                    if text.endswith("+"):
+                        text = f"({text})"
+                    text += piece
+                return text
+            operator = "|" if kind is Union_ else "&"
+            return operator.join(pieces)
+        raise TypeError(f"not a regular-expression node: {regex!r}")
+
+    return render(regex)

@@ -1,0 +1,109 @@
+"""Named languages with fixed alphabets: the core paper's training languages (Table 1 and §3.4) plus
+LTL formulas that define some of them, so regex and formula pipelines can be cross-checked.
+
+Look-ups accept a name (`aa_star`), or the exact expression text (`(aa)*`, `aΣ*`): the paper's
+expressions then get the paper's alphabets. `lookup_ast` also matches a parsed expression, so the
+ASCII spelling `a.*` finds `a_sigma_star` too.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from formal_rope.lang.ast import Formula, Regex
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    name: str
+    expression: str
+    kind: str  # "regex" | "ltl"
+    alphabet: tuple[str, ...]
+    description: str
+    source: str  # where the language comes from
+
+    @property
+    def ast(self) -> Formula | Regex:
+        return _entry_ast(self.name)
+
+
+_PAPER = "core paper, Table 1"
+_PARITY = "core paper, §3.4 and Prop. B.3"
+
+REGISTRY: tuple[RegistryEntry, ...] = (
+    RegistryEntry("aa_star", "(aa)*", "regex", ("a",), "even length: a repeated an even number of times", _PAPER),
+    RegistryEntry("ab_star", "(ab)*", "regex", ("a", "b"), "ab repeated (ab)^n, n >= 0", _PAPER),
+    RegistryEntry("a_sigma_star", "aΣ*", "regex", ("a", "b"), "starts with a", _PAPER),
+    RegistryEntry("sigma_star_a", "Σ*a", "regex", ("a", "b"), "ends with a", _PAPER),
+    RegistryEntry("contains_ab", "Σ*abΣ*", "regex", ("a", "b", "c"), "contains the factor ab (|Σ| = 3)", _PAPER),
+    RegistryEntry(
+        "contains_ab_binary", "Σ*abΣ*", "regex", ("a", "b"), "contains the factor ab over {a,b} (|Σ| = 2)", "core paper, Prop. B.2"
+    ),
+    RegistryEntry("parity", "(0*10*1)*0*", "regex", ("0", "1"), "Parity: an even number of 1s", _PARITY),
+    RegistryEntry("parity_odd", "0*1(0*10*1)*0*", "regex", ("0", "1"), "an odd number of 1s", _PARITY),
+    RegistryEntry(
+        "aa_star_ltl", "MOD_2^1", "ltl", ("a",), "(aa)* as a formula: N+1 odd at the readout, i.e. N even", "core paper, Prop. 3.2"
+    ),
+    RegistryEntry(
+        "ab_star_ltl",
+        "MOD_2^1 & !P(a & MOD_2^0) & !P(b & MOD_2^1)",
+        "ltl",
+        ("a", "b"),
+        "(ab)* as a formula: N even, a at odd and b at even positions",
+        "core paper, Prop. 3.2",
+    ),
+    RegistryEntry(
+        "a_sigma_star_ltl", "P(a & !P(a | b))", "ltl", ("a", "b"), "aΣ* as a formula: some a with nothing before it", "LTL[P]"
+    ),
+    RegistryEntry("sigma_star_a_ltl", "Y(a)", "ltl", ("a", "b"), "Σ*a as a formula: the last symbol is a", "core paper, Table 1"),
+    RegistryEntry(
+        "contains_ab_ltl", "P(b & Y(a))", "ltl", ("a", "b", "c"), "Σ*abΣ* as a formula: some b right after an a", "core paper, §3.4"
+    ),
+    RegistryEntry(
+        "has_a_odd_length", "P(a) & MOD_2^0", "ltl", ("a", "b"), "contains an a and has odd length (N+1 even)", "LTL[P,MOD] example"
+    ),
+    RegistryEntry("a_since_b", "a S b", "ltl", ("a", "b"), "some b followed only by a's: Σ*ba*", "LTL[S] example"),
+)
+
+
+def registry_entries() -> tuple[RegistryEntry, ...]:
+    return REGISTRY
+
+
+def _by_name() -> dict[str, RegistryEntry]:
+    return {entry.name: entry for entry in REGISTRY}
+
+
+@functools.lru_cache(maxsize=None)
+def _entry_ast(name: str) -> Formula | Regex:
+    from formal_rope.lang.parser import parse_ltl, parse_regex
+
+    entry = _by_name()[name]
+    parse = parse_ltl if entry.kind == "ltl" else parse_regex
+    return parse(entry.expression, entry.alphabet)
+
+
+def lookup(text: str) -> RegistryEntry | None:
+    """The entry named `text`, else the first whose expression is exactly `text` (blanks ignored)."""
+    key = text.strip()
+    by_name = _by_name()
+    if key in by_name:
+        return by_name[key]
+    compact = "".join(key.split())
+    for entry in REGISTRY:
+        if "".join(entry.expression.split()) == compact:
+            return entry
+    return None
+
+
+def lookup_ast(kind: str, ast: Formula | Regex) -> RegistryEntry | None:
+    """The first entry of this kind whose parsed expression equals `ast` (e.g. a.* -> a_sigma_star)."""
+    for entry in REGISTRY:
+        if entry.kind == kind and entry.ast == ast:
+            return entry
+    return None
+
+
+def registry_names() -> tuple[str, ...]:
+    return tuple(entry.name for entry in REGISTRY)

@@ -1,0 +1,242 @@
+"""Resolve what a user wrote after `--lang` into a `Language`: an expression, its kind, its AST and
+its alphabet.
+
+Accepted forms, tried in this order:
+  ltl:<formula>   re:<regex> (also regex:)   a path ending in .att (OpenFst text acceptor)
+  a registry name (aa_star) or registry expression text ((aa)*, aΣ*)
+  a bare expression: a formula when it parses as one AND uses P, H, Y, S or MOD; else a regex.
+Default alphabet: the symbols the expression mentions (sorted), or the registry's fixed alphabet.
+An explicit alphabet overrides it and must contain every mentioned symbol.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from formal_rope.errors import ExpressionError, FormalRopeError
+from formal_rope.lang.analysis import needs_explicit_alphabet, symbols_of, uses_temporal_or_mod
+from formal_rope.lang.ast import Formula, Regex
+from formal_rope.lang.parser import (
+    ParsedExpression,
+    check_alphabet,
+    parse_ltl_with_columns,
+    parse_regex_with_columns,
+)
+from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast
+
+KINDS = ("ltl", "regex", "att")
+READ_AS_LTL = "read as an LTL formula"
+READ_AS_REGEX = "read as a regular expression"
+
+_PREFIXES = {"ltl:": "ltl", "re:": "regex", "regex:": "regex"}
+# Text that only makes sense in a formula: used to pick which error to show when neither parses.
+_LTL_HINT = re.compile(r"MOD|->|<->|=>|[!¬→↔∧∨⊤⊥]|\btrue\b|\bfalse\b|(?<![\w'])[PYSH](?![\w'])")
+
+
+@dataclass(frozen=True)
+class Language:
+    """A resolved language source. `ast` is None for .att automata."""
+
+    spec: str
+    kind: str  # 'ltl' | 'regex' | 'att'
+    expression: str
+    alphabet: tuple[str, ...]
+    ast: Formula | Regex | None
+    name: str | None = None
+    path: str | None = None
+    detected: str | None = None
+
+    @property
+    def label(self) -> str:
+        """A short human/file-friendly label: the registry name, the file stem, or the expression."""
+        if self.name:
+            return self.name
+        if self.path:
+            return Path(self.path).stem
+        return self.expression
+
+
+def parse_alphabet(text: str | Sequence[str]) -> tuple[str, ...]:
+    """'a,b' / 'a b' / 'ab' / ['a', 'b'] -> ('a', 'b'), order kept, duplicates dropped.
+
+    Commas or blanks separate multi-character symbols ('long name' may be quoted); without them
+    each character is a symbol. An empty alphabet is an error."""
+    if isinstance(text, str):
+        raw = text.strip()
+        if "," in raw:
+            items = [item.strip() for item in raw.split(",")]
+        elif any(ch.isspace() for ch in raw):
+            items = raw.split()
+        elif len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+            items = [raw]
+        else:
+            items = list(raw)
+        items = [item[1:-1] if len(item) >= 2 and item[0] == item[-1] and item[0] in "'\"" else item for item in items]
+        items = [item for item in items if item]
+    else:
+        items = [str(item) for item in text]
+        if any(not item for item in items):
+            raise FormalRopeError("error: the alphabet contains an empty symbol")
+    alphabet = tuple(dict.fromkeys(items))
+    if not alphabet:
+        raise FormalRopeError(f"error: the alphabet {text!r} is empty; give at least one symbol, e.g. --alphabet ab")
+    return alphabet
+
+
+def att_alphabet(path: str | Path) -> tuple[str, ...]:
+    """The input labels of an OpenFst text acceptor (lines 'src dst in [out [weight]]'), sorted."""
+    labels: set[str] = set()
+    path = Path(path)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fields = line.split()
+        if len(fields) >= 3 and len(fields) <= 5:
+            labels.add(fields[2])
+        elif len(fields) > 5:
+            raise FormalRopeError(f"error: {path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
+    if not labels:
+        raise FormalRopeError(f"error: {path} has no transitions, so its alphabet is unknown; pass --alphabet")
+    return tuple(sorted(labels))
+
+
+def _finish(
+    spec: str,
+    kind: str,
+    expression: str,
+    parsed: ParsedExpression,
+    alphabet: tuple[str, ...] | None,
+    entry: RegistryEntry | None,
+    detected: str | None,
+) -> Language:
+    ast = parsed.ast
+    if alphabet is None:
+        if entry is not None:
+            alphabet = entry.alphabet
+        else:
+            mentioned = symbols_of(ast)
+            if needs_explicit_alphabet(ast) or not mentioned:
+                what = "formula" if kind == "ltl" else "regular expression"
+                reason = (
+                    "mentions no symbols"
+                    if not mentioned
+                    else f"mentions only {mentioned[0]!r} but refers to other symbols (Σ, ., [^..], negation or complement)"
+                )
+                raise ExpressionError(
+                    expression,
+                    f"the {what} {reason}, so its alphabet cannot be inferred",
+                    None,
+                    "an explicit alphabet, e.g. --alphabet ab",
+                )
+            alphabet = mentioned
+    check_alphabet(expression, parsed, alphabet)
+    name = entry.name if entry is not None and tuple(alphabet) == entry.alphabet else None
+    return Language(spec, kind, expression, tuple(alphabet), ast, name, None, detected)
+
+
+def _parse_kind(kind: str, text: str) -> ParsedExpression:
+    return parse_ltl_with_columns(text) if kind == "ltl" else parse_regex_with_columns(text)
+
+
+def _from_entry(spec: str, entry: RegistryEntry, alphabet: tuple[str, ...] | None, force_kind: str | None) -> Language:
+    if force_kind is not None and entry.kind != force_kind:
+        wanted = "an LTL formula" if force_kind == "ltl" else "a regular expression"
+        raise FormalRopeError(
+            f"error: {spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
+        )
+    note = f"registry language {entry.name}: {entry.expression} over {{{', '.join(entry.alphabet)}}}"
+    if alphabet is not None and tuple(alphabet) != entry.alphabet:
+        note = (
+            f"registry expression {entry.expression} ({entry.name} uses {{{', '.join(entry.alphabet)}}}),"
+            f" here over the given alphabet {{{', '.join(alphabet)}}}"
+        )
+    return _finish(spec, entry.kind, entry.expression, _parse_kind(entry.kind, entry.expression), alphabet, entry, note)
+
+
+def _detect(text: str) -> tuple[str, ParsedExpression]:
+    """Bare expression: a formula if it parses and uses P/H/Y/S/MOD, otherwise a regex."""
+    ltl_error: ExpressionError | None = None
+    try:
+        parsed_ltl = parse_ltl_with_columns(text)
+    except ExpressionError as error:
+        ltl_error, parsed_ltl = error, None
+    if parsed_ltl is not None and uses_temporal_or_mod(parsed_ltl.ast):
+        return "ltl", parsed_ltl
+    try:
+        return "regex", parse_regex_with_columns(text)
+    except ExpressionError as regex_error:
+        if parsed_ltl is not None:
+            raise ExpressionError(
+                regex_error.expression,
+                regex_error.message
+                + f" (as an LTL formula it parses but uses no P, H, Y, S or MOD, so it was read as a regex;"
+                f" write ltl:{text.strip()} to use it as a formula)",
+                regex_error.column,
+                regex_error.expected,
+            ) from None
+        assert ltl_error is not None
+        ltl_progress = getattr(ltl_error, "progress", 0)
+        regex_progress = getattr(regex_error, "progress", 0)
+        if ltl_progress > regex_progress or (ltl_progress == regex_progress and _LTL_HINT.search(text)):
+            raise ltl_error from None
+        raise
+
+
+def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, force_kind: str | None = None) -> Language:
+    """Turn a --lang value into a Language (see the module docstring for the accepted forms).
+
+    force_kind='ltl' always reads a formula (the 'ltl:' prefix is optional); 'regex' likewise."""
+    if force_kind not in (None, "ltl", "regex"):
+        raise ValueError(f"force_kind must be None, 'ltl' or 'regex', got {force_kind!r}")
+    explicit = parse_alphabet(alphabet) if alphabet is not None else None
+    text = spec.strip()
+    if not text:
+        raise FormalRopeError("error: empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file")
+
+    for prefix, kind in _PREFIXES.items():
+        if text.lower().startswith(prefix):
+            if force_kind is not None and kind != force_kind:
+                raise FormalRopeError(f"error: {spec!r} is a {kind} source, but an {force_kind} expression is needed here")
+            expression = text[len(prefix) :].strip()
+            entry = lookup(expression)
+            if entry is not None and entry.kind != kind:
+                entry = None
+            return _finish(spec, kind, expression, _parse_kind(kind, expression), explicit, entry, None)
+
+    if text.lower().endswith(".att") or (force_kind is None and "/" in text and Path(text).is_file()):
+        if force_kind is not None:
+            raise FormalRopeError(f"error: {spec!r} is an automaton file; an {force_kind} expression is needed here")
+        return _from_att(spec, text, explicit)
+
+    entry = lookup(text)
+    if entry is not None and (force_kind is None or entry.kind == force_kind or entry.name == text):
+        return _from_entry(spec, entry, explicit, force_kind)
+
+    if force_kind is not None:
+        parsed = _parse_kind(force_kind, text)
+        return _finish(spec, force_kind, text, parsed, explicit, lookup_ast(force_kind, parsed.ast), None)
+
+    kind, parsed = _detect(text)
+    detected = READ_AS_LTL if kind == "ltl" else READ_AS_REGEX
+    entry = lookup_ast(kind, parsed.ast)
+    if entry is not None and explicit is None:
+        detected += f"; same as registry language {entry.name} over {{{', '.join(entry.alphabet)}}}"
+    return _finish(spec, kind, text, parsed, explicit, entry, detected)
+
+
+def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Language:
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise FormalRopeError(f"error: automaton file {text!r} not found")
+    labels = att_alphabet(path)
+    if explicit is not None:
+        missing = [label for label in labels if label not in explicit]
+        if missing:
+            raise FormalRopeError(
+                f"error: {path} reads {', '.join(missing)}, which the alphabet {{{', '.join(explicit)}}} does not contain"
+            )
+        alphabet = explicit
+    else:
+        alphabet = labels
+    return Language(spec, "att", str(path), alphabet, None, path.stem, str(path), None)
