@@ -304,7 +304,9 @@ def test_att_loader_small(tmp_path):
     [
         ("0 1 a a\nx\n", "x.att:2"),
         ("0 1 a a\n0 2 a a\n", "x.att:2: nondeterministic"),
-        ("0 1 a\n", "x.att:1"),
+        ("0 1 a a 1 2\n", "x.att:1"),
+        ("0 1 a a z\n", "x.att:1: weight"),
+        ("0 -1 a a\n", "x.att:1: state '-1'"),
         ("0 1 a b\n", "x.att:1"),
         ("", "no states"),
     ],

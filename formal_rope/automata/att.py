@@ -1,7 +1,7 @@
 """Loading OpenFst AT&T text acceptors (the MLRegTest `.att` format) as complete DFAs.
 
 Format: `src dst in out [weight]` lines are transitions (an acceptor has in == out; the input
-label is used), `state [weight]` lines are final states, state 0 is initial. Files describe
+label is used; the 3-field acceptor form `src dst label` is read too), `state [weight]` lines are final states, state 0 is initial. Files describe
 partial DFAs; missing transitions go to a rejecting sink.
 """
 
@@ -23,9 +23,9 @@ def _state_id(field: str, path: Path, line_number: int) -> int:
     try:
         value = int(field)
     except ValueError:
-        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer") from None
+        raise FormalRopeError(f"error: {path}:{line_number}: state {field!r} is not a non-negative integer") from None
     if value < 0:
-        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer")
+        raise FormalRopeError(f"error: {path}:{line_number}: state {field!r} is not a non-negative integer")
     return value
 
 
@@ -33,7 +33,7 @@ def _check_weight(field: str, path: Path, line_number: int) -> None:
     try:
         float(field)
     except ValueError:
-        raise FormalRopeError(f"{path}:{line_number}: weight {field!r} is not a number") from None
+        raise FormalRopeError(f"error: {path}:{line_number}: weight {field!r} is not a number") from None
 
 
 def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
@@ -47,7 +47,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
+        raise FormalRopeError(f"error: cannot read automaton file {path}: {error}") from None
     arcs: list[tuple[int, int, str, int]] = []
     finals: set[int] = set()
     highest_state = -1
@@ -61,27 +61,28 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
                 _check_weight(fields[1], path, line_number)
             finals.add(state)
             highest_state = max(highest_state, state)
-        elif len(fields) in (4, 5):
+        elif len(fields) in (3, 4, 5):
             source = _state_id(fields[0], path, line_number)
             target = _state_id(fields[1], path, line_number)
-            label, output = fields[2], fields[3]
+            # 3 fields: acceptor arc `src dst label`; 4-5: transducer arc `src dst in out [weight]`.
+            label, output = fields[2], fields[3] if len(fields) > 3 else fields[2]
             if len(fields) == 5:
                 _check_weight(fields[4], path, line_number)
             if label in _EPSILON_LABELS:
-                raise FormalRopeError(f"{path}:{line_number}: ε-transitions are not supported (label {label!r})")
+                raise FormalRopeError(f"error: {path}:{line_number}: ε-transitions are not supported (label {label!r})")
             if output != label:
                 raise FormalRopeError(
-                    f"{path}:{line_number}: input label {label!r} differs from output label {output!r}; "
+                    f"error: {path}:{line_number}: input label {label!r} differs from output label {output!r}; "
                     "only acceptors are supported"
                 )
             arcs.append((source, target, label, line_number))
             highest_state = max(highest_state, source, target)
         else:
             raise FormalRopeError(
-                f"{path}:{line_number}: expected 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
+                f"error: {path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
             )
     if highest_state < 0:
-        raise FormalRopeError(f"{path}: no states (empty automaton file)")
+        raise FormalRopeError(f"error: {path}: no states (empty automaton file)")
     used = sorted({label for _, _, label, _ in arcs})
     if alphabet is None:
         alphabet = tuple(used)
@@ -89,7 +90,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         alphabet = tuple(alphabet)
         unknown = [label for label in used if label not in set(alphabet)]
         if unknown:
-            raise FormalRopeError(f"{path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
+            raise FormalRopeError(f"error: {path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
     column_of = {symbol: index for index, symbol in enumerate(alphabet)}
     n_states = highest_state + 1
     table = np.full((n_states, len(alphabet)), -1, dtype=np.int64)
@@ -98,7 +99,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         existing = table[source, column]
         if existing >= 0 and existing != target:
             raise FormalRopeError(
-                f"{path}:{line_number}: nondeterministic: state {source} already goes to {existing} on {label!r}"
+                f"error: {path}:{line_number}: nondeterministic: state {source} already goes to {existing} on {label!r}"
             )
         table[source, column] = target
     accepting = np.zeros(n_states, dtype=bool)

@@ -24,4 +24,4 @@ def language_dfa(language: Any, max_states: int = DEFAULT_MAX_STATES) -> DFA:
         return ltl_to_dfa(language.ast, alphabet, max_states)
     if language.kind == "att":
         return minimize(load_att(language.path, alphabet))
-    raise FormalRopeError(f"unknown language kind {language.kind!r} (expected regex, ltl or att)")
+    raise FormalRopeError(f"error: unknown language kind {language.kind!r} (expected regex, ltl or att)")

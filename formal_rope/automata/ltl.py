@@ -68,7 +68,7 @@ def _children(node: Formula) -> tuple[Formula, ...]:
     try:
         names = _CHILDREN[type(node)]
     except KeyError:
-        raise FormalRopeError(f"not an LTL formula node: {node!r}") from None
+        raise FormalRopeError(f"error: not an LTL formula node: {node!r}") from None
     return tuple(getattr(node, name) for name in names)
 
 
@@ -97,12 +97,12 @@ def _validate(nodes: list[Formula], alphabet: tuple[str, ...]) -> None:
     for node in nodes:
         if isinstance(node, Atom) and node.symbol not in known:
             raise FormalRopeError(
-                f"the formula mentions symbol {node.symbol!r}, which is not in the alphabet {{{', '.join(alphabet)}}}"
+                f"error: the formula mentions symbol {node.symbol!r}, which is not in the alphabet {{{', '.join(alphabet)}}}"
             )
         if isinstance(node, Mod) and node.m < 1:
-            raise FormalRopeError(f"MOD_{node.m}^{node.r}: the modulus must be at least 1")
+            raise FormalRopeError(f"error: MOD_{node.m}^{node.r}: the modulus must be at least 1")
         if isinstance(node, Yesterday) and node.k < 1:
-            raise FormalRopeError(f"Y^{node.k}: the offset k must be at least 1")
+            raise FormalRopeError(f"error: Y^{node.k}: the offset k must be at least 1")
 
 
 # ------------------------------------------------------------------------ oracle evaluator
@@ -145,7 +145,7 @@ def evaluate_ltl(formula: Formula, word: Sequence[str], position: int) -> bool:
             )
         if isinstance(node, Mod):
             return i % node.m == node.r % node.m
-        raise FormalRopeError(f"not an LTL formula node: {node!r}")
+        raise FormalRopeError(f"error: not an LTL formula node: {node!r}")
 
     return holds(formula, position)
 

@@ -27,7 +27,7 @@ def _single_character(alphabet: Sequence[str]) -> bool:
 def _unknown_symbol(symbol: str, column: int, string: str, alphabet: Sequence[str]) -> FormalRopeError:
     shown = ", ".join(repr(s) for s in alphabet)
     return FormalRopeError(
-        f"unknown symbol {symbol!r} at column {column} of {string!r}; the alphabet is {{{shown}}}"
+        f"error: unknown symbol {symbol!r} at column {column} of {string!r}; the alphabet is {{{shown}}}"
     )
 
 

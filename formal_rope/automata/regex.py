@@ -102,12 +102,12 @@ class _Builder:
             return minimize(product(self.cache[node.child], _epsilon(alphabet), "or", limit))
         if isinstance(node, Repeat):
             return repeat(self.cache[node.child], node.low, node.high, limit)
-        raise FormalRopeError(f"not a regular expression node: {node!r}")
+        raise FormalRopeError(f"error: not a regular expression node: {node!r}")
 
     def _known(self, symbol: str) -> str:
         if symbol not in self.alphabet:
             raise FormalRopeError(
-                f"the expression mentions symbol {symbol!r}, which is not in the alphabet {{{', '.join(self.alphabet)}}}"
+                f"error: the expression mentions symbol {symbol!r}, which is not in the alphabet {{{', '.join(self.alphabet)}}}"
             )
         return symbol
 
@@ -246,7 +246,7 @@ def kleene_star(a: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 def repeat(a: DFA, low: int, high: int | None, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """Minimal DFA of L(a){low,high} (high None: unbounded)."""
     if low < 0 or (high is not None and high < low):
-        raise FormalRopeError(f"invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
+        raise FormalRopeError(f"error: invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
     epsilon = _epsilon(a.alphabet)
     head = power(a, low, max_states)
     if high is None:
