@@ -1,0 +1,136 @@
+"""CLI: `formalrope dfa`, `formalrope accepts`, `formalrope equiv` (thin layer over formal_rope.automata).
+
+None of these commands imports torch: the automata stage needs only numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+
+_EXPR_HELP = (
+    "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
+    "(a formula if it uses P, H, Y, S or MOD, otherwise a regex)."
+)
+_ALPHABET_HELP = "Alphabet overriding the default (the symbols the expression mentions): 'ab', 'a,b' or 'foo bar'."
+_MAX_STATES_HELP = "Refuse to build automata with more states than this."
+_JSON_HELP = "Print JSON instead of a table."
+
+
+def _resolve(expression: str, alphabet: Optional[str]):
+    from formal_rope.lang.source import resolve_language
+
+    language = resolve_language(expression, alphabet)
+    if language.detected:
+        print(f"note: {expression!r} {language.detected}", file=sys.stderr)
+    return language
+
+
+def _word_text(symbols, alphabet) -> str:
+    """Symbols back to the string syntax `split_symbols` reads."""
+    separator = "" if all(len(symbol) == 1 for symbol in alphabet) else " "
+    return separator.join(symbols)
+
+
+def dfa_command(
+    expression: str = typer.Argument(..., metavar="EXPR", help=_EXPR_HELP),
+    alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP),
+    dot: bool = typer.Option(False, "--dot", help="Print Graphviz DOT source (pipe into `dot -Tsvg`)."),
+    max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
+    json_output: bool = typer.Option(False, "--json", help=_JSON_HELP),
+) -> None:
+    """Build and print the minimal complete DFA of a language (→ marks the start, * accepting states)."""
+    from formal_rope.automata import language_dfa, to_dot, to_json, to_table
+
+    language = _resolve(expression, alphabet)
+    dfa = language_dfa(language, max_states=max_states)
+    if dot:
+        print(to_dot(dfa), end="")
+        return
+    if json_output:
+        print(json.dumps({"expression": language.expression, "kind": language.kind, **to_json(dfa)}))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    headers, rows = to_table(dfa)
+    console = Console(highlight=False)
+    console.print(
+        f"minimal DFA of {language.expression} ({language.kind}) over {{{', '.join(dfa.alphabet)}}}: "
+        f"{dfa.n_states} state{'s' if dfa.n_states != 1 else ''} (→ start, * accepting)",
+        markup=False,
+    )
+    table = Table()
+    for header in headers:
+        table.add_column(header, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def accepts_command(
+    expression: str = typer.Argument(..., metavar="EXPR", help=_EXPR_HELP),
+    strings: Optional[List[str]] = typer.Argument(
+        None, metavar="[STRING]...", help="Strings to test. Without any, one string per line is read from stdin (an empty line is ε)."
+    ),
+    alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP),
+    max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON array of booleans in input order."),
+) -> None:
+    """Test membership of strings in a language (vectorized over the whole batch)."""
+    from formal_rope.automata import accepts, language_dfa
+
+    language = _resolve(expression, alphabet)
+    dfa = language_dfa(language, max_states=max_states)
+    if not strings:
+        strings = sys.stdin.read().splitlines()
+    verdicts = accepts(dfa, list(strings)).tolist()
+    if json_output:
+        print(json.dumps(verdicts))
+        return
+    for string, verdict in zip(strings, verdicts):
+        print(f"{'accept' if verdict else 'reject'}\t{string if string else 'ε'}")
+
+
+def equiv_command(
+    first: str = typer.Argument(..., metavar="EXPR1", help=_EXPR_HELP),
+    second: str = typer.Argument(..., metavar="EXPR2", help=_EXPR_HELP),
+    alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP + " Applies to both."),
+    max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
+    json_output: bool = typer.Option(False, "--json", help='Print {"equivalent": bool, "counterexample": str|null}.'),
+) -> None:
+    """Decide whether two languages are equal; otherwise print a shortest string in exactly one.
+
+    When the two alphabets differ, both languages are compared as sets of strings over the union
+    of the alphabets (a string using a symbol a language does not know is not in that language).
+    """
+    from formal_rope.automata import accepts, equivalent, language_dfa, union_alphabet
+
+    first_language = _resolve(first, alphabet)
+    second_language = _resolve(second, alphabet)
+    first_dfa = language_dfa(first_language, max_states=max_states)
+    second_dfa = language_dfa(second_language, max_states=max_states)
+    result = equivalent(first_dfa, second_dfa, max_states=max_states)
+    symbols = union_alphabet(first_dfa.alphabet, second_dfa.alphabet)
+    counterexample = None if result.counterexample is None else _word_text(result.counterexample, symbols)
+    if json_output:
+        print(json.dumps({"equivalent": result.equivalent, "counterexample": counterexample}))
+        return
+    if result.equivalent:
+        print(f"equivalent over {{{', '.join(symbols)}}}")
+        return
+    in_first = set(result.counterexample) <= set(first_dfa.alphabet) and bool(
+        accepts(first_dfa, [list(result.counterexample)])[0]
+    )
+    owner, other = (first, second) if in_first else (second, first)
+    shown = repr(counterexample) if counterexample else "ε"
+    print(f"not equivalent: {shown} is in {owner} but not in {other}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("dfa")(dfa_command)
+    app.command("accepts")(accepts_command)
+    app.command("equiv")(equiv_command)
