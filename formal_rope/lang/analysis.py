@@ -120,3 +120,18 @@ def needs_explicit_alphabet(ast: Formula | Regex) -> bool:
     take its alphabet from the symbols it mentions. (Zero mentioned symbols always needs one too,
     see `resolve_language`, since the alphabet would be empty.)"""
     return uses_alphabet_wide_construct(ast) and len(symbols_of(ast)) < 2
+
+
+def fold_ast(ast: Formula | Regex, combine) -> object:
+    """Bottom-up fold without recursion: combine(node, [results of its children]) for every node."""
+    results: dict[int, object] = {}
+    stack: list[tuple[object, bool]] = [(ast, False)]
+    while stack:
+        node, expanded = stack.pop()
+        children = [getattr(node, field) for field in _CHILD_FIELDS if hasattr(node, field)]
+        if expanded:
+            results[id(node)] = combine(node, [results[id(child)] for child in children])
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(children) if id(child) not in results)
+    return results[id(ast)]

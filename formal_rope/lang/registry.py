@@ -63,7 +63,7 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     RegistryEntry(
         "has_a_odd_length", "P(a) & MOD_2^0", "ltl", ("a", "b"), "contains an a and has odd length (N+1 even)", "LTL[P,MOD] example"
     ),
-    RegistryEntry("a_since_b", "a S b", "ltl", ("a", "b"), "some b followed only by a's: Σ*ba*", "LTL[S] example"),
+    RegistryEntry("a_since_b", "a S b", "ltl", ("a", "b", "c"), "a b followed only by a's: Σ*ba*", "LTL[S] example"),
 )
 
 

@@ -1,0 +1,51 @@
+"""ASTs <-> JSON-ready dictionaries ({"type": "And", "left": {...}, "right": {...}}), lossless."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from formal_rope.lang import ast as ast_module
+from formal_rope.lang.analysis import fold_ast
+from formal_rope.lang.ast import FORMULA_TYPES, REGEX_TYPES, Formula, Regex
+
+_NODE_TYPES = {cls.__name__: cls for cls in (*FORMULA_TYPES, *REGEX_TYPES)}
+_CHILD_FIELDS = ("child", "left", "right")
+
+
+def ast_to_dict(ast: Formula | Regex) -> dict:
+    def combine(node, children):
+        fields = {field.name: getattr(node, field.name) for field in dataclasses.fields(node)}
+        out: dict = {"type": type(node).__name__}
+        child_results = iter(children)
+        for name, value in fields.items():
+            if name in _CHILD_FIELDS:
+                out[name] = next(child_results)
+            elif isinstance(value, tuple):
+                out[name] = list(value)
+            else:
+                out[name] = value
+        return out
+
+    return fold_ast(ast, combine)  # type: ignore[return-value]
+
+
+def ast_from_dict(data: dict) -> Formula | Regex:
+    """Inverse of ast_to_dict (raises ValueError on an unknown node type)."""
+    try:
+        cls = _NODE_TYPES[data["type"]]
+    except KeyError:
+        raise ValueError(f"unknown AST node type {data.get('type')!r}") from None
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        if field.name not in data:
+            continue
+        value = data[field.name]
+        if field.name in _CHILD_FIELDS:
+            value = ast_from_dict(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[field.name] = value
+    return cls(**kwargs)
+
+
+__all__ = ["ast_to_dict", "ast_from_dict", "ast_module"]
