@@ -1,0 +1,129 @@
+"""The automaton criteria: PODFA (Def. A.7) and PODFA_k via the k-automaton A_k (Def. A.8).
+
+A_k has the states Q of A (all of them, as in Def. A.8) and one transition per block of k
+symbols. A state p is reachable from q in A_k iff some word whose length is a multiple of k
+(including 0) leads from q to p in A. That is reachability from (q, 0) to (p, 0) in the product
+graph Q × ℤ/k with edges (q, j) → (q·a, j+1 mod k), so one strongly-connected-components pass
+over |Q|·k nodes decides whether A_k is partially ordered: no two distinct states of layer 0 may
+share a component. This module looks only at the DFA, never at its monoid, so it is an
+independent check of the monoid criteria in `formal_rope.classes.varieties`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from formal_rope.automata.dfa import DFA
+from formal_rope.classes.monoid import strongly_connected_labels
+
+
+@dataclass(frozen=True)
+class StateCycle:
+    """Two distinct states of A_k that reach each other: q —forward→ p —backward→ q.
+
+    Both words have lengths that are multiples of k (sequences of k-blocks).
+    """
+
+    k: int
+    states: tuple[int, int]
+    forward: tuple[int, ...]
+    backward: tuple[int, ...]
+
+
+def _block_graph_tables(dfa: DFA, k: int) -> np.ndarray:
+    """Successor table of the product graph Q × ℤ/k; node (q, j) has id q·k + j."""
+    n_states = dfa.n_states
+    states = np.repeat(np.arange(n_states), k)
+    layers = np.tile(np.arange(k), n_states)
+    return dfa.transitions[states] * k + ((layers + 1) % k)[:, None]
+
+
+def block_state_labels(dfa: DFA, k: int = 1) -> np.ndarray:
+    """Per state q: the SCC label of (q, 0) in Q × ℤ/k (equal labels = mutually reachable in A_k)."""
+    if k < 1:
+        raise ValueError("block length k must be at least 1")
+    table = _block_graph_tables(dfa, k)
+    labels = strongly_connected_labels(dfa.n_states * k, [table])
+    return labels[np.arange(dfa.n_states) * k]
+
+
+def is_podfa(dfa: DFA, k: int = 1) -> bool:
+    """Whether the k-automaton A_k (all states of `dfa`) is partially ordered by reachability."""
+    labels = block_state_labels(dfa, k)
+    return np.unique(labels).size == labels.size
+
+
+def _path(dfa: DFA, k: int, source: int, target: int) -> tuple[int, ...]:
+    """Shortest word of length ≡ 0 (mod k) from state source to a different state target."""
+    start = (source, 0)
+    previous: dict[tuple[int, int], tuple[tuple[int, int], int]] = {}
+    queue = deque([start])
+    goal = (target, 0)
+    while queue:
+        state, layer = queue.popleft()
+        for symbol, successor in enumerate(dfa.transitions[state].tolist()):
+            node = (successor, (layer + 1) % k)
+            if node in previous or node == start:
+                continue
+            previous[node] = ((state, layer), symbol)
+            if node == goal:
+                queue.clear()
+                break
+            queue.append(node)
+    if goal not in previous:
+        raise ValueError("target is not reachable in the k-automaton")
+    word: list[int] = []
+    node = goal
+    while True:
+        before, symbol = previous[node]
+        word.append(symbol)
+        node = before
+        if node == start:
+            break
+    return tuple(reversed(word))
+
+
+def block_cycle(dfa: DFA, k: int = 1) -> StateCycle | None:
+    """Two distinct mutually reachable states of A_k with connecting words, or None for a PODFA_k.
+
+    The pair is the one whose states have the smallest indices (the minimal DFA numbers states in
+    BFS order, so these are the states nearest the start).
+    """
+    labels = block_state_labels(dfa, k)
+    for first in range(dfa.n_states):
+        partners = np.flatnonzero(labels == labels[first])
+        partners = partners[partners > first]
+        if partners.size:
+            second = int(partners[0])
+            return StateCycle(k, (first, second), _path(dfa, k, first, second), _path(dfa, k, second, first))
+    return None
+
+
+def least_podfa_block_length(dfa: DFA, bound: int) -> int | None:
+    """The least k in 1..bound with A_k a PODFA, or None."""
+    for k in range(1, bound + 1):
+        if is_podfa(dfa, k):
+            return k
+    return None
+
+
+def access_word(dfa: DFA, state: int) -> tuple[int, ...]:
+    """Shortlex-least word leading from the start state to `state` (ValueError if unreachable)."""
+    previous: dict[int, tuple[int, int]] = {dfa.start: (-1, -1)}
+    queue = deque([dfa.start])
+    while queue and state not in previous:
+        current = queue.popleft()
+        for symbol, successor in enumerate(dfa.transitions[current].tolist()):
+            if successor not in previous:
+                previous[successor] = (current, symbol)
+                queue.append(successor)
+    if state not in previous:
+        raise ValueError(f"state {state} is unreachable")
+    word: list[int] = []
+    while state != dfa.start:
+        state, symbol = previous[state]
+        word.append(symbol)
+    return tuple(reversed(word))
