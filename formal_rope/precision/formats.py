@@ -179,18 +179,30 @@ def _pow2_torch(n):
     return ((n + 1023) << 52).view(torch.float64)
 
 
+def _uses_magic_constant(fmt: FloatFormat) -> bool:
+    # The fast path needs K = 1.5·2^(e − M + 52) finite for every e up to emax + 1, and M <= 49
+    # so that |x| < K/3 keeps x + K in K's binade. True for every format with E <= 10.
+    return fmt.emax + 1 - fmt.mantissa_bits + 52 <= 1023 and fmt.mantissa_bits <= 49
+
+
 def _round_numpy(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     if fmt.is_binary64:
         return x.copy()
     with np.errstate(invalid="ignore", over="ignore"):
-        _, exponent = np.frexp(x)
-        e = np.maximum(exponent.astype(np.int64) - 1, fmt.emin)
-        shift = fmt.mantissa_bits - e
-        first = shift // 2
-        second = shift - first
-        scaled = x * _pow2_numpy(first) * _pow2_numpy(second)
-        rounded = np.rint(scaled) * _pow2_numpy(-second) * _pow2_numpy(-first)
+        if _uses_magic_constant(fmt):
+            biased = (x.view(np.int64) >> 52) & 0x7FF
+            e = np.clip(biased - 1023, fmt.emin, fmt.emax + 1)
+            magic = (((e + (52 - fmt.mantissa_bits + 1023)) << 52) | (1 << 51)).view(np.float64)
+            rounded = np.copysign((x + magic) - magic, x)
+        else:
+            _, exponent = np.frexp(x)
+            e = np.maximum(exponent.astype(np.int64) - 1, fmt.emin)
+            shift = fmt.mantissa_bits - e
+            first = shift // 2
+            second = shift - first
+            scaled = x * _pow2_numpy(first) * _pow2_numpy(second)
+            rounded = np.rint(scaled) * _pow2_numpy(-second) * _pow2_numpy(-first)
         rounded = np.where(np.abs(rounded) > fmt.max_finite, np.copysign(np.inf, x), rounded)
         return np.where(np.isfinite(x), rounded, x)
 
@@ -202,6 +214,16 @@ def _round_torch(x, fmt: FloatFormat):
         x = x.to(torch.float64)
     if fmt.is_binary64:
         return x.clone()
+    if _uses_magic_constant(fmt):
+        # x + K rounds x to a multiple of K's ulp 2^(max(e, emin) − M), ties to even, in one float64
+        # addition; subtracting K back is exact. Infinities and NaN pass through the same arithmetic.
+        biased = torch.bitwise_and(torch.bitwise_right_shift(x.view(torch.int64), 52), 0x7FF)
+        e = biased.sub_(1023).clamp_(fmt.emin, fmt.emax + 1)
+        magic_bits = e.add_(52 - fmt.mantissa_bits + 1023).bitwise_left_shift_(52).bitwise_or_(1 << 51)
+        magic = magic_bits.view(torch.float64)
+        rounded = (x + magic).sub_(magic).copysign_(x)
+        overflow = rounded.abs() > fmt.max_finite
+        return rounded.masked_fill_(overflow, math.inf).copysign_(x)
     _, exponent = torch.frexp(x)
     e = torch.clamp(exponent.to(torch.int64) - 1, min=fmt.emin)
     shift = fmt.mantissa_bits - e

@@ -1,0 +1,92 @@
+"""CLI: `formalrope certify` — certified range N_max^(k)(g, C, F) of a fixed-offset RoPE head.
+
+Ideal mode never imports torch; realized mode does (it evaluates the scores in emulated F).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+_JSON_KEYS = ("offset", "freq", "scale", "format", "f_large", "mode", "n_max", "paper_sufficient_bound")
+
+
+def certify_command(
+    offset: int = typer.Option(1, "--offset", "-k", help="Offset k >= 1 of the head (it attends to position i-k)."),
+    freq: float = typer.Option(1.0, "--freq", "-g", help="Rotation angle g in radians per position (> 0)."),
+    scale: float = typer.Option(..., "--scale", "-C", help="Score scale C (> f_large/2); scores are C·cos(g(i-k-j))."),
+    format_name: str = typer.Option(
+        "fp32", "--format", "-F", help="Number format: fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp64 or eXmY."
+    ),
+    mode: str = typer.Option(
+        "ideal",
+        "--mode",
+        help="ideal: exact scores, continued fractions, any length. realized: the scores the compiled model "
+        "computes in the format, brute force up to --max-length.",
+    ),
+    max_length: Optional[int] = typer.Option(
+        None,
+        "--max-length",
+        help="Realized mode: longest string length L to scan (O(L²) work; default 4096). Ignored in ideal mode.",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a panel."),
+) -> None:
+    """Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."""
+    from formal_rope.certify import certified_range
+
+    if mode == "realized" and not json_output:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(
+            TextColumn("scanning query positions"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            TimeRemainingColumn(), transient=True,
+        ) as bar:
+            task = bar.add_task("scan", total=None)
+
+            def report(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            result = certified_range(offset, freq, scale, format_name, mode=mode, max_length=max_length, progress=report)
+    else:
+        result = certified_range(offset, freq, scale, format_name, mode=mode, max_length=max_length)
+
+    if json_output:
+        data = result.to_dict()
+        ordered = {key: data[key] for key in _JSON_KEYS}
+        ordered.update({key: value for key, value in data.items() if key not in ordered})
+        print(json.dumps(ordered))
+        return
+    _render(result)
+
+
+def _render(result) -> None:
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    bound = f"{'>= ' if result.n_max_is_lower_bound else ''}{result.n_max:,}"
+    rows = [
+        ("offset k", str(result.offset)),
+        ("freq g", repr(result.freq)),
+        ("scale C", repr(result.scale)),
+        ("format", result.format),
+        ("f_large", repr(result.f_large)),
+        ("mode", result.mode + (f" (scan up to L = {result.max_length:,})" if result.mode == "realized" else "")),
+        ("N_max", bound),
+        ("paper bound (C·δ_L ≥ f_large)", f"{result.paper_sufficient_bound:,}"),
+        ("first ideal violation n*", f"{result.first_ideal_violation:,}"),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    console = Console(highlight=False)
+    console.print(Panel(table, title="certified range N_max^(k)(g, C, F)", expand=False))
+    console.print(result.explanation(), markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("certify")(certify_command)
