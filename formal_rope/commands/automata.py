@@ -74,7 +74,7 @@ def dfa_command(
 def accepts_command(
     expression: str = typer.Argument(..., metavar="EXPR", help=_EXPR_HELP),
     strings: Optional[List[str]] = typer.Argument(
-        None, metavar="[STRING]...", help="Strings to test. Without any, one string per line is read from stdin (an empty line is ε)."
+        None, metavar="STRING", help="Strings to test. Without any, one string per line is read from stdin (an empty line is ε)."
     ),
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP),
     max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
