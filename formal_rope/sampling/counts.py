@@ -170,6 +170,46 @@ class LogCounts:
         table.setflags(write=False)
         return table
 
+    @cached_property
+    def alias_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Walker/Vose alias tables for the edge choice at every (remaining length r, node v):
+        `keep[r, v, j]` and `alias[r, v, j]`, each (max_length + 1, n_nodes, degree).
+
+        Drawing j uniform in [0, degree) and f uniform in [0, 1), the edge is j if f < keep[j] else
+        alias[j]; P(edge e) = (keep[e] + sum_{j: alias[j] = e} (1 - keep[j])) / degree equals the
+        normalised completion count of e. This makes each sampling step a few flat gathers whatever
+        the degree. Built for all rows at once: each round pairs every row's smallest unfinished
+        entry (scaled weight <= 1) with its largest (>= 1), the classic construction vectorized."""
+        degree = self.graph.degree
+        rows = (self.max_length + 1) * self.graph.n_nodes
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            log_total = self.shifted[1:] + self.row_peak[1:, None]
+            weights = np.exp(self.shifted[:-1][:, self.graph.edge_target] - log_total[:, :, None])
+            scaled = np.ones((self.max_length + 1, self.graph.n_nodes, degree))
+            scaled[1:] = weights * (degree / weights.sum(axis=2, keepdims=True))
+        scaled = scaled.reshape(rows, degree)
+        # Rows without paths (NaN) are never sampled; give them a harmless uniform table.
+        scaled[~np.isfinite(scaled).all(axis=1)] = 1.0
+        keep = np.ones((rows, degree))
+        alias = np.broadcast_to(np.arange(degree), (rows, degree)).copy()
+        finished = np.zeros((rows, degree), dtype=bool)
+        row_index = np.arange(rows)
+        for _ in range(degree - 1):
+            small = np.where(finished, np.inf, scaled).argmin(axis=1)
+            large = np.where(finished, -np.inf, scaled).argmax(axis=1)
+            keep[row_index, small] = scaled[row_index, small]
+            alias[row_index, small] = large
+            finished[row_index, small] = True
+            scaled[row_index, large] -= 1.0 - scaled[row_index, small]
+        # The last unfinished entry keeps probability 1 (its residual is 1 up to rounding). An entry
+        # with zero weight is always finished first, so it can neither be kept nor be an alias.
+        np.clip(keep, 0.0, 1.0, out=keep)
+        shape = (self.max_length + 1, self.graph.n_nodes, degree)
+        keep, alias = keep.reshape(shape), alias.reshape(shape)
+        keep.setflags(write=False)
+        alias.setflags(write=False)
+        return keep, alias
+
     def log_count(self, length: int, node: int | None = None) -> float:
         """Natural log of the number of paths of `length` from `node` (default: start); -inf if none."""
         node = self.graph.start if node is None else node

@@ -173,7 +173,7 @@ def _walk_many(counts: LogCounts, blocks: list[tuple[int, np.ndarray]]) -> list[
     for index, size in zip(order, sizes):
         length = blocks[index][0]
         if size:  # empty blocks keep their (0, length) placeholder
-            results[index] = np.ascontiguousarray(symbols[:length, offset : offset + size].T)
+            results[index] = np.array(symbols[:length, offset : offset + size].T, dtype=np.int64, order="C")
         offset += size
     return results
 

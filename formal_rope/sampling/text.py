@@ -11,7 +11,6 @@ from typing import Sequence
 
 import numpy as np
 
-from formal_rope.errors import FormalRopeError
 from formal_rope.sampling.walk import PAD
 
 
@@ -43,20 +42,10 @@ def decode(symbols: np.ndarray, alphabet: Sequence[str], lengths: np.ndarray | N
 def encode(texts: Sequence[str], alphabet: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Strings -> (symbols (n, max_len) int64 padded with PAD, lengths (n,) int64); inverse of decode.
 
-    Raises FormalRopeError naming the first symbol that is not in the alphabet."""
-    index = {symbol: position for position, symbol in enumerate(alphabet)}
-    if _single_characters(alphabet):
-        tokenised = [list(text) for text in texts]
-    else:
-        tokenised = [text.split() for text in texts]
-    lengths = np.array([len(tokens) for tokens in tokenised], dtype=np.int64)
-    width = int(lengths.max()) if len(tokenised) else 0
-    symbols = np.full((len(tokenised), width), PAD, dtype=np.int64)
-    for row, tokens in enumerate(tokenised):
-        try:
-            symbols[row, : len(tokens)] = [index[token] for token in tokens]
-        except KeyError as error:
-            raise FormalRopeError(
-                f"symbol {error.args[0]!r} in {texts[row]!r} is not in the alphabet {{{', '.join(alphabet)}}}"
-            ) from None
+    Tokenisation and unknown-symbol errors (FormalRopeError naming the symbol and its column) come
+    from `formal_rope.automata.encode_strings`; only the padding value differs (PAD instead of 0)."""
+    from formal_rope.automata.membership import encode_strings
+
+    symbols, lengths = encode_strings(list(texts), alphabet)
+    symbols[np.arange(symbols.shape[1])[None, :] >= lengths[:, None]] = PAD
     return symbols, lengths

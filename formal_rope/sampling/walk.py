@@ -9,8 +9,8 @@ only enters through ratios of adjacent rows; the deviation from uniform is a few
 
 Strings are processed position by position, all strings in parallel: sorting them by length (longest
 first) makes the active strings at position t a prefix of the batch, so no masking is needed. The
-per-(remaining length, node) edge CDF is precomputed once per table, so a step is two gathers and a
-comparison.
+per-(remaining length, node) edge distribution is precomputed once per table as alias tables, so a
+step is a handful of flat gathers whatever the alphabet size.
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ def walk_sorted(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pa
     """Core walker for `lengths` sorted in non-increasing order.
 
     uniforms: float64 (>= lengths[0], n) position-major U[0, 1) draws; row t drives position t.
-    Returns position-major int64 symbols (lengths[0], n); entries past a string's end hold PAD when
+    Returns position-major symbols (lengths[0], n), int8 when the alphabet allows (callers convert
+    while transposing); entries past a string's end hold PAD when
     `pad`, otherwise they are left unspecified (callers that slice each string out skip the fill).
     """
     graph = counts.graph
     n_strings = lengths.size
     width = int(lengths[0]) if n_strings else 0
-    out = np.empty((width, n_strings), dtype=np.int64)
+    # Every caller transposes the position-major output; int8 makes that copy 8x smaller.
+    out = np.empty((width, n_strings), dtype=np.int8 if graph.edge_symbol.max(initial=0) < 127 else np.int64)
     if n_strings == 0 or width == 0:
         return out
     if width > counts.max_length:
@@ -42,21 +44,31 @@ def walk_sorted(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pa
     # active[t] = number of strings longer than t, a prefix of the sorted batch.
     active = n_strings - np.searchsorted(lengths[::-1], np.arange(width), side="right")
     node = np.full(n_strings, graph.start, dtype=np.int64)
-    edge_target, edge_symbol = graph.edge_target, graph.edge_symbol
-    symbol_is_edge = bool(np.array_equal(edge_symbol, np.broadcast_to(np.arange(graph.degree), edge_symbol.shape)))
-    cdf = counts.edge_cdf if graph.degree > 1 else None
+    degree, n_nodes = graph.degree, graph.n_nodes
+    flat_target = graph.edge_target.ravel()
+    flat_symbol = graph.edge_symbol.ravel()
+    symbol_is_edge = bool(np.array_equal(graph.edge_symbol, np.broadcast_to(np.arange(degree), graph.edge_symbol.shape)))
+    if degree > 1:
+        keep, alias = counts.alias_table
+        flat_keep, flat_alias = keep.ravel(), alias.ravel()
     for position in range(width):
         k = int(active[position])
         current = node[:k]
-        if cdf is None:
+        if degree == 1:
             choice = np.zeros(k, dtype=np.int64)
         else:
-            remaining = lengths[:k] - position  # symbols still to emit, including this one
-            thresholds = cdf[remaining, current]  # (k, degree - 1)
-            choice = (thresholds <= uniforms[position, :k, None]).sum(axis=1)
+            # One draw gives both the alias column (integer part) and the coin (fractional part).
+            scaled = uniforms[position, :k] * degree
+            column = scaled.astype(np.int64)
+            np.minimum(column, degree - 1, out=column)
+            coin = scaled - column
+            # Row (symbols still to emit including this one, current node) of the alias table.
+            slot = ((lengths[:k] - position) * n_nodes + current) * degree + column
+            choice = np.where(coin < flat_keep[slot], column, flat_alias[slot])
+        edge = current * degree + choice
         # Emit before moving: `current` is a view of `node`.
-        out[position, :k] = choice if symbol_is_edge else edge_symbol[current, choice]
-        node[:k] = edge_target[current, choice]
+        out[position, :k] = choice if symbol_is_edge else flat_symbol[edge]
+        node[:k] = flat_target[edge]
         if pad:
             out[position, k:] = PAD
     return out
@@ -75,7 +87,7 @@ def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray) -> np.nda
         return np.empty((0, 0), dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
     if np.all(order == np.arange(lengths.size)):
-        return walk_sorted(counts, lengths, uniforms).T.copy()
+        return np.array(walk_sorted(counts, lengths, uniforms).T, dtype=np.int64, order="C")
     out = walk_sorted(counts, lengths[order], uniforms[:, order])
     symbols = np.empty((lengths.size, out.shape[0]), dtype=np.int64)
     symbols[order] = out.T

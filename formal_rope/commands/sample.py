@@ -1,0 +1,173 @@
+"""CLI: `sample` — labelled test strings of exact lengths, uniform inside / outside a language."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from formal_rope.errors import FormalRopeError
+
+# Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
+_PROGRESS_THRESHOLD = 20_000
+
+
+def parse_lengths(text: str) -> list[int]:
+    """'41..500' (inclusive range), '10,20,30', '5', or a comma-separated mix ('1..3,10')."""
+    lengths: list[int] = []
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        try:
+            if ".." in part:
+                low_text, high_text = part.split("..", 1)
+                low, high = int(low_text), int(high_text)
+                if low > high:
+                    raise FormalRopeError(f"error: --lengths range {part!r} is empty (start > end)")
+                lengths.extend(range(low, high + 1))
+            else:
+                lengths.append(int(part))
+        except ValueError:
+            raise FormalRopeError(
+                f"error: --lengths: {part!r} is not a length; use e.g. 41..500, 10,20,30 or 5"
+            ) from None
+    if not lengths:
+        raise FormalRopeError("error: --lengths is empty; use e.g. 41..500, 10,20,30 or 5")
+    if min(lengths) < 0:
+        raise FormalRopeError(f"error: --lengths must be non-negative, got {min(lengths)}")
+    return lengths
+
+
+def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quiet: bool):
+    from formal_rope.sampling import test_sets
+
+    total = len(lengths) * n
+    if quiet or total < _PROGRESS_THRESHOLD:
+        return test_sets(dfa, lengths, n, seed, near_miss)
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]sampling lengths"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("sample", total=len(lengths))
+        return test_sets(dfa, lengths, n, seed, near_miss, progress=lambda done: progress.update(task, completed=done))
+
+
+def _rows(sets, alphabet):
+    """(string, label, length, near_miss) columns for all sets, decoded once per length."""
+    import numpy as np
+
+    from formal_rope.sampling import decode
+
+    strings: list[str] = []
+    for labeled in sets:
+        strings.extend(decode(labeled.symbols, alphabet))
+    labels = np.concatenate([labeled.labels for labeled in sets]) if sets else np.zeros(0, bool)
+    lengths = np.concatenate([np.full(len(labeled), labeled.length) for labeled in sets]) if sets else np.zeros(0, int)
+    near = np.concatenate([labeled.near_miss for labeled in sets]) if sets else np.zeros(0, bool)
+    return strings, labels, lengths, near
+
+
+def _summary(language, sets, elapsed: float, out: Path | None) -> dict:
+    n_total = sum(len(labeled) for labeled in sets)
+    n_positive = int(sum(int(labeled.labels.sum()) for labeled in sets))
+    n_near = sum(labeled.n_near_miss for labeled in sets)
+    notes = [labeled.note for labeled in sets if labeled.note]
+    return {
+        "language": language.expression,
+        "alphabet": list(language.alphabet),
+        "lengths": [min(s.length for s in sets), max(s.length for s in sets)] if sets else [],
+        "n_lengths": len(sets),
+        "strings": n_total,
+        "positive": n_positive,
+        "negative": n_total - n_positive,
+        "near_miss": n_near,
+        "one_class_lengths": sum("only" in note for note in notes),
+        "no_near_miss_lengths": sum("no near-miss" in note for note in notes),
+        "notes": notes[:5],
+        "seconds": round(elapsed, 3),
+        "out": str(out) if out is not None else None,
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sample")
+    def sample(
+        expression: str = typer.Argument(
+            ..., help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file."
+        ),
+        lengths: str = typer.Option("41..500", "--lengths", help="Exact string lengths: 41..500, 10,20,30 or 5."),
+        n: int = typer.Option(512, "--n", min=1, help="Strings per length (half positive, half negative when both exist)."),
+        seed: int = typer.Option(0, "--seed", help="Seed; each length's strings depend only on (seed, length)."),
+        near_miss: float = typer.Option(
+            0.5, "--near-miss", min=0.0, max=1.0, help="Fraction of the negatives that are near-misses (one substitution from a positive)."
+        ),
+        alphabet: Optional[str] = typer.Option(None, "--alphabet", help="Alphabet override, e.g. ab or a,b."),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout."
+        ),
+        json_output: bool = typer.Option(False, "--json", help="With --out: print the summary as a JSON object."),
+        quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
+    ) -> None:
+        """Sample labelled strings of exact lengths, uniformly inside and outside the language.
+
+        Without --out, prints one JSON object per line: {"string", "label", "length", "near_miss"}.
+        """
+        from formal_rope.automata import language_dfa
+        from formal_rope.lang.source import resolve_language
+
+        requested = parse_lengths(lengths)
+        language = resolve_language(expression, alphabet)
+        if language.detected and not quiet:
+            print(f"{expression}: {language.detected}", file=sys.stderr)
+        dfa = language_dfa(language)
+        started = time.perf_counter()
+        sets = _generate(dfa, requested, n, seed, near_miss, quiet)
+        elapsed = time.perf_counter() - started
+        strings, labels, string_lengths, near = _rows(sets, dfa.alphabet)
+
+        if out is None:
+            write = sys.stdout.write
+            for string, label, length, is_near in zip(strings, labels.tolist(), string_lengths.tolist(), near.tolist()):
+                write(json.dumps({"string": string, "label": label, "length": length, "near_miss": is_near}) + "\n")
+            if not quiet:
+                for labeled in sets:
+                    if labeled.note:
+                        print(f"note: {labeled.note}", file=sys.stderr)
+            return
+
+        import pandas as pd
+
+        frame = pd.DataFrame({"string": strings, "label": labels, "length": string_lengths, "near_miss": near})
+        out.parent.mkdir(parents=True, exist_ok=True)
+        temporary = out.with_name(out.name + ".tmp")
+        frame.to_parquet(temporary, index=False)
+        temporary.replace(out)  # never leave a half-written file under the requested name
+        summary = _summary(language, sets, elapsed, out)
+        if json_output:
+            print(json.dumps(summary))
+            return
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}", show_header=False)
+        table.add_column("key", style="bold")
+        table.add_column("value")
+        table.add_row("lengths", f"{summary['lengths'][0]}..{summary['lengths'][1]} ({summary['n_lengths']} lengths)")
+        table.add_row("strings", f"{summary['strings']:,} ({summary['positive']:,} positive, {summary['negative']:,} negative)")
+        table.add_row("near-misses", f"{summary['near_miss']:,}")
+        table.add_row("one-class lengths", str(summary["one_class_lengths"]))
+        table.add_row("lengths without near-misses", str(summary["no_near_miss_lengths"]))
+        table.add_row("sampling time", f"{elapsed:.2f} s ({summary['strings'] / max(elapsed, 1e-9):,.0f} strings/s)")
+        table.add_row("written", str(out))
+        Console().print(table)
