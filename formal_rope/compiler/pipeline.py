@@ -1,0 +1,194 @@
+"""The compiler pipeline: formula → DAG → schedule → coordinates/weights → IR, plus the Y-head scale.
+
+``compile_formula`` is the one entry point; each stage is a pure function in its own module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from formal_rope.compiler.build import CompileOptions, ConstructReport, schedule_to_ir
+from formal_rope.compiler.dag import FormulaDag, formula_to_dag
+from formal_rope.compiler.schedule import Schedule, dag_to_schedule
+from formal_rope.errors import FormalRopeError
+from formal_rope.lang.ast import Formula
+from formal_rope.lang.printer import format_ltl
+from formal_rope.model.ir import TransformerIR
+
+
+@dataclass(frozen=True)
+class YScaleChoice:
+    scale: float
+    chosen: bool  # True: picked by the compiler, False: given by --scale
+    candidates: tuple[tuple[float, int], ...]  # (C, ideal N_max) scanned
+
+
+@dataclass(frozen=True)
+class CompiledModel:
+    formula: Formula
+    formula_text: str
+    alphabet: tuple[str, ...]
+    options: CompileOptions
+    dag: FormulaDag
+    schedule: Schedule
+    ir: TransformerIR
+    constructs: tuple[ConstructReport, ...]
+    y_scale: YScaleChoice | None
+
+    @property
+    def certified_length(self) -> int | None:
+        """min over Y heads of N_max^(k)(g, C, F); None without Y heads (exact at every length)."""
+        lengths = [c.certified_length for c in self.constructs if c.construct == "Y"]
+        return min(lengths) if lengths else None
+
+    def metadata(self) -> dict[str, Any]:
+        from formal_rope.precision.formats import f_large
+
+        return {
+            "kind": "compiled",
+            "formula": self.formula_text,
+            "alphabet": list(self.alphabet),
+            "format": self.options.fmt,
+            "f_large": f_large(self.options.fmt),
+            "freq": self.options.freq,
+            "y_scale": None if self.y_scale is None else self.y_scale.scale,
+            "y_scale_chosen_by_compiler": None if self.y_scale is None else self.y_scale.chosen,
+            "certified_length": self.certified_length,
+            "constructs": [c.to_json() for c in self.constructs],
+        }
+
+
+def _y_offsets(dag: FormulaDag) -> list[int]:
+    return sorted({int(node.offset) for node in dag.nodes if node.kind == "yesterday"})
+
+
+def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: int) -> YScaleChoice:
+    """A scale C for the Y heads: the power of two (≤ 2^(M+2), above which one ulp of a score
+    exceeds 1) with the largest realized certified range for the smallest offset, ties → smaller C.
+
+    Ideal ranges are scanned for every candidate (cheap); the realized range is computed for the
+    few candidates with the best ideal ranges.
+    """
+    from formal_rope.certify import certified_range
+    from formal_rope.precision.formats import f_large, parse_format
+
+    fmt_obj = parse_format(fmt)
+    large = f_large(fmt_obj)
+    k = min(offsets)
+    low = math.ceil(math.log2(2 * large))
+    high = min(fmt_obj.mantissa_bits + 2, math.floor(math.log2(fmt_obj.max_finite)) - 2)
+    scanned = []
+    for exponent in range(low, max(low, high) + 1):
+        scale = float(2**exponent)
+        scanned.append((scale, certified_range(k, freq, scale, fmt_obj, "ideal").n_max))
+    # Best ideal ranges first, smaller C first among ties (smaller rounding errors).
+    order = sorted(scanned, key=lambda item: (-item[1], item[0]))
+    best_scale, best_realized = order[0][0], -1
+    seen_ideal: set[int] = set()
+    for scale, ideal in order:
+        if ideal in seen_ideal:
+            continue
+        seen_ideal.add(ideal)
+        if ideal <= best_realized:
+            break
+        realized = certified_range(k, freq, scale, fmt_obj, "realized", max_length=min(max_length, ideal + 2)).n_max
+        if realized > best_realized:
+            best_scale, best_realized = scale, realized
+        if len(seen_ideal) >= 4:
+            break
+    return YScaleChoice(scale=best_scale, chosen=True, candidates=tuple(scanned))
+
+
+def compile_formula(
+    formula: Formula,
+    alphabet: Sequence[str],
+    *,
+    fmt: str = "fp32",
+    freq: float = 1.0,
+    scale: float | None = None,
+    certify_mode: str = "realized",
+    certify_max_length: int = 4096,
+) -> CompiledModel:
+    """Compile an LTL[P,Y,MOD] formula into an exact transformer for ``fmt`` (see docs/compiler.md)."""
+    from formal_rope.certify import certified_range
+    from formal_rope.precision.formats import f_large, parse_format
+
+    fmt_obj = parse_format(fmt)
+    f_large(fmt_obj)  # raises for formats without a finite f_large
+    if not (math.isfinite(freq) and freq > 0):
+        raise FormalRopeError(f"--freq must be a positive finite angle in radians (got {freq})")
+    if scale is not None and not (math.isfinite(scale) and scale > 0):
+        raise FormalRopeError(f"--scale must be a positive finite number (got {scale})")
+    if certify_mode not in ("realized", "ideal"):
+        raise FormalRopeError(f"unknown certify mode {certify_mode!r}; use realized or ideal")
+    alphabet = tuple(alphabet)
+    if not alphabet:
+        raise FormalRopeError("the alphabet is empty; pass --alphabet")
+    options = CompileOptions(fmt=fmt_obj.name, freq=float(freq), scale=scale, certify_mode=certify_mode,
+                             certify_max_length=certify_max_length)
+    dag = formula_to_dag(formula, alphabet)
+    schedule = dag_to_schedule(dag)
+    offsets = _y_offsets(dag)
+    y_choice = None
+    if offsets:
+        if scale is None:
+            y_choice = choose_y_scale(offsets, freq, fmt_obj.name, certify_max_length)
+        else:
+            from formal_rope.precision.formats import round_to_format
+
+            stored = float(round_to_format(scale, fmt_obj))
+            if not math.isfinite(stored):
+                raise FormalRopeError(f"--scale {scale:g} overflows {fmt_obj.name}")
+            y_choice = YScaleChoice(scale=float(scale), chosen=False, candidates=())
+    ir, reports = schedule_to_ir(schedule, options, None if y_choice is None else y_choice.scale)
+
+    certified: list[ConstructReport] = []
+    for report in reports:
+        if report.construct != "Y":
+            certified.append(report)
+            continue
+        node = next(n for n in dag.nodes if n.kind == "yesterday" and n.text == report.formula)
+        k = int(node.offset)
+        ideal = certified_range(k, freq, y_choice.scale, fmt_obj, "ideal")
+        if certify_mode == "realized":
+            cap = min(certify_max_length, max(ideal.n_max, k) + 2)
+            realized = certified_range(k, freq, y_choice.scale, fmt_obj, "realized", max_length=cap)
+            length, lower_bound, margin = realized.n_max, realized.n_max_is_lower_bound, realized.violation_gap
+        else:
+            length, lower_bound, margin = ideal.n_max, False, ideal.violation_gap
+        certified.append(
+            replace(
+                report,
+                certified_length=int(length),
+                certified_mode=certify_mode,
+                certified_ideal=int(ideal.n_max),
+                certified_is_lower_bound=bool(lower_bound),
+                margin=None,
+                detail=report.detail
+                + f"; N_max^({k}) = {length}{'+' if lower_bound else ''} ({certify_mode}), ideal {ideal.n_max}, "
+                f"paper bound C·δ_L >= f_large up to {ideal.paper_sufficient_bound}"
+                + ("" if margin is None else f"; first failing gap {margin:.6g} < f_large"),
+            )
+        )
+    compiled = CompiledModel(
+        formula=formula,
+        formula_text=format_ltl(formula),
+        alphabet=alphabet,
+        options=options,
+        dag=dag,
+        schedule=schedule,
+        ir=ir,
+        constructs=tuple(certified),
+        y_scale=y_choice,
+    )
+    ir_with_metadata = TransformerIR(
+        coordinates=ir.coordinates,
+        vocabulary=ir.vocabulary,
+        embedding=ir.embedding,
+        layers=ir.layers,
+        readout=ir.readout,
+        metadata=compiled.metadata(),
+    )
+    return replace(compiled, ir=ir_with_metadata)

@@ -1,0 +1,369 @@
+"""Run a TransformerIR on strings, natively in a torch dtype or emulating a floating-point format.
+
+* ``native``: torch arithmetic in fp64/fp32/bf16/fp16 (torch decides summation order and
+  accumulation width inside matmul/softmax, as a deployed model would).
+* ``emulated``: every elementary operation (product, sum, difference, exp, division, rotation
+  entry) is rounded into the format; sums run left to right over the contraction index (input
+  coordinates for linear maps, pair coordinates for scores, key positions for the softmax
+  denominator and the value average); the softmax is the stable form of the core paper's eq. (2)
+  (subtract the row maximum, exponentiate, divide by the sum) followed by ``Σ_j α_ij v_j``.
+
+Strings are grouped by length and each group is run as a batch (vectorized over batch and
+positions; Python loops only over contraction indices). Rotary cos/sin come from
+``formal_rope.precision.rotary`` so that ``certify --mode realized`` sees the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.model.ir import AttentionHead, FeedForward, RotaryPair, TransformerIR
+
+MODES = ("emulated", "native")
+
+# Upper bound on batch·T·T score entries held at once (float64: 8 bytes each).
+_SCORE_BUDGET = 6_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class EvaluationResult:
+    """Acceptances in input order, with the mode and format that produced them."""
+
+    accepted: np.ndarray  # bool (n_strings,)
+    readout: np.ndarray  # float64 (n_strings,): the readout value compared at eos
+    mode: str
+    format: str
+    residuals: tuple[np.ndarray, ...] | None = None  # per string (T, d_model) final residual stream
+
+    def to_list(self) -> list[bool]:
+        return [bool(value) for value in self.accepted]
+
+
+# ------------------------------------------------------------------------------------ rounding
+def make_rounder(fmt) -> Callable[[np.ndarray], np.ndarray]:
+    """A fast exact float64 → format rounding function (values stay float64).
+
+    fp64 is the identity; fp32/fp16 use numpy's correctly rounded casts; other formats round the
+    float64 bit pattern to M stored bits (ties to even) and defer subnormal/overflow elements to
+    ``formal_rope.precision.round_to_format``. Cross-checked against it in the tests.
+    """
+    from formal_rope.precision.formats import parse_format, round_to_format
+
+    fmt = parse_format(fmt)
+    if fmt.is_binary64:
+        return lambda x: np.asarray(x, dtype=np.float64)
+    if (fmt.exponent_bits, fmt.mantissa_bits) == (8, 23):
+        return lambda x: np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
+    if (fmt.exponent_bits, fmt.mantissa_bits) == (5, 10):
+        return lambda x: np.asarray(x, dtype=np.float64).astype(np.float16).astype(np.float64)
+
+    drop = 52 - fmt.mantissa_bits
+    low_mask = np.int64((1 << drop) - 1)
+    half_minus_one = np.int64((1 << (drop - 1)) - 1)
+    min_normal, max_finite = fmt.min_normal, fmt.max_finite
+
+    def rounder(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        bits = x.view(np.int64)
+        lsb = (bits >> drop) & 1
+        rounded = ((bits + half_minus_one + lsb) & ~low_mask).view(np.float64)
+        magnitude = np.abs(x)
+        special = (magnitude < min_normal) & (magnitude != 0)
+        if special.any():
+            rounded = rounded.copy()
+            rounded[special] = round_to_format(x[special], fmt)
+        with np.errstate(invalid="ignore"):
+            overflow = np.abs(rounded) > max_finite
+        if overflow.any():
+            rounded = np.where(overflow & np.isfinite(x) | np.isinf(x), np.copysign(np.inf, x), rounded)
+        nan = np.isnan(x)
+        if nan.any():
+            rounded = np.where(nan, x, rounded)
+        return rounded
+
+    return rounder
+
+
+# -------------------------------------------------------------------------------- rotary tables
+def rotary_cos_sin(pair: RotaryPair, length: int, fmt, mode: str):
+    """Realized (cos, sin) of one rotary pair at positions 0..length-1, as float64 arrays.
+
+    Delegates to formal_rope.precision.rotary, which defines the realized rotation shared with
+    certify: RoPE_NP forms the phase g·i in the format, RoPE_P indexes the rounded table T_m.
+    """
+    from formal_rope.precision import rotary
+
+    positions = np.arange(length, dtype=np.int64)
+    arith = _arithmetic(fmt, mode)
+    if pair.kind == "angle":
+        cos, sin = rotary.realized_angle_rotation(pair.angle, positions, arith)
+    elif pair.kind == "periodic":
+        cos, sin = rotary.periodic_rotation_table(pair.period, positions, arith)
+    else:
+        raise ValueError("an unrotated pair has no cos/sin table")
+    return _to_numpy(cos), _to_numpy(sin)
+
+
+def _arithmetic(fmt, mode: str):
+    from formal_rope import precision
+
+    if mode == "emulated":
+        return precision.Emulated(fmt)
+    return precision.Native(_torch_dtype(fmt))
+
+
+def _to_numpy(values) -> np.ndarray:
+    if hasattr(values, "detach"):
+        import torch
+
+        return values.detach().to(torch.float64).cpu().numpy()
+    return np.asarray(values, dtype=np.float64)
+
+
+def _torch_dtype(fmt):
+    from formal_rope.precision.formats import native_dtype, parse_format
+
+    fmt = parse_format(fmt)
+    dtype = native_dtype(fmt)
+    if dtype is None:
+        raise FormalRopeError(
+            f"format {fmt.name} has no native torch dtype; use --mode emulated (native supports fp64, fp32, bf16, fp16)"
+        )
+    return dtype
+
+
+# ------------------------------------------------------------------------------ emulated forward
+class _EmulatedForward:
+    """Exactly rounded forward pass over a batch of equal-length token sequences."""
+
+    def __init__(self, model: TransformerIR, fmt) -> None:
+        from formal_rope.precision.formats import parse_format
+
+        self.model = model
+        self.fmt = parse_format(fmt)
+        self.round = make_rounder(self.fmt)
+        self._tables: dict[tuple[RotaryPair, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    def linear(self, x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        """Left-to-right ``Σ_c x_c·W[:, c]`` (+ bias last), every product and partial sum rounded."""
+        R = self.round
+        weight = R(weight)
+        out_shape = x.shape[:-1] + (weight.shape[0],)
+        acc: np.ndarray | None = None
+        for column in range(weight.shape[1]):
+            w = weight[:, column]
+            x_c = x[..., column : column + 1]
+            # A zero weight times a finite input adds an exact zero: skipping it changes nothing.
+            if not w.any() and np.isfinite(x_c).all():
+                continue
+            term = R(x_c * w)
+            acc = term if acc is None else R(acc + term)
+        if acc is None:
+            acc = np.zeros(out_shape)
+        if bias is not None:
+            acc = R(acc + R(bias))
+        return acc
+
+    def rotate(self, vectors: np.ndarray, head: AttentionHead) -> np.ndarray:
+        R = self.round
+        length = vectors.shape[1]
+        out = vectors.copy()
+        for index, pair in enumerate(head.rotary):
+            if pair.kind == "none":
+                continue
+            key = (pair, length)
+            if key not in self._tables:
+                self._tables[key] = rotary_cos_sin(pair, length, self.fmt, "emulated")
+            cos, sin = self._tables[key]
+            cos, sin = cos[None, :], sin[None, :]
+            a, b = vectors[..., 2 * index], vectors[..., 2 * index + 1]
+            out[..., 2 * index] = R(R(cos * a) - R(sin * b))
+            out[..., 2 * index + 1] = R(R(sin * a) + R(cos * b))
+        return out
+
+    def attention(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
+        R = self.round
+        batch, length, _ = x.shape
+        query = self.rotate(self.linear(x, head.w_query, head.b_query), head)
+        key = self.rotate(self.linear(x, head.w_key, head.b_key), head)
+        value = self.linear(x, head.w_value, head.b_value)
+        scores = None
+        for d in range(head.d_head):
+            q_d, k_d = query[:, :, None, d], key[:, None, :, d]
+            if not q_d.any() and np.isfinite(k_d).all() and np.isfinite(q_d).all():
+                continue
+            term = R(q_d * k_d)
+            scores = term if scores is None else R(scores + term)
+        if scores is None:
+            scores = np.zeros((batch, length, length))
+        if head.score_scale != 1.0:
+            scores = R(scores * R(head.score_scale))
+        visible = np.tri(length, length, -1, dtype=bool)[None]  # j < i
+        masked = np.where(visible, scores, -np.inf)
+        with np.errstate(invalid="ignore"):
+            row_max = masked.max(axis=2, keepdims=True)
+            row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+            shifted = R(masked - row_max)
+            exps = np.where(visible, R(np.exp(shifted)), 0.0)
+        denominator = np.zeros((batch, length))
+        for j in range(length - 1):  # column length-1 is visible to nobody
+            denominator = R(denominator + exps[:, :, j])
+        denominator[:, 0] = 1.0  # bos sees no key; its output is defined as zero below
+        weights = R(exps / denominator[:, :, None])
+        output = np.zeros((batch, length, head.d_value))
+        for j in range(length - 1):
+            output = R(output + R(weights[:, :, j, None] * value[:, None, j, :]))
+        output[:, 0, :] = 0.0
+        return output
+
+    def feed_forward(self, x: np.ndarray, block: FeedForward) -> np.ndarray:
+        hidden = np.maximum(self.linear(x, block.w_in, block.b_in), 0.0)
+        return self.linear(hidden, block.w_out, block.b_out)
+
+    def run(self, tokens: np.ndarray) -> np.ndarray:
+        R = self.round
+        x = R(self.model.embedding[tokens])
+        for layer in self.model.layers:
+            if layer.heads:
+                total = None
+                for head in layer.heads:
+                    projected = self.linear(self.attention(x, head), head.w_out, None)
+                    total = projected if total is None else R(total + projected)
+                x = R(x + total)
+            if layer.feed_forward is not None:
+                x = R(x + self.feed_forward(x, layer.feed_forward))
+        return x
+
+
+# -------------------------------------------------------------------------------- native forward
+class _NativeForward:
+    def __init__(self, model: TransformerIR, fmt) -> None:
+        import torch
+
+        from formal_rope.precision.formats import parse_format
+
+        self.torch = torch
+        self.model = model
+        self.fmt = parse_format(fmt)
+        self.dtype = _torch_dtype(self.fmt)
+        self._tables: dict[tuple[RotaryPair, int], tuple] = {}
+
+    def tensor(self, array: np.ndarray):
+        return self.torch.as_tensor(np.array(array, dtype=np.float64)).to(self.dtype)
+
+    def rotate(self, vectors, head: AttentionHead):
+        torch = self.torch
+        length = vectors.shape[1]
+        out = vectors.clone()
+        for index, pair in enumerate(head.rotary):
+            if pair.kind == "none":
+                continue
+            key = (pair, length)
+            if key not in self._tables:
+                cos, sin = rotary_cos_sin(pair, length, self.fmt, "native")
+                self._tables[key] = (self.tensor(cos)[None], self.tensor(sin)[None])
+            cos, sin = self._tables[key]
+            a, b = vectors[..., 2 * index], vectors[..., 2 * index + 1]
+            out[..., 2 * index] = cos * a - sin * b
+            out[..., 2 * index + 1] = sin * a + cos * b
+        return out
+
+    def attention(self, x, head: AttentionHead):
+        torch = self.torch
+        length = x.shape[1]
+        query = self.rotate(x @ self.tensor(head.w_query).T + self.tensor(head.b_query), head)
+        key = self.rotate(x @ self.tensor(head.w_key).T + self.tensor(head.b_key), head)
+        value = x @ self.tensor(head.w_value).T + self.tensor(head.b_value)
+        scores = query @ key.transpose(1, 2)
+        if head.score_scale != 1.0:
+            scores = scores * self.tensor(np.array(head.score_scale))
+        visible = torch.ones(length, length, dtype=torch.bool).tril(-1)
+        scores = scores.masked_fill(~visible, float("-inf"))
+        weights = torch.softmax(scores[:, 1:, :], dim=-1)
+        rows = weights @ value
+        return torch.cat((torch.zeros_like(rows[:, :1, :]), rows), dim=1)
+
+    def run(self, tokens: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        with torch.no_grad():
+            x = self.tensor(self.model.embedding)[torch.as_tensor(tokens)]
+            for layer in self.model.layers:
+                if layer.heads:
+                    total = None
+                    for head in layer.heads:
+                        projected = self.attention(x, head) @ self.tensor(head.w_out).T
+                        total = projected if total is None else total + projected
+                    x = x + total
+                block = layer.feed_forward
+                if block is not None:
+                    hidden = torch.relu(x @ self.tensor(block.w_in).T + self.tensor(block.b_in))
+                    x = x + (hidden @ self.tensor(block.w_out).T + self.tensor(block.b_out))
+            return x.to(torch.float64).numpy()
+
+
+# ------------------------------------------------------------------------------------ interface
+def readout_values(model: TransformerIR, final_eos: np.ndarray) -> np.ndarray:
+    """The number compared at eos: a coordinate, or ``w·x + b`` for a linear readout."""
+    readout = model.readout
+    if readout.kind == "coordinate":
+        return final_eos[:, int(readout.coordinate)]
+    return final_eos @ readout.weights + readout.bias
+
+
+def accepts_from_readout(model: TransformerIR, values: np.ndarray) -> np.ndarray:
+    readout = model.readout
+    threshold = readout.threshold if readout.kind == "coordinate" else 0.0
+    return values > threshold
+
+
+def evaluate(
+    model: TransformerIR,
+    strings: Sequence[str | tuple[str, ...]],
+    *,
+    fmt="fp32",
+    mode: str = "emulated",
+    trace: bool = False,
+    on_progress: Callable[[int], None] | None = None,
+) -> EvaluationResult:
+    """Classify ``strings`` with ``model`` in format ``fmt``; results keep the input order.
+
+    ``trace=True`` also returns each string's final residual stream (positions bos..eos).
+    ``on_progress(k)`` is called after every batch with the number of strings it finished.
+    """
+    from formal_rope.precision.formats import parse_format
+
+    fmt = parse_format(fmt)
+    if mode not in MODES:
+        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
+    encoded = [model.encode(string) for string in strings]
+    runner = _EmulatedForward(model, fmt) if mode == "emulated" else _NativeForward(model, fmt)
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for index, tokens in enumerate(encoded):
+        by_length[len(tokens)].append(index)
+    values = np.zeros(len(encoded))
+    residuals: list[np.ndarray | None] = [None] * len(encoded)
+    for length in sorted(by_length):
+        indices = by_length[length]
+        chunk = max(1, _SCORE_BUDGET // (length * length))
+        for start in range(0, len(indices), chunk):
+            batch_indices = indices[start : start + chunk]
+            tokens = np.stack([encoded[i] for i in batch_indices])
+            final = runner.run(tokens)
+            values[batch_indices] = readout_values(model, final[:, -1, :])
+            if trace:
+                for row, index in enumerate(batch_indices):
+                    residuals[index] = final[row]
+            if on_progress is not None:
+                on_progress(len(batch_indices))
+    return EvaluationResult(
+        accepted=accepts_from_readout(model, values),
+        readout=values,
+        mode=mode,
+        format=fmt.name,
+        residuals=tuple(residuals) if trace else None,  # type: ignore[arg-type]
+    )
