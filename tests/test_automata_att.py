@@ -1,0 +1,82 @@
+"""The .att loader on the MLRegTest automata: every file loads, and membership agrees with a
+direct walk over the file's partial transition relation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from formal_rope.automata import accepts, equivalent, load_att, minimize
+
+automata_lib = pytest.importorskip("automata.fa.dfa", reason="automata-lib is a test dependency")
+
+
+def read_partial(path):
+    """An independent reading of the file: arcs dict and final-state set."""
+    arcs, finals = {}, set()
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        if len(fields) == 4:
+            arcs[(int(fields[0]), fields[2])] = int(fields[1])
+        elif len(fields) == 1:
+            finals.add(int(fields[0]))
+    return arcs, finals
+
+
+def walk(arcs, finals, string) -> bool:
+    state = 0
+    for symbol in string:
+        if (state, symbol) not in arcs:
+            return False
+        state = arcs[(state, symbol)]
+    return state in finals
+
+
+def test_every_file_loads(mlregtest_dir):
+    files = sorted(mlregtest_dir.glob("*.att"))
+    assert len(files) >= 900
+    for path in files:
+        dfa = load_att(path)
+        sigma = int(path.name.split(".")[0])
+        assert len(dfa.alphabet) == sigma, path.name
+        assert dfa.transitions.shape == (dfa.n_states, sigma)
+
+
+def test_membership_matches_partial_walk(mlregtest_dir):
+    rng = random.Random(7)
+    files = sorted(mlregtest_dir.glob("*.att"))
+    for path in rng.sample(files, 40):
+        arcs, finals = read_partial(path)
+        dfa = load_att(path)
+        minimal = minimize(dfa)
+        strings = ["".join(rng.choice(dfa.alphabet) for _ in range(rng.randint(0, 30))) for _ in range(300)]
+        expected = [walk(arcs, finals, s) for s in strings]
+        assert accepts(dfa, strings).tolist() == expected, path.name
+        assert accepts(minimal, strings).tolist() == expected, path.name
+        assert equivalent(dfa, minimal).equivalent
+
+
+def test_minimal_sizes_match_automata_lib(mlregtest_dir):
+    rng = random.Random(3)
+    files = sorted(p for p in mlregtest_dir.glob("04.*.att"))
+    for path in rng.sample(files, 15):
+        dfa = load_att(path)
+        theirs = automata_lib.DFA(
+            states=set(range(dfa.n_states)),
+            input_symbols=set(dfa.alphabet),
+            transitions={q: dict(zip(dfa.alphabet, map(int, dfa.transitions[q]))) for q in range(dfa.n_states)},
+            initial_state=0,
+            final_states={int(q) for q in np.flatnonzero(dfa.accepting)},
+        ).minify()
+        assert minimize(dfa).n_states == len(theirs.states), path.name
+
+
+def test_explicit_alphabet_adds_rejecting_symbols(mlregtest_dir):
+    path = sorted(mlregtest_dir.glob("04.*.att"))[0]
+    dfa = load_att(path)
+    wider = load_att(path, alphabet=(*dfa.alphabet, "z"))
+    strings = ["", "a", "ab", "abcd", "dcba"]
+    assert accepts(wider, strings).tolist() == accepts(dfa, strings).tolist()
+    assert not accepts(wider, ["z", "az"]).any()

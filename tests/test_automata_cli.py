@@ -1,0 +1,101 @@
+"""CLI: formalrope dfa / accepts / equiv (in-process through formal_rope.cli.main)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from formal_rope.cli import main
+
+
+def run(capsys, monkeypatch, *argv, stdin: str | None = None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = 0
+    try:
+        main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code or 0
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_dfa_json(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "dfa", "re:(ab)*", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["alphabet"] == ["a", "b"] and data["n_states"] == 3
+    assert data["transitions"] == [[1, 2], [2, 0], [2, 2]] and data["accepting"] == [0]
+
+
+def test_dfa_table_and_detection_note(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "dfa", "P(a) & MOD_2^0", "--alphabet", "ab")
+    assert code == 0 and "4 states" in out and "→0" in out
+    assert "read as an LTL formula" in err or "registry language" in err
+
+
+def test_dfa_dot(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "dfa", "re:a*", "--dot")
+    assert code == 0 and out.startswith("digraph") and "doublecircle" in out
+
+
+def test_dfa_max_states_refusal(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "dfa", "re:Σ*aΣ{12}", "--alphabet", "ab", "--max-states", "100")
+    assert code == 2 and "--max-states" in err and "Traceback" not in err
+
+
+def test_accepts_arguments_and_json(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "accepts", "ltl:MOD_2^0", "a", "aa", "", "aaa", "--alphabet", "a", "--json")
+    assert code == 0 and json.loads(out) == [True, False, False, True]
+    code, out, _ = run(capsys, monkeypatch, "accepts", "re:(ab)*", "ab", "ba")
+    assert out.splitlines() == ["accept\tab", "reject\tba"]
+
+
+def test_accepts_stdin_with_empty_line(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "accepts", "re:(ab)*", "--json", stdin="ab\n\nba\nabab\n")
+    assert code == 0 and json.loads(out) == [True, True, False, True]
+
+
+def test_accepts_unknown_symbol_is_a_user_error(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "accepts", "re:(ab)*", "abc")
+    assert code == 2 and "'c' at column 3" in err and "Traceback" not in err
+
+
+def test_equiv(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "equiv", "ltl:P(a)", "re:Σ*aΣ*", "--alphabet", "ab", "--json")
+    assert json.loads(out) == {"equivalent": True, "counterexample": None}
+    code, out, _ = run(capsys, monkeypatch, "equiv", "re:(aa)*", "re:a*", "--json")
+    assert json.loads(out) == {"equivalent": False, "counterexample": "a"}
+    code, out, _ = run(capsys, monkeypatch, "equiv", "re:a*", "re:(a|b)*", "--json")
+    assert json.loads(out) == {"equivalent": False, "counterexample": "b"}  # compared over {a, b}
+    code, out, _ = run(capsys, monkeypatch, "equiv", "re:(ab)*", "re:(ab)*|ε|b", "--json")
+    assert json.loads(out)["counterexample"] == "b"
+    code, out, _ = run(capsys, monkeypatch, "equiv", "re:a+", "re:a*")
+    assert out.strip() == "not equivalent: ε is in re:a* but not in re:a+"
+
+
+def test_equiv_over_att_file(capsys, monkeypatch, mlregtest_dir):
+    path = str(sorted(mlregtest_dir.glob("04.04.SL.*.att"))[0])
+    code, out, _ = run(capsys, monkeypatch, "equiv", path, path, "--json")
+    assert code == 0 and json.loads(out)["equivalent"] is True
+
+
+@pytest.mark.parametrize("command", [["accepts", "re:(ab)*", "ab"], ["dfa", "P(a)", "--json"], ["equiv", "re:a", "re:b"]])
+def test_commands_do_not_import_torch(command):
+    script = (
+        "import sys\n"
+        "from formal_rope.cli import main\n"
+        "try:\n"
+        f"    main({command!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+        "print('torch-free')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "torch-free" in result.stdout
