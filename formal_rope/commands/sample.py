@@ -107,10 +107,10 @@ def register(app: typer.Typer) -> None:
             ..., help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file."
         ),
         lengths: str = typer.Option("41..500", "--lengths", help="Exact string lengths: 41..500, 10,20,30 or 5."),
-        n: int = typer.Option(512, "--n", min=1, help="Strings per length (half positive, half negative when both exist)."),
+        n: int = typer.Option(512, "--n", help="Strings per length (>= 1; half positive, half negative when both exist)."),
         seed: int = typer.Option(0, "--seed", help="Seed; each length's strings depend only on (seed, length)."),
         near_miss: float = typer.Option(
-            0.5, "--near-miss", min=0.0, max=1.0, help="Fraction of the negatives that are near-misses (one substitution from a positive)."
+            0.5, "--near-miss", help="Fraction of the negatives (0..1) that are near-misses: one substitution from a positive."
         ),
         alphabet: Optional[str] = typer.Option(None, "--alphabet", help="Alphabet override, e.g. ab or a,b."),
         out: Optional[Path] = typer.Option(
@@ -126,6 +126,11 @@ def register(app: typer.Typer) -> None:
         from formal_rope.automata import language_dfa
         from formal_rope.lang.source import resolve_language
 
+        # Range checks here rather than typer's min/max, so they surface as one-paragraph user errors.
+        if n < 1:
+            raise FormalRopeError(f"error: --n must be at least 1, got {n}")
+        if not 0.0 <= near_miss <= 1.0:
+            raise FormalRopeError(f"error: --near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
         requested = parse_lengths(lengths)
         language = resolve_language(expression, alphabet)
         if language.detected and not quiet:
@@ -162,7 +167,7 @@ def register(app: typer.Typer) -> None:
 
         table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}", show_header=False)
         table.add_column("key", style="bold")
-        table.add_column("value")
+        table.add_column("value", overflow="fold")  # long output paths wrap instead of being cut
         table.add_row("lengths", f"{summary['lengths'][0]}..{summary['lengths'][1]} ({summary['n_lengths']} lengths)")
         table.add_row("strings", f"{summary['strings']:,} ({summary['positive']:,} positive, {summary['negative']:,} negative)")
         table.add_row("near-misses", f"{summary['near_miss']:,}")

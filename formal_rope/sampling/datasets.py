@@ -124,7 +124,7 @@ def _plan(
         notes.append(f"only negative strings exist at length {length}")
     else:  # only possible for an alphabet-free DFA, which DFA rejects; kept for completeness
         raise EmptyClassError(f"no string of length {length} exists")
-    n_near_miss = int(round(n_negative * near_miss_fraction))
+    n_near_miss = int(np.floor(n_negative * near_miss_fraction + 0.5))  # round half up: 5 * 0.5 -> 3
     if n_near_miss and not has_near_miss:
         notes.append(f"no near-miss exists at length {length}; all negatives are uniform")
         n_near_miss = 0
