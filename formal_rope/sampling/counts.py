@@ -65,6 +65,16 @@ def dfa_graph(dfa: DFA, accepted: bool = True) -> CountingGraph:
     return CountingGraph(dfa.transitions, symbols, dfa.start, final)
 
 
+def labelled_graph(dfa: DFA) -> CountingGraph:
+    """Disjoint union of the accepting graph (nodes 0..n-1, start = dfa.start) and the rejecting
+    graph (nodes n..2n-1, start = n + dfa.start), so positives and negatives can be walked in one
+    pass by starting each string in its own copy."""
+    n_states, n_symbols = dfa.transitions.shape
+    targets = np.concatenate([dfa.transitions, dfa.transitions + n_states])
+    symbols = np.broadcast_to(np.arange(n_symbols, dtype=np.int64), targets.shape)
+    return CountingGraph(targets, symbols, dfa.start, np.concatenate([dfa.accepting, ~dfa.accepting]))
+
+
 def reachable_pairs(dfa: DFA) -> np.ndarray:
     """Boolean (n, n) matrix: pair (q, p) is reachable as (state on w, state on w with one symbol
     substituted) for some string w. Used to keep the near-miss graph small."""

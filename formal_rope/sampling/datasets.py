@@ -18,10 +18,10 @@ import numpy as np
 
 from formal_rope.automata.dfa import DFA
 from formal_rope.errors import FormalRopeError
-from formal_rope.sampling.counts import LogCounts, dfa_graph, log_counts, near_miss_graph
+from formal_rope.sampling.counts import LogCounts, dfa_graph, labelled_graph, log_counts, near_miss_graph
 from formal_rope.sampling.walk import PAD, walk, walk_sorted
 
-ACCEPTED, REJECTED, NEAR_MISS = "accepted", "rejected", "near_miss"
+ACCEPTED, REJECTED, NEAR_MISS, LABELLED = "accepted", "rejected", "near_miss", "labelled"
 
 # Uniform draws materialised at once by test_sets (per graph kind); bounds peak memory to ~64 MiB.
 _CHUNK_DRAWS = 8_000_000
@@ -37,12 +37,15 @@ _TABLE_CACHE: "weakref.WeakKeyDictionary[DFA, dict[str, LogCounts]]" = weakref.W
 
 
 def count_table(dfa: DFA, kind: str, max_length: int) -> LogCounts:
-    """Log-space counts for `kind` in {accepted, rejected, near_miss} covering lengths 0..max_length."""
+    """Log-space counts for `kind` covering lengths 0..max_length: accepted / rejected (the DFA with
+    accepting / rejecting finals), near_miss (`near_miss_graph`) or labelled (`labelled_graph`)."""
     per_dfa = _TABLE_CACHE.setdefault(dfa, {})
     table = per_dfa.get(kind)
     if table is None or table.max_length < max_length:
         if kind == NEAR_MISS:
             graph = near_miss_graph(dfa)
+        elif kind == LABELLED:
+            graph = labelled_graph(dfa)
         elif kind in (ACCEPTED, REJECTED):
             graph = dfa_graph(dfa, accepted=kind == ACCEPTED)
         else:
@@ -287,25 +290,27 @@ def training_batch(
     n_negative = batch_size // 2
     n_positive = batch_size - n_negative
     candidates = np.arange(min_length, max_length + 1)
-    symbols = np.full((batch_size, max_length), PAD, dtype=np.int64)
+    # Positives and negatives are walked together on the union graph, each from its own copy's start.
+    counts = count_table(dfa, LABELLED, max_length)
+    negative_start = dfa.n_states + dfa.start
     lengths = np.empty(batch_size, dtype=np.int64)
-    labels = np.zeros(batch_size, dtype=bool)
-    labels[:n_positive] = True
-    offset = 0
-    for kind, count in ((ACCEPTED, n_positive), (REJECTED, n_negative)):
+    for accepted, rows in ((True, slice(0, n_positive)), (False, slice(n_positive, batch_size))):
+        count = rows.stop - rows.start
         if count == 0:
             continue
-        counts = count_table(dfa, kind, max_length)
-        allowed = candidates[counts.nonempty(candidates)]
+        allowed = candidates[counts.nonempty(candidates, dfa.start if accepted else negative_start)]
         if allowed.size == 0:
             raise EmptyClassError(
-                f"no string with length in [{min_length}, {max_length}] is {_class_name(kind == ACCEPTED)}; "
+                f"no string with length in [{min_length}, {max_length}] is {_class_name(accepted)}; "
                 "cannot build balanced training batches"
             )
-        chosen = allowed[rng.integers(0, allowed.size, size=count)]
-        drawn = walk(counts, chosen, rng.random((int(chosen.max()), count)))
-        symbols[offset : offset + count, : drawn.shape[1]] = drawn
-        lengths[offset : offset + count] = chosen
-        offset += count
+        lengths[rows] = allowed[rng.integers(0, allowed.size, size=count)]
+    labels = np.zeros(batch_size, dtype=bool)
+    labels[:n_positive] = True
+    starts = np.where(labels, dfa.start, negative_start)
+    symbols = np.full((batch_size, max_length), PAD, dtype=np.int64)
+    if batch_size:
+        drawn = walk(counts, lengths, rng.random((int(lengths.max()), batch_size)), starts=starts)
+        symbols[:, : drawn.shape[1]] = drawn
     permutation = rng.permutation(batch_size)
     return TrainingBatch(symbols[permutation], lengths[permutation], labels[permutation])

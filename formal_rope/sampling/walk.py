@@ -22,9 +22,12 @@ from formal_rope.sampling.counts import LogCounts
 PAD = -1  # symbol value in padded positions after the end of a string
 
 
-def walk_sorted(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pad: bool = True) -> np.ndarray:
+def walk_sorted(
+    counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pad: bool = True, starts: np.ndarray | None = None
+) -> np.ndarray:
     """Core walker for `lengths` sorted in non-increasing order.
 
+    starts: optional start node per string (default: the graph's start for all).
     uniforms: float64 (>= lengths[0], n) position-major U[0, 1) draws; row t drives position t.
     Returns position-major symbols (lengths[0], n), int8 when the alphabet allows (callers convert
     while transposing); entries past a string's end hold PAD when
@@ -43,7 +46,7 @@ def walk_sorted(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pa
         raise ValueError(f"uniforms must have shape ({width}, {n_strings}), got {uniforms.shape}")
     # active[t] = number of strings longer than t, a prefix of the sorted batch.
     active = n_strings - np.searchsorted(lengths[::-1], np.arange(width), side="right")
-    node = np.full(n_strings, graph.start, dtype=np.int64)
+    node = np.full(n_strings, graph.start, dtype=np.int64) if starts is None else np.array(starts, dtype=np.int64)
     degree, n_nodes = graph.degree, graph.n_nodes
     flat_target = graph.edge_target.ravel()
     flat_symbol = graph.edge_symbol.ravel()
@@ -74,8 +77,9 @@ def walk_sorted(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pa
     return out
 
 
-def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """Sample one path per entry of `lengths` (any order) from the graph's start node.
+def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
+    """Sample one path per entry of `lengths` (any order) from the graph's start node (or from
+    `starts[i]` for string i).
 
     uniforms: float64 (max(lengths), len(lengths)) of U[0, 1) draws, position-major; column i drives
       string i (entries past its end are ignored).
@@ -87,8 +91,8 @@ def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray) -> np.nda
         return np.empty((0, 0), dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
     if np.all(order == np.arange(lengths.size)):
-        return np.array(walk_sorted(counts, lengths, uniforms).T, dtype=np.int64, order="C")
-    out = walk_sorted(counts, lengths[order], uniforms[:, order])
+        return np.array(walk_sorted(counts, lengths, uniforms, starts=starts).T, dtype=np.int64, order="C")
+    out = walk_sorted(counts, lengths[order], uniforms[:, order], starts=None if starts is None else np.asarray(starts)[order])
     symbols = np.empty((lengths.size, out.shape[0]), dtype=np.int64)
     symbols[order] = out.T
     return symbols
