@@ -304,3 +304,18 @@ def test_alias_tables_reproduce_exact_edge_probabilities(name, kind):
             assert (keep[remaining, node][zero] == 0).all() and not zero[alias[remaining, node]][keep[remaining, node] < 1].any()
             checked += 1
     assert checked > 0
+
+
+def test_walk_without_alias_tables_is_uniform_too(monkeypatch):
+    """Very large tables skip the alias tables and weigh edges per step: same distribution."""
+    import formal_rope.sampling.walker as walk_module
+
+    monkeypatch.setattr(walk_module, "ALIAS_TABLE_LIMIT", 0)
+    case, length = CASES["skewed"], 5
+    for accepted in (True, False):
+        population = class_strings(case, length, accepted)
+        n = 40 * len(population)
+        counter = _sample_counter(case, length, n, 21, accepted)
+        assert set(counter) <= set(population)
+        observed = np.array([counter[word] for word in population])
+        assert chi_square_p_value(observed, np.full(len(population), n / len(population))) > ALPHA

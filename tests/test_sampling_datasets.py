@@ -146,3 +146,35 @@ def test_training_batch_without_negatives_is_an_error():
     universal = DFA(("a", "b"), np.array([[0, 0]]), 0, np.array([True]))
     with pytest.raises(EmptyClassError, match="outside L"):
         training_batch(universal, np.random.default_rng(0), 8)
+
+
+def test_rejection_near_misses_match_the_exact_graph_distribution(monkeypatch):
+    """Automata too large for the exact near-miss table fall back to rejection sampling, which must
+    give the same distribution over near-misses (uniform over valid (positive, position, symbol))."""
+    from test_sampling_support import near_miss_multiplicities
+
+    monkeypatch.setattr(datasets_module, "NEAR_MISS_TABLE_LIMIT", 0)
+    case, length = CASES["contains_ab"], 4
+    multiplicities = near_miss_multiplicities(case, length)
+    labeled = test_set(case.dfa, length, n_per_length=2400, seed=5, near_miss_fraction=1.0)
+    assert labeled.n_near_miss == 1200 and labeled.note is None
+    near_words = np.array(_words(labeled, case))[labeled.near_miss]
+    words = sorted(multiplicities)
+    observed = np.array([(near_words == word).sum() for word in words])
+    total = sum(multiplicities.values())
+    expected = np.array([1200 * multiplicities[word] / total for word in words])
+    assert observed.sum() == 1200
+    assert chi_square_p_value(observed, expected) > 1e-3
+
+
+def test_rejection_shortfall_is_recorded_and_filled(monkeypatch):
+    monkeypatch.setattr(datasets_module, "NEAR_MISS_TABLE_LIMIT", 0)
+    monkeypatch.setattr(datasets_module, "_REJECTION_TRIES_PER_NEAR_MISS", 1)
+    case = CASES["contains_ab"]  # at length 60 almost every positive contains ab several times
+    labeled = test_set(case.dfa, 60, n_per_length=64, seed=1, near_miss_fraction=1.0)
+    assert len(labeled) == 64 and labeled.labels.sum() == 32
+    assert labeled.n_near_miss < 32 and "rejection sampling found" in labeled.note
+    words = _words(labeled, case)
+    assert [case.accepts(word) for word in words] == labeled.labels.tolist()
+    for word in np.array(words)[labeled.near_miss]:
+        assert _has_positive_neighbour(case, word)

@@ -23,7 +23,7 @@ from formal_rope.sampling.datasets import (
     training_batch,
 )
 from formal_rope.sampling.text import decode, encode
-from formal_rope.sampling.walk import PAD, walk
+from formal_rope.sampling.walker import PAD, walk
 
 __all__ = [
     "PAD",

@@ -3,7 +3,7 @@
 Sampling works on a *counting graph*: nodes with a fixed number of outgoing edges, each edge emitting
 one symbol. A DFA is the simplest such graph (one edge per symbol). The near-miss graph (a positive
 string with exactly one substituted symbol that lands outside L) is another one; both are sampled by
-the same walker in `formal_rope.sampling.walk`.
+the same walker in `formal_rope.sampling.walker`.
 
 Two count tables exist:
   * exact counts (Python ints in numpy object arrays) for exact answers ("how many strings of
@@ -162,23 +162,10 @@ class LogCounts:
     def max_length(self) -> int:
         return int(self.shifted.shape[0] - 1)
 
-    @cached_property
-    def edge_cdf(self) -> np.ndarray:
-        """(max_length + 1, n_nodes, degree - 1) float64: P(edge <= e) for a path of remaining
-        length r at node v (row r = 0 and nodes without paths hold NaN; they are never sampled).
-
-        Normalising by the summed weights makes the last positive edge's entry exactly 1.0, so a
-        draw u in [0, 1) never selects a zero-weight edge."""
-        targets = self.graph.edge_target
-        with np.errstate(invalid="ignore", divide="ignore"):
-            log_total = self.shifted[1:] + self.row_peak[1:, None]  # (R, n)
-            weights = np.exp(self.shifted[:-1][:, targets] - log_total[:, :, None])  # (R, n, degree)
-            cumulative = np.cumsum(weights, axis=2)
-            cdf = cumulative[:, :, :-1] / cumulative[:, :, -1:]
-        table = np.full((self.max_length + 1, self.graph.n_nodes, self.graph.degree - 1), np.nan)
-        table[1:] = cdf
-        table.setflags(write=False)
-        return table
+    @property
+    def table_entries(self) -> int:
+        """(max_length + 1) x n_nodes x degree: the size of the per-edge tables."""
+        return (self.max_length + 1) * self.graph.n_nodes * self.graph.degree
 
     @cached_property
     def alias_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +188,7 @@ class LogCounts:
         # Rows without paths (NaN) are never sampled; give them a harmless uniform table.
         scaled[~np.isfinite(scaled).all(axis=1)] = 1.0
         keep = np.ones((rows, degree))
-        alias = np.broadcast_to(np.arange(degree), (rows, degree)).copy()
+        alias = np.broadcast_to(np.arange(degree, dtype=np.int32), (rows, degree)).copy()
         finished = np.zeros((rows, degree), dtype=bool)
         row_index = np.arange(rows)
         for _ in range(degree - 1):

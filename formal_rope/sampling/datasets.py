@@ -18,13 +18,27 @@ import numpy as np
 
 from formal_rope.automata.dfa import DFA
 from formal_rope.errors import FormalRopeError
-from formal_rope.sampling.counts import LogCounts, dfa_graph, labelled_graph, log_counts, near_miss_graph
-from formal_rope.sampling.walk import PAD, walk, walk_sorted
+from formal_rope.sampling.counts import (
+    LogCounts,
+    dfa_graph,
+    labelled_graph,
+    log_counts,
+    near_miss_graph,
+    reachable_pairs,
+)
+from formal_rope.sampling.walker import PAD, walk, walk_sorted
 
 ACCEPTED, REJECTED, NEAR_MISS, LABELLED = "accepted", "rejected", "near_miss", "labelled"
 
 # Uniform draws materialised at once by test_sets (per graph kind); bounds peak memory to ~64 MiB.
 _CHUNK_DRAWS = 8_000_000
+
+# The exact near-miss graph has (states + reachable state pairs) nodes and |Σ|² edges per node; above
+# this many table entries (large automata over large alphabets, e.g. MLRegTest's 16-symbol DFAs)
+# near-misses come from vectorized rejection sampling instead, which has the same distribution.
+NEAR_MISS_TABLE_LIMIT = 8_000_000
+# Rejection sampling gives up after this many candidates per requested near-miss (recorded in note).
+_REJECTION_TRIES_PER_NEAR_MISS = 200
 
 
 class EmptyClassError(FormalRopeError):
@@ -181,6 +195,38 @@ def _walk_many(counts: LogCounts, blocks: list[tuple[int, np.ndarray]]) -> list[
     return results
 
 
+def _near_miss_table_entries(dfa: DFA, max_length: int) -> int:
+    nodes = dfa.n_states + int(reachable_pairs(dfa).sum()) + 1
+    return (max_length + 1) * nodes * dfa.n_symbols**2
+
+
+def _near_misses_by_rejection(
+    dfa: DFA, positives: LogCounts, length: int, count: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Up to `count` near-misses: uniform positives, one uniform position changed to a uniform other
+    symbol, kept when the result leaves L (vectorized per round; rounds grow with the observed rate)."""
+    from formal_rope.automata.membership import accepts_encoded
+
+    n_symbols = dfa.n_symbols
+    budget = _REJECTION_TRIES_PER_NEAR_MISS * count
+    found: list[np.ndarray] = []
+    n_found, tries = 0, 0
+    while n_found < count and tries < budget:
+        rate = n_found / tries if n_found else 0.5 ** (1 + tries // max(count, 1))
+        size = int(min(budget - tries, max(64, 1.2 * (count - n_found) / max(rate, 1e-6))))
+        candidates = walk(positives, np.full(size, length, dtype=np.int64), rng.random((length, size)))
+        rows = np.arange(size)
+        column = rng.integers(0, length, size)
+        candidates[rows, column] = (candidates[rows, column] + rng.integers(1, n_symbols, size)) % n_symbols
+        outside = ~accepts_encoded(dfa, candidates, np.full(size, length))
+        found.append(candidates[outside])
+        n_found += int(outside.sum())
+        tries += size
+    if not found:
+        return np.empty((0, length), dtype=np.int64)
+    return np.concatenate(found)[:count]
+
+
 def test_sets(
     dfa: DFA,
     lengths: Sequence[int],
@@ -207,12 +253,17 @@ def test_sets(
         return []
     longest = max(lengths)
     tables = {kind: count_table(dfa, kind, longest) for kind in (ACCEPTED, REJECTED)}
-    if near_miss_fraction > 0:
-        tables[NEAR_MISS] = count_table(dfa, NEAR_MISS, longest)
     length_array = np.array(lengths)
     has_positive = tables[ACCEPTED].nonempty(length_array)
     has_negative = tables[REJECTED].nonempty(length_array)
-    has_near_miss = tables[NEAR_MISS].nonempty(length_array) if NEAR_MISS in tables else np.zeros(len(lengths), bool)
+    exact_near_misses = near_miss_fraction > 0 and _near_miss_table_entries(dfa, longest) <= NEAR_MISS_TABLE_LIMIT
+    if exact_near_misses:
+        tables[NEAR_MISS] = count_table(dfa, NEAR_MISS, longest)
+        has_near_miss = tables[NEAR_MISS].nonempty(length_array)
+    else:
+        # With two or more symbols, the Hamming graph on Σ^n is connected, so when both classes are
+        # non-empty some single substitution crosses from L to its complement.
+        has_near_miss = has_positive & has_negative & (dfa.n_symbols > 1)
     plans = [
         _plan(length, n_per_length, near_miss_fraction, pos, neg, near)
         for length, pos, neg, near in zip(lengths, has_positive, has_negative, has_near_miss)
@@ -221,13 +272,16 @@ def test_sets(
     results: list[LabeledSet] = []
     for chunk in _chunks([max(length, 1) * n_per_length for length in lengths], _CHUNK_DRAWS):
         blocks: dict[str, list[tuple[int, np.ndarray]]] = {ACCEPTED: [], REJECTED: [], NEAR_MISS: []}
+        generators = []
         for index in chunk:
             plan = plans[index]
             rng = _length_generator(seed, plan.length)
+            generators.append(rng)
             # Fixed draw order per length: positives, uniform negatives, near-misses.
             blocks[ACCEPTED].append((plan.length, rng.random((plan.length, plan.n_positive))))
             blocks[REJECTED].append((plan.length, rng.random((plan.length, plan.n_uniform_negative))))
-            blocks[NEAR_MISS].append((plan.length, rng.random((plan.length, plan.n_near_miss))))
+            n_walked = plan.n_near_miss if exact_near_misses else 0
+            blocks[NEAR_MISS].append((plan.length, rng.random((plan.length, n_walked))))
         sampled = {
             kind: _walk_many(tables[kind], kind_blocks) if kind in tables else [
                 np.empty((0, length), dtype=np.int64) for length, _ in kind_blocks
@@ -236,12 +290,28 @@ def test_sets(
         }
         for position, index in enumerate(chunk):
             plan = plans[index]
-            symbols = np.concatenate([sampled[kind][position] for kind in (ACCEPTED, REJECTED, NEAR_MISS)])
+            parts = [sampled[kind][position] for kind in (ACCEPTED, REJECTED, NEAR_MISS)]
+            n_near_miss, note = plan.n_near_miss, plan.note
+            if not exact_near_misses and plan.n_near_miss:
+                rng = generators[position]
+                near = _near_misses_by_rejection(dfa, tables[ACCEPTED], plan.length, plan.n_near_miss, rng)
+                shortfall = plan.n_near_miss - len(near)
+                if shortfall:
+                    extra = rng.random((plan.length, shortfall))
+                    filler = walk(tables[REJECTED], np.full(shortfall, plan.length, dtype=np.int64), extra)
+                    parts[1] = np.concatenate([parts[1], filler])
+                    message = (
+                        f"rejection sampling found {len(near)} of {plan.n_near_miss} near-misses at length "
+                        f"{plan.length}; the rest are uniform negatives"
+                    )
+                    note = f"{note}; {message}" if note else message
+                parts[2], n_near_miss = near, len(near)
+            symbols = np.concatenate(parts)
             labels = np.zeros(len(symbols), dtype=bool)
             labels[: plan.n_positive] = True
             symbols.setflags(write=False)
             labels.setflags(write=False)
-            results.append(LabeledSet(plan.length, symbols, labels, plan.n_near_miss, plan.note))
+            results.append(LabeledSet(plan.length, symbols, labels, n_near_miss, note))
         if progress is not None:
             progress(len(results))
     return results

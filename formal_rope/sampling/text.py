@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from formal_rope.sampling.walk import PAD
+from formal_rope.sampling.walker import PAD
 
 
 def _single_characters(alphabet: Sequence[str]) -> bool:

@@ -21,6 +21,10 @@ from formal_rope.sampling.counts import LogCounts
 
 PAD = -1  # symbol value in padded positions after the end of a string
 
+# Above this many (remaining length, node, edge) entries the alias tables (12 bytes per entry) are not
+# built and each step weighs its edges from the log table instead (same distribution, slower steps).
+ALIAS_TABLE_LIMIT = 8_000_000
+
 
 def walk_sorted(
     counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pad: bool = True, starts: np.ndarray | None = None
@@ -51,23 +55,36 @@ def walk_sorted(
     flat_target = graph.edge_target.ravel()
     flat_symbol = graph.edge_symbol.ravel()
     symbol_is_edge = bool(np.array_equal(graph.edge_symbol, np.broadcast_to(np.arange(degree), graph.edge_symbol.shape)))
-    if degree > 1:
+    use_alias = degree > 1 and counts.table_entries <= ALIAS_TABLE_LIMIT
+    if use_alias:
         keep, alias = counts.alias_table
         flat_keep, flat_alias = keep.ravel(), alias.ravel()
+    shifted, row_peak = counts.shifted, counts.row_peak
     for position in range(width):
         k = int(active[position])
         current = node[:k]
+        remaining = lengths[:k] - position  # symbols still to emit, including this one
         if degree == 1:
             choice = np.zeros(k, dtype=np.int64)
-        else:
+        elif use_alias:
             # One draw gives both the alias column (integer part) and the coin (fractional part).
             scaled = uniforms[position, :k] * degree
             column = scaled.astype(np.int64)
             np.minimum(column, degree - 1, out=column)
             coin = scaled - column
-            # Row (symbols still to emit including this one, current node) of the alias table.
-            slot = ((lengths[:k] - position) * n_nodes + current) * degree + column
+            slot = (remaining * n_nodes + current) * degree + column
             choice = np.where(coin < flat_keep[slot], column, flat_alias[slot])
+        else:
+            # Tables too large to precompute alias rows for: weigh the edges from the log table.
+            targets = graph.edge_target[current]
+            log_total = shifted[remaining, current] + row_peak[remaining]
+            weights = np.exp(shifted[(remaining - 1)[:, None], targets] - log_total[:, None])
+            cumulative = np.cumsum(weights, axis=1)
+            threshold = uniforms[position, :k] * cumulative[:, -1]
+            choice = (cumulative <= threshold[:, None]).sum(axis=1)
+            overflow = np.flatnonzero(choice >= degree)
+            if overflow.size:  # u * total rounded up to total: take the last positive-weight edge
+                choice[overflow] = (cumulative[overflow] < cumulative[overflow, -1:]).sum(axis=1)
         edge = current * degree + choice
         # Emit before moving: `current` is a view of `node`.
         out[position, :k] = choice if symbol_is_edge else flat_symbol[edge]
