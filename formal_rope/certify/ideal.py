@@ -57,13 +57,25 @@ def _alpha_bounds(freq: float, bits: int) -> tuple[Fraction, Fraction]:
     return g / (2 * pi_high), g / (2 * pi_low)
 
 
-def _beta_bounds(threshold: Fraction, bits: int) -> tuple[Fraction, Fraction]:
+def _beta_bounds(fraction_of_scale: Fraction, bits: int) -> tuple[Fraction, Fraction]:
+    """Enclose β = arccos(1 − u)/2π for u = f/C ∈ (0, 2), in forms that stay well conditioned.
+
+    arccos(1 − u) = 2·asin(sqrt(u/2)) for u <= 1 and π − 2·asin(sqrt((2 − u)/2)) for u > 1: the asin
+    argument stays <= sqrt(1/2) and u, 2 − u are exact rationals, so a few ulps of relative error
+    remain (whereas rounding 1 − u first would lose everything when C ≫ f).
+    """
     import mpmath
 
+    u = fraction_of_scale
     with mpmath.workprec(bits):
-        beta = mpmath.acos(mpmath.mpf(threshold.numerator) / threshold.denominator) / (2 * mpmath.pi)
-        value = _fraction(beta)
-    # mpmath's acos and division are accurate to a few ulps; allow 2^-(bits-8) relative.
+        if u <= 1:
+            half = mpmath.mpf(u.numerator) / (2 * u.denominator)
+            angle = 2 * mpmath.asin(mpmath.sqrt(half))
+        else:
+            rest = 2 - u
+            half = mpmath.mpf(rest.numerator) / (2 * rest.denominator)
+            angle = mpmath.pi - 2 * mpmath.asin(mpmath.sqrt(half))
+        value = _fraction(angle / (2 * mpmath.pi))
     slack = abs(value) / (2 ** (bits - 8))
     return value - slack, value + slack
 
@@ -76,9 +88,9 @@ def _distance_bounds(q: int, p: int, alpha_low: Fraction, alpha_high: Fraction) 
     return Fraction(0), max(abs(low), abs(high))
 
 
-def _walk(freq: float, threshold: Fraction, bits: int) -> FirstViolation:
+def _walk(freq: float, fraction_of_scale: Fraction, bits: int) -> FirstViolation:
     alpha_low, alpha_high = _alpha_bounds(freq, bits)
-    beta_low, beta_high = _beta_bounds(threshold, bits)
+    beta_low, beta_high = _beta_bounds(fraction_of_scale, bits)
     # Convergents of α with the usual seeds p_{-2}/q_{-2} = 0/1, p_{-1}/q_{-1} = 1/0 and
     # p_j = a_j p_{j-1} + p_{j-2} (likewise q), so p_0/q_0 = a_0/1.
     low_rest, high_rest = alpha_low, alpha_high
@@ -129,15 +141,15 @@ def first_violation(freq: float, scale: float, f_large: float) -> FirstViolation
             f"scale too small: C must exceed f_large/2 = {f_large / 2:g} (got C = {scale:g}); the target score C "
             f"can beat a competitor by at most 2C, which must reach f_large = {f_large:g}"
         )
-    threshold = 1 - Fraction(f_large) / Fraction(scale)
+    fraction_of_scale = Fraction(f_large) / Fraction(scale)
     # β ≈ sqrt(2 f/C)/2π for large C; n* <= ~1/β, and deciding needs ~2·log2(n*) bits plus slack.
-    beta_estimate = math.acos(max(-1.0, min(1.0, float(threshold)))) / (2 * math.pi)
+    beta_estimate = 2 * math.asin(math.sqrt(min(1.0, f_large / scale / 2))) / (2 * math.pi)
     if beta_estimate <= 0:
-        beta_estimate = math.sqrt(2 * f_large / scale) / (2 * math.pi)
+        beta_estimate = 2.0**-1100
     bits = 96 + 3 * max(1, int(-math.log2(beta_estimate)) + 1)
     for _ in range(24):
         try:
-            return _walk(freq, threshold, bits)
+            return _walk(freq, fraction_of_scale, bits)
         except _NeedMorePrecision:
             bits *= 2
     raise FormalRopeError("could not certify the range: the angle is too close to a rational multiple of 2π")
