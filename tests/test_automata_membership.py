@@ -1,0 +1,78 @@
+"""Vectorized membership (blocked tables, padding, compact dtypes) vs a per-string walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from formal_rope.automata import DFA, accepts, accepts_encoded, encode_strings, run_encoded
+from formal_rope.errors import FormalRopeError
+
+ALPHABETS = [("a", "b"), ("b", "a"), ("0", "1", "2"), ("x", "a"), ("α", "β", "γ"), ("a",), tuple("abcdefghijklmnop")]
+
+
+@st.composite
+def dfa_and_words(draw):
+    alphabet = draw(st.sampled_from(ALPHABETS))
+    n_states = draw(st.integers(1, 40))
+    table = np.array(
+        draw(st.lists(st.integers(0, n_states - 1), min_size=n_states * len(alphabet), max_size=n_states * len(alphabet)))
+    ).reshape(n_states, len(alphabet))
+    accepting = np.array(draw(st.lists(st.booleans(), min_size=n_states, max_size=n_states)))
+    dfa = DFA(alphabet, table, draw(st.integers(0, n_states - 1)), accepting)
+    words = draw(st.lists(st.lists(st.sampled_from(alphabet), max_size=40).map("".join), min_size=1, max_size=20))
+    return dfa, words
+
+
+def walk(dfa: DFA, word: str) -> bool:
+    index = dfa.symbol_index()
+    return bool(dfa.accepting[dfa.run([index[c] for c in word])])
+
+
+@given(dfa_and_words())
+def test_accepts_matches_walk(case):
+    dfa, words = case
+    expected = [walk(dfa, w) for w in words]
+    assert accepts(dfa, words).tolist() == expected
+    symbols, lengths = encode_strings(words, dfa.alphabet)
+    assert accepts_encoded(dfa, symbols, lengths).tolist() == expected
+    # Other integer dtypes and sequences of symbols give the same answer.
+    assert accepts_encoded(dfa, symbols.astype(np.int16), lengths).tolist() == expected
+    assert accepts(dfa, [list(w) for w in words]).tolist() == expected
+
+
+def test_large_alphabet_and_many_states():
+    rng = np.random.default_rng(1)
+    alphabet = tuple(f"s{i}" for i in range(300))
+    dfa = DFA(alphabet, rng.integers(0, 5000, (5000, 300)), 0, rng.random(5000) < 0.5)
+    words = [" ".join(rng.choice(alphabet, size=k)) for k in (0, 1, 7, 33)]
+    expected = []
+    for word in words:
+        index = dfa.symbol_index()
+        expected.append(bool(dfa.accepting[dfa.run([index[s] for s in word.split()])]))
+    assert accepts(dfa, words).tolist() == expected
+
+
+def test_run_encoded_returns_states():
+    dfa = DFA(("a",), np.array([[1], [2], [0]]), 0, np.array([True, False, False]))
+    symbols, lengths = encode_strings(["a" * k for k in range(9)], ("a",))
+    assert run_encoded(dfa, symbols, lengths).tolist() == [k % 3 for k in range(9)]
+
+
+def test_empty_batch_and_empty_strings():
+    dfa = DFA(("a",), np.array([[0]]), 0, np.array([True]))
+    assert accepts(dfa, []).shape == (0,)
+    assert accepts(dfa, ["", ""]).tolist() == [True, True]
+    with pytest.raises(TypeError):
+        accepts(dfa, "a")
+
+
+@pytest.mark.parametrize("alphabet, text, symbol, column", [(("a", "b"), "ab`", "`", 3), (("b", "c"), "bca", "a", 3), (("α",), "αx", "x", 2)])
+def test_unknown_characters_are_found_on_every_path(alphabet, text, symbol, column):
+    dfa = DFA(alphabet, np.zeros((1, len(alphabet)), dtype=np.int64), 0, np.array([True]))
+    with pytest.raises(FormalRopeError, match=f"{symbol!r} at column {column}"):
+        accepts(dfa, [alphabet[0], text])
+    with pytest.raises(FormalRopeError, match=f"{symbol!r} at column {column}"):
+        encode_strings([alphabet[0], text], alphabet)
