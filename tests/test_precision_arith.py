@@ -67,19 +67,23 @@ def test_transcendentals_are_correctly_rounded(name, function):
 
 
 def test_hard_cases_fall_back_to_mpmath():
-    """A value whose float64 exp lies within the slack of an fp16 midpoint is recomputed exactly."""
+    """Inputs whose float64 exp lies within the slack of an fp16 midpoint are recomputed exactly.
+
+    The second input is one where, with this machine's torch, float64 exp lands on the midpoint and
+    plain double rounding picks the wrong neighbour (1.30078125 instead of 1.2998046875).
+    """
     fmt = parse_format("fp16")
-    # Midpoint between two fp16 neighbours of e ≈ 2.71875 + half quantum; log of it is the input whose
-    # exp sits on the midpoint up to float64 error, the hardest possible case.
-    midpoint = 2.71875 + 2.0**-10
-    x = torch.tensor([math.log(midpoint)], dtype=torch.float64)
+    midpoint = 2.71875 + 2.0**-10  # halfway between two fp16 neighbours
+    x = torch.tensor([math.log(midpoint), float.fromhex("0x1.0ce449bb24d19p-2")], dtype=torch.float64)
     stats: dict = {}
     result = correctly_rounded("exp", x, fmt, stats)
-    assert stats["hard"] == 1
-    # x is not an fp16 value: convert it exactly outside the fp16 context (inside, gmpy2 would round it).
-    exact_input = gmpy2.mpfr(x.item(), 53)
+    assert stats["hard"] == 2
+    # x is not made of fp16 values: convert exactly outside the fp16 context (inside, gmpy2 rounds it).
+    exact_inputs = [gmpy2.mpfr(value, 53) for value in x.tolist()]
     with gmpy2.context(mpfr_context(fmt)):
-        assert result.item() == float(gmpy2.exp(exact_input))
+        expected = [float(gmpy2.exp(value)) for value in exact_inputs]
+    assert result.tolist() == expected
+    assert expected[1] == 1.2998046875
 
 
 def _oracle_matmul(a: list[list[float]], b: list[list[float]], fmt) -> list[list[float]]:
