@@ -319,3 +319,9 @@ def test_walk_without_alias_tables_is_uniform_too(monkeypatch):
         assert set(counter) <= set(population)
         observed = np.array([counter[word] for word in population])
         assert chi_square_p_value(observed, np.full(len(population), n / len(population))) > ALPHA
+
+
+def test_walk_refuses_lengths_without_paths():
+    counts = count_table(CASES["ab_star"].dfa, "accepted", 5)
+    with pytest.raises(ValueError, match="no path"):
+        walk(counts, np.array([4, 5]), np.zeros((5, 2)))

@@ -48,9 +48,12 @@ def walk_sorted(
         raise ValueError(f"count table covers lengths up to {counts.max_length}, asked for {width}")
     if uniforms.shape[0] < width or uniforms.shape[1] != n_strings:
         raise ValueError(f"uniforms must have shape ({width}, {n_strings}), got {uniforms.shape}")
+    node = np.full(n_strings, graph.start, dtype=np.int64) if starts is None else np.array(starts, dtype=np.int64)
+    if not np.isfinite(counts.shifted[lengths, node]).all():
+        # Walking from a node with no path of the requested length would emit garbage silently.
+        raise ValueError("some requested (length, start node) has no path; check counts.nonempty first")
     # active[t] = number of strings longer than t, a prefix of the sorted batch.
     active = n_strings - np.searchsorted(lengths[::-1], np.arange(width), side="right")
-    node = np.full(n_strings, graph.start, dtype=np.int64) if starts is None else np.array(starts, dtype=np.int64)
     degree, n_nodes = graph.degree, graph.n_nodes
     flat_target = graph.edge_target.ravel()
     flat_symbol = graph.edge_symbol.ravel()
