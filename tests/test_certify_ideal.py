@@ -9,6 +9,8 @@ import sys
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formal_rope.certify import certified_range, first_violation
 from formal_rope.errors import FormalRopeError
@@ -175,3 +177,21 @@ def test_ideal_mode_does_not_import_torch():
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert completed.stdout.strip() == "279510437053577"
+
+
+@settings(max_examples=40)
+@given(
+    freq=st.floats(min_value=1e-4, max_value=100.0, allow_nan=False),
+    log_scale=st.floats(min_value=2.0, max_value=60.0),
+    offset=st.integers(min_value=1, max_value=50),
+)
+def test_first_violation_properties(freq, log_scale, offset):
+    """n* violates, every earlier convergent denominator does not, and N_max follows from n* and k."""
+    scale = 10.0**log_scale
+    result = certified_range(offset, freq, scale, "fp32")
+    n_star = result.first_ideal_violation
+    assert n_star == result.convergent_denominators[-1]
+    assert exact_violates(freq, scale, F32, n_star)
+    assert not any(exact_violates(freq, scale, F32, q) for q in result.convergent_denominators[:-1])
+    assert result.n_max == (n_star + offset - 2 if n_star >= offset else offset - 1)
+    assert result.paper_sufficient_bound == n_star - 1
