@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(
             None, "--out", help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout."
         ),
-        json_output: bool = typer.Option(False, "--json", help="With --out: print the summary as a JSON object."),
+        json_output: bool = typer.Option(False, "--json", help="With --out: print the summary as a JSON object (without --out the output is already JSON lines)."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
     ) -> None:
         """Sample labelled strings of exact lengths, uniformly inside and outside the language.

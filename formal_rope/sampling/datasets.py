@@ -139,7 +139,7 @@ def _plan(
     elif has_negative:
         n_positive, n_negative = 0, n_per_length
         notes.append(f"only negative strings exist at length {length}")
-    else:  # only possible for an alphabet-free DFA, which DFA rejects; kept for completeness
+    else:  # only an empty alphabet has no string at all of a length > 0
         raise EmptyClassError(f"no string of length {length} exists")
     n_near_miss = int(np.floor(n_negative * near_miss_fraction + 0.5))  # round half up: 5 * 0.5 -> 3
     if n_near_miss and not has_near_miss:
