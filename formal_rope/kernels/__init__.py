@@ -1,6 +1,47 @@
 """Rotary softmax attention with a strict causal mask: one entry point, several implementations."""
 
-from formal_rope.kernels.reference import rotary_attention_reference, apply_rotary
+from __future__ import annotations
+
+import os
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
+
+ATTENTION_IMPLS = ("auto", "triton", "torch")
+
+
+class AttentionImplError(FormalRopeError, ValueError):
+    """An attention implementation was requested that this machine cannot run."""
+
+
+def _triton_module():
+    try:
+        from formal_rope.kernels import triton_attention
+    except ImportError as error:  # triton is an optional (gpu) dependency
+        raise AttentionImplError(
+            f"attention impl 'triton' needs the triton package ({error}); install it or use impl='torch'"
+        ) from error
+    return triton_attention
+
+
+def resolve_impl(impl: str, on_cuda: bool) -> str:
+    """The implementation `rotary_attention` runs for `impl` on a CUDA (or CPU) tensor: 'triton' or 'torch'.
+
+    'auto' picks Triton on CUDA and torch elsewhere. 'triton' on CPU needs the Triton interpreter
+    (TRITON_INTERPRET=1 before the kernel module is imported); anything else is an error.
+    """
+    if impl not in ATTENTION_IMPLS:
+        raise AttentionImplError(f"unknown attention impl {impl!r}; expected one of {', '.join(ATTENTION_IMPLS)}")
+    if impl == "torch" or (impl == "auto" and not on_cuda):
+        return "torch"
+    kernel_module = _triton_module()
+    if not on_cuda and not kernel_module.interpreter_active():
+        hint = " (it was set after the kernel module was imported)" if os.environ.get("TRITON_INTERPRET") == "1" else ""
+        raise AttentionImplError(
+            "attention impl 'triton' on CPU tensors runs only in the Triton interpreter: set "
+            f"TRITON_INTERPRET=1 before importing formal_rope{hint}, use a CUDA device, or choose impl='torch'"
+        )
+    return "triton"
 
 
 def rotary_attention(q, k, v, cos, sin, *, rotate_values: bool = False, impl: str = "auto", scale: float | None = None):
@@ -8,15 +49,20 @@ def rotary_attention(q, k, v, cos, sin, *, rotate_values: bool = False, impl: st
 
     q, k, v: (batch, heads, T, d); cos, sin: (T, d/2) or (batch, T, d/2), pair i = coords (2i, 2i+1).
     Query i attends to keys j < i; query 0 (bos) returns zeros. With rotate_values, values are
-    rotated by R_j and the output by R_i^T (JoFormer transport). impl: auto | triton | torch.
+    rotated by R_j and the output by R_i^T (JoFormer transport). scale defaults to 1/sqrt(d).
+    impl: auto (Triton on CUDA, torch elsewhere) | triton | torch. Differentiable w.r.t. q, k, v,
+    cos and sin with every implementation. The output has q's dtype.
     """
-    if impl not in ("auto", "triton", "torch"):
-        raise ValueError(f"unknown attention impl {impl!r}; expected auto, triton or torch")
-    if impl == "torch" or (impl == "auto" and not q.is_cuda):
+    if resolve_impl(impl, q.is_cuda) == "torch":
         return rotary_attention_reference(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
-    from formal_rope.kernels.triton_attention import rotary_attention_triton
-
-    return rotary_attention_triton(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
+    return _triton_module().rotary_attention_triton(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
 
 
-__all__ = ["rotary_attention", "rotary_attention_reference", "apply_rotary"]
+__all__ = [
+    "ATTENTION_IMPLS",
+    "AttentionImplError",
+    "apply_rotary",
+    "resolve_impl",
+    "rotary_attention",
+    "rotary_attention_reference",
+]

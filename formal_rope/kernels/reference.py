@@ -49,7 +49,8 @@ def rotary_attention_reference(
     # Row 0 (bos) sees no key: its softmax would be NaN, and the contract says it outputs zeros.
     weights = torch.softmax(scores[..., 1:, :], dim=-1)
     out_rows = torch.matmul(weights, v_in.float())
-    out = torch.cat((torch.zeros_like(out_rows[..., :1, :]), out_rows), dim=-2)
+    bos_row = out_rows.new_zeros((*out_rows.shape[:-2], min(length, 1), out_rows.shape[-1]))
+    out = torch.cat((bos_row, out_rows), dim=-2)
     if rotate_values:
         out = apply_rotary(out, cos.float(), sin.float(), inverse=True)
     return out.to(q.dtype)

@@ -33,19 +33,13 @@ _MAX_HEAD_DIM = 256
 
 
 @triton.jit
-def _rotate(x_even, x_odd, cos, sin):
-    """R x for one pair-split tile: (x_e cos - x_o sin, x_e sin + x_o cos)."""
-    return x_even * cos - x_odd * sin, x_even * sin + x_odd * cos
+def _rotate_back(x_even, x_odd, cos, sin):
+    """R^T x for one pair-split tile (R x is inlined in the loaders below)."""
+    return x_even * cos + x_odd * sin, x_odd * cos - x_even * sin
 
 
 # TRITON_INTERPRET is read when a kernel is decorated, so the mode is fixed at import time.
-_INTERPRETED = type(_rotate).__name__ == "InterpretedFunction"
-
-
-@triton.jit
-def _rotate_back(x_even, x_odd, cos, sin):
-    """R^T x: the inverse rotation."""
-    return x_even * cos + x_odd * sin, x_odd * cos - x_even * sin
+_INTERPRETED = type(_rotate_back).__name__ == "InterpretedFunction"
 
 
 @triton.jit
@@ -56,19 +50,54 @@ def _dot_operand(x, dot_ty: tl.constexpr, UPCAST_DOT: tl.constexpr):
     stores bf16 as raw uint16 and its tl.dot would multiply bit patterns (triton issue #11584).
     Products of bf16-rounded values are exact in fp32, so the result matches a bf16 GPU dot.
     """
-    y = x.to(dot_ty)
     if UPCAST_DOT:
-        y = y.to(tl.float32)
-    return y
+        return _round_to_bf16_rtne(x)
+    return x.to(dot_ty)
 
 
 @triton.jit
-def _load_pair_tile(base, offs_t, offs_p, stride_t, stride_d, mask):
-    """Even and odd coordinates of rows offs_t as two (rows, HALF_PAD) fp32 tiles."""
+def _round_to_bf16_rtne(x):
+    """fp32 -> nearest bf16 (ties to even), kept in fp32. Interpreter only: its own fp32->bf16 cast
+    truncates, which would double the rounding error relative to a GPU (finite inputs assumed)."""
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _dot_pair(even, odd, dot_ty: tl.constexpr, UPCAST_DOT: tl.constexpr):
+    """_dot_operand for an (even, odd) pair of tiles, in one call."""
+    if UPCAST_DOT:
+        return _round_to_bf16_rtne(even), _round_to_bf16_rtne(odd)
+    return even.to(dot_ty), odd.to(dot_ty)
+
+
+@triton.jit
+def _load_pair_tile(base, offs_t, offs_p, stride_t, stride_d, mask, cos, sin, ROTATE: tl.constexpr):
+    """Even and odd coordinates of rows offs_t as two (rows, HALF_PAD) fp32 tiles, rotated by
+    (cos, sin) when ROTATE."""
     ptr = base + offs_t[:, None] * stride_t + (2 * offs_p)[None, :] * stride_d
     even = tl.load(ptr, mask=mask, other=0.0).to(tl.float32)
     odd = tl.load(ptr + stride_d, mask=mask, other=0.0).to(tl.float32)
+    if ROTATE:
+        even, odd = even * cos - odd * sin, even * sin + odd * cos
     return even, odd
+
+
+@triton.jit
+def _load_rotated(base, offs_t, offs_p, stride_t, stride_d, cos_base, sin_base, stride_ct, stride_cp, mask):
+    """(R x_even, R x_odd, cos, sin) for rows offs_t, all fp32 (rows, HALF_PAD) tiles.
+
+    Padded pairs load cos = sin = 0, so padded coordinates stay exactly zero after rotation.
+    (Few, fat helpers on purpose: every nested jit call costs ~2 ms in the interpreter.)
+    """
+    angle_off = offs_t[:, None] * stride_ct + offs_p[None, :] * stride_cp
+    cos = tl.load(cos_base + angle_off, mask=mask, other=0.0).to(tl.float32)
+    sin = tl.load(sin_base + angle_off, mask=mask, other=0.0).to(tl.float32)
+    ptr = base + offs_t[:, None] * stride_t + (2 * offs_p)[None, :] * stride_d
+    even = tl.load(ptr, mask=mask, other=0.0).to(tl.float32)
+    odd = tl.load(ptr + stride_d, mask=mask, other=0.0).to(tl.float32)
+    return even * cos - odd * sin, even * sin + odd * cos, cos, sin
 
 
 @triton.jit
@@ -76,15 +105,6 @@ def _store_pair_tile(base, offs_t, offs_p, stride_t, stride_d, mask, even, odd):
     ptr = base + offs_t[:, None] * stride_t + (2 * offs_p)[None, :] * stride_d
     tl.store(ptr, even.to(base.dtype.element_ty), mask=mask)
     tl.store(ptr + stride_d, odd.to(base.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _load_angles(cos_base, sin_base, offs_t, offs_p, stride_t, stride_p, mask):
-    # Padded pairs load cos = sin = 0, so padded coordinates stay exactly zero after rotation.
-    off = offs_t[:, None] * stride_t + offs_p[None, :] * stride_p
-    cos = tl.load(cos_base + off, mask=mask, other=0.0).to(tl.float32)
-    sin = tl.load(sin_base + off, mask=mask, other=0.0).to(tl.float32)
-    return cos, sin
 
 
 @triton.jit
@@ -100,11 +120,12 @@ def _fwd_key_block(
     offs_p = tl.arange(0, HALF_PAD)
     tile_mask = (offs_n < T)[:, None] & (offs_p < HALF)[None, :]
     dot_ty = k_base.dtype.element_ty
-    k_even, k_odd = _load_pair_tile(k_base, offs_n, offs_p, stride_kt, stride_kd, tile_mask)
-    cos_k, sin_k = _load_angles(cos_base, sin_base, offs_n, offs_p, stride_ct, stride_cp, tile_mask)
-    kr_even, kr_odd = _rotate(k_even, k_odd, cos_k, sin_k)
-    scores = tl.dot(qr_even, tl.trans(_dot_operand(kr_even, dot_ty, UPCAST_DOT)), input_precision=PRECISION)
-    scores = tl.dot(qr_odd, tl.trans(_dot_operand(kr_odd, dot_ty, UPCAST_DOT)), acc=scores, input_precision=PRECISION)
+    kr_even, kr_odd, cos_k, sin_k = _load_rotated(
+        k_base, offs_n, offs_p, stride_kt, stride_kd, cos_base, sin_base, stride_ct, stride_cp, tile_mask
+    )
+    kr_even, kr_odd = _dot_pair(kr_even, kr_odd, dot_ty, UPCAST_DOT)
+    scores = tl.dot(qr_even, tl.trans(kr_even), input_precision=PRECISION)
+    scores = tl.dot(qr_odd, tl.trans(kr_odd), acc=scores, input_precision=PRECISION)
     if MASKED:
         visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :]
         scores = tl.where(visible, scores, float("-inf"))
@@ -114,12 +135,11 @@ def _fwd_key_block(
     p = tl.math.exp2(scores - m_shift[:, None])
     alpha = tl.math.exp2(m_i - m_shift)
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, tile_mask)
-    if ROTATE_V:
-        v_even, v_odd = _rotate(v_even, v_odd, cos_k, sin_k)
+    v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, tile_mask, cos_k, sin_k, ROTATE_V)
+    v_even, v_odd = _dot_pair(v_even, v_odd, dot_ty, UPCAST_DOT)
     p_dot = _dot_operand(p, dot_ty, UPCAST_DOT)
-    acc_even = tl.dot(p_dot, _dot_operand(v_even, dot_ty, UPCAST_DOT), acc=acc_even * alpha[:, None], input_precision=PRECISION)
-    acc_odd = tl.dot(p_dot, _dot_operand(v_odd, dot_ty, UPCAST_DOT), acc=acc_odd * alpha[:, None], input_precision=PRECISION)
+    acc_even = tl.dot(p_dot, v_even, acc=acc_even * alpha[:, None], input_precision=PRECISION)
+    acc_odd = tl.dot(p_dot, v_odd, acc=acc_odd * alpha[:, None], input_precision=PRECISION)
     return acc_even, acc_odd, l_i, m_new
 
 
@@ -149,13 +169,12 @@ def _attention_fwd_kernel(
 
     cos_base = COS + b * stride_cb
     sin_base = SIN + b * stride_cb
-    q_even, q_odd = _load_pair_tile(Q + b * stride_qb + h * stride_qh, offs_m, offs_p, stride_qt, stride_qd, q_mask)
-    cos_q, sin_q = _load_angles(cos_base, sin_base, offs_m, offs_p, stride_ct, stride_cp, q_mask)
-    qr_even, qr_odd = _rotate(q_even, q_odd, cos_q, sin_q)
-    dot_ty = Q.dtype.element_ty
+    qr_even, qr_odd, cos_q, sin_q = _load_rotated(
+        Q + b * stride_qb + h * stride_qh, offs_m, offs_p, stride_qt, stride_qd,
+        cos_base, sin_base, stride_ct, stride_cp, q_mask,
+    )
     # Fold the softmax scale and log2(e) into q once, so the inner loop can use exp2 directly.
-    qr_even = _dot_operand(qr_even * qk_scale, dot_ty, UPCAST_DOT)
-    qr_odd = _dot_operand(qr_odd * qk_scale, dot_ty, UPCAST_DOT)
+    qr_even, qr_odd = _dot_pair(qr_even * qk_scale, qr_odd * qk_scale, Q.dtype.element_ty, UPCAST_DOT)
 
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -189,6 +208,8 @@ def _attention_fwd_kernel(
     out_odd = acc_odd / l_safe[:, None]
     if ROTATE_V:
         out_even, out_odd = _rotate_back(out_even, out_odd, cos_q, sin_q)
+    if UPCAST_DOT:  # round like a GPU before the interpreter's truncating bf16 store
+        out_even, out_odd = _dot_pair(out_even, out_odd, tl.bfloat16, UPCAST_DOT)
     _store_pair_tile(OUT + b * stride_ob + h * stride_oh, offs_m, offs_p, stride_ot, stride_od, q_mask, out_even, out_odd)
     lse = tl.where(l_i == 0.0, 0.0, m_i + tl.math.log2(l_safe))
     tl.store(LSE + pid_bh * T + offs_m, lse, mask=offs_m < T)
@@ -222,16 +243,15 @@ def _attention_bwd_dkdv_kernel(
     sin_base = SIN + b * stride_cb
     dot_ty = Q.dtype.element_ty
 
-    k_even, k_odd = _load_pair_tile(K + b * stride_kb + h * stride_kh, offs_n, offs_p, stride_kt, stride_kd, kv_mask)
-    cos_k, sin_k = _load_angles(cos_base, sin_base, offs_n, offs_p, stride_ct, stride_cp, kv_mask)
-    kr_even, kr_odd = _rotate(k_even, k_odd, cos_k, sin_k)
-    v_even, v_odd = _load_pair_tile(V + b * stride_vb + h * stride_vh, offs_n, offs_p, stride_vt, stride_vd, kv_mask)
-    if ROTATE_V:
-        v_even, v_odd = _rotate(v_even, v_odd, cos_k, sin_k)
-    kr_even = _dot_operand(kr_even, dot_ty, UPCAST_DOT)
-    kr_odd = _dot_operand(kr_odd, dot_ty, UPCAST_DOT)
-    v_even = _dot_operand(v_even, dot_ty, UPCAST_DOT)
-    v_odd = _dot_operand(v_odd, dot_ty, UPCAST_DOT)
+    kr_even, kr_odd, cos_k, sin_k = _load_rotated(
+        K + b * stride_kb + h * stride_kh, offs_n, offs_p, stride_kt, stride_kd,
+        cos_base, sin_base, stride_ct, stride_cp, kv_mask,
+    )
+    kr_even, kr_odd = _dot_pair(kr_even, kr_odd, dot_ty, UPCAST_DOT)
+    v_even, v_odd = _load_pair_tile(
+        V + b * stride_vb + h * stride_vh, offs_n, offs_p, stride_vt, stride_vd, kv_mask, cos_k, sin_k, ROTATE_V
+    )
+    v_even, v_odd = _dot_pair(v_even, v_odd, dot_ty, UPCAST_DOT)
 
     dk_even = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
     dk_odd = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
@@ -245,16 +265,13 @@ def _attention_bwd_dkdv_kernel(
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < T
         q_mask = row_ok[:, None] & pad_mask
-        q_even, q_odd = _load_pair_tile(q_base, offs_m, offs_p, stride_qt, stride_qd, q_mask)
-        cos_q, sin_q = _load_angles(cos_base, sin_base, offs_m, offs_p, stride_ct, stride_cp, q_mask)
-        qr_even, qr_odd = _rotate(q_even, q_odd, cos_q, sin_q)
-        qr_even = _dot_operand(qr_even, dot_ty, UPCAST_DOT)
-        qr_odd = _dot_operand(qr_odd, dot_ty, UPCAST_DOT)
-        do_even, do_odd = _load_pair_tile(do_base, offs_m, offs_p, stride_dot, stride_dod, q_mask)
-        if ROTATE_V:
-            do_even, do_odd = _rotate(do_even, do_odd, cos_q, sin_q)
-        do_even = _dot_operand(do_even, dot_ty, UPCAST_DOT)
-        do_odd = _dot_operand(do_odd, dot_ty, UPCAST_DOT)
+        qr_even, qr_odd, cos_q, sin_q = _load_rotated(
+            q_base, offs_m, offs_p, stride_qt, stride_qd, cos_base, sin_base, stride_ct, stride_cp, q_mask
+        )
+        qr_even, qr_odd = _dot_pair(qr_even, qr_odd, dot_ty, UPCAST_DOT)
+        # With value rotation the upstream gradient lives in the rotated frame: do' = R_i dout.
+        do_even, do_odd = _load_pair_tile(do_base, offs_m, offs_p, stride_dot, stride_dod, q_mask, cos_q, sin_q, ROTATE_V)
+        do_even, do_odd = _dot_pair(do_even, do_odd, dot_ty, UPCAST_DOT)
         lse = tl.load(LSE + pid_bh * T + offs_m, mask=row_ok, other=0.0)
         delta = tl.load(DELTA + pid_bh * T + offs_m, mask=row_ok, other=0.0)
 
@@ -310,16 +327,15 @@ def _attention_bwd_dq_kernel(
     sin_base = SIN + b * stride_cb
     dot_ty = Q.dtype.element_ty
 
-    q_even, q_odd = _load_pair_tile(Q + b * stride_qb + h * stride_qh, offs_m, offs_p, stride_qt, stride_qd, q_mask)
-    cos_q, sin_q = _load_angles(cos_base, sin_base, offs_m, offs_p, stride_ct, stride_cp, q_mask)
-    qr_even, qr_odd = _rotate(q_even, q_odd, cos_q, sin_q)
-    qr_even = _dot_operand(qr_even, dot_ty, UPCAST_DOT)
-    qr_odd = _dot_operand(qr_odd, dot_ty, UPCAST_DOT)
-    do_even, do_odd = _load_pair_tile(DO + b * stride_dob + h * stride_doh, offs_m, offs_p, stride_dot, stride_dod, q_mask)
-    if ROTATE_V:
-        do_even, do_odd = _rotate(do_even, do_odd, cos_q, sin_q)
-    do_even = _dot_operand(do_even, dot_ty, UPCAST_DOT)
-    do_odd = _dot_operand(do_odd, dot_ty, UPCAST_DOT)
+    qr_even, qr_odd, cos_q, sin_q = _load_rotated(
+        Q + b * stride_qb + h * stride_qh, offs_m, offs_p, stride_qt, stride_qd,
+        cos_base, sin_base, stride_ct, stride_cp, q_mask,
+    )
+    qr_even, qr_odd = _dot_pair(qr_even, qr_odd, dot_ty, UPCAST_DOT)
+    do_even, do_odd = _load_pair_tile(
+        DO + b * stride_dob + h * stride_doh, offs_m, offs_p, stride_dot, stride_dod, q_mask, cos_q, sin_q, ROTATE_V
+    )
+    do_even, do_odd = _dot_pair(do_even, do_odd, dot_ty, UPCAST_DOT)
     lse = tl.load(LSE + pid_bh * T + offs_m, mask=row_ok, other=0.0)
     delta = tl.load(DELTA + pid_bh * T + offs_m, mask=row_ok, other=0.0)
 
@@ -331,21 +347,19 @@ def _attention_bwd_dq_kernel(
     for start_n in range(0, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         kv_mask = (offs_n < T)[:, None] & pad_mask
-        k_even, k_odd = _load_pair_tile(k_base, offs_n, offs_p, stride_kt, stride_kd, kv_mask)
-        cos_k, sin_k = _load_angles(cos_base, sin_base, offs_n, offs_p, stride_ct, stride_cp, kv_mask)
-        kr_even, kr_odd = _rotate(k_even, k_odd, cos_k, sin_k)
-        kr_even = _dot_operand(kr_even, dot_ty, UPCAST_DOT)
-        kr_odd = _dot_operand(kr_odd, dot_ty, UPCAST_DOT)
-        v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, kv_mask)
-        if ROTATE_V:
-            v_even, v_odd = _rotate(v_even, v_odd, cos_k, sin_k)
+        kr_even, kr_odd, cos_k, sin_k = _load_rotated(
+            k_base, offs_n, offs_p, stride_kt, stride_kd, cos_base, sin_base, stride_ct, stride_cp, kv_mask
+        )
+        kr_even, kr_odd = _dot_pair(kr_even, kr_odd, dot_ty, UPCAST_DOT)
+        v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, kv_mask, cos_k, sin_k, ROTATE_V)
+        v_even, v_odd = _dot_pair(v_even, v_odd, dot_ty, UPCAST_DOT)
 
         scores = tl.dot(qr_even, tl.trans(kr_even), input_precision=PRECISION)
         scores = tl.dot(qr_odd, tl.trans(kr_odd), acc=scores, input_precision=PRECISION)
         visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :] & row_ok[:, None]
         p = tl.where(visible, tl.math.exp2(scores * qk_scale - lse[:, None]), 0.0)
-        dp = tl.dot(do_even, tl.trans(_dot_operand(v_even, dot_ty, UPCAST_DOT)), input_precision=PRECISION)
-        dp = tl.dot(do_odd, tl.trans(_dot_operand(v_odd, dot_ty, UPCAST_DOT)), acc=dp, input_precision=PRECISION)
+        dp = tl.dot(do_even, tl.trans(v_even), input_precision=PRECISION)
+        dp = tl.dot(do_odd, tl.trans(v_odd), acc=dp, input_precision=PRECISION)
         ds = _dot_operand(p * (dp - delta[:, None]), dot_ty, UPCAST_DOT)
         dq_even = tl.dot(ds, kr_even, acc=dq_even, input_precision=PRECISION)
         dq_odd = tl.dot(ds, kr_odd, acc=dq_odd, input_precision=PRECISION)
@@ -593,6 +607,8 @@ def rotary_attention_triton(
     if q.shape[2] == 0 or q.numel() == 0:
         return (q + k + v) * 0
     blocks = _block_sizes(q.shape[2], block_m, block_n)
+    if cos.stride() != sin.stride():  # the kernels index both tables with one set of strides
+        cos, sin = cos.contiguous(), sin.contiguous()
     return _RotaryAttention.apply(q, k, v, cos, sin, bool(rotate_values), scale, blocks, _precision(q.dtype, allow_tf32))
 
 
