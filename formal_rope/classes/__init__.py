@@ -17,7 +17,7 @@ from formal_rope.classes.monoid import (
     r_classes,
     transition_monoid,
 )
-from formal_rope.classes.podfa import StateCycle, block_cycle, is_podfa, least_podfa_block_length
+from formal_rope.classes.podfa import StateCycle, block_cycle, is_podfa, k_automaton, least_podfa_block_length
 from formal_rope.classes.varieties import (
     LengthSets,
     block_semigroup_r_cycle,
@@ -42,6 +42,7 @@ __all__ = [
     "is_block_semigroup_r_trivial",
     "is_podfa",
     "j_classes",
+    "k_automaton",
     "l_classes",
     "least_podfa_block_length",
     "least_r_trivial_block_length",

@@ -167,12 +167,22 @@ def _left_cayley(right: np.ndarray, parent: np.ndarray, letter: np.ndarray, leve
 
 # ------------------------------------------------------------------------------ Green's relations
 def _graph(size: int, tables: list[np.ndarray]):
-    """Sparse adjacency matrix with edges x → table[x, a] for every table and letter."""
+    """Sparse adjacency matrix with edges x → table[x, a] for every table and letter.
+
+    Built directly in CSR form (every node has the same out-degree) with float64 data, the dtype
+    scipy.sparse.csgraph works in, so no COO conversion or cast happens per call. Parallel edges
+    are merged: scipy's strong-components routine loops forever on a CSR matrix with duplicate
+    entries (seen with scipy 1.17).
+    """
     from scipy.sparse import csr_matrix
 
     targets = np.concatenate([table.reshape(size, -1) for table in tables], axis=1)
-    sources = np.repeat(np.arange(size), targets.shape[1])
-    return csr_matrix((np.ones(sources.size, dtype=np.int8), (sources, targets.ravel())), shape=(size, size))
+    degree = targets.shape[1]
+    indptr = np.arange(0, size * degree + 1, degree, dtype=np.int64) if degree else np.zeros(size + 1, np.int64)
+    data = np.ones(size * degree, dtype=np.float64)
+    graph = csr_matrix((data, targets.ravel().astype(np.int64), indptr), shape=(size, size))
+    graph.sum_duplicates()
+    return graph
 
 
 def strongly_connected_labels(size: int, tables: list[np.ndarray]) -> np.ndarray:

@@ -127,3 +127,26 @@ def access_word(dfa: DFA, state: int) -> tuple[int, ...]:
         state, symbol = previous[state]
         word.append(symbol)
     return tuple(reversed(word))
+
+
+def k_automaton(dfa: DFA, k: int, max_symbols: int = 4096) -> DFA:
+    """A_k (Def. A.8) as an explicit DFA over the block alphabet Σ^k, same states and start.
+
+    Blocks are listed in lexicographic order of symbol indices; a block's name is its symbols
+    concatenated (space-separated when some symbol is longer than one character). Meant for
+    inspection and cross-checks: the alphabet has |Σ|^k symbols (refused above `max_symbols`).
+    """
+    import itertools
+
+    if k < 1:
+        raise ValueError("block length k must be at least 1")
+    n_blocks = dfa.n_symbols**k
+    if n_blocks > max_symbols:
+        raise ValueError(f"the {k}-automaton would have {n_blocks} block symbols (more than {max_symbols})")
+    blocks = np.array(list(itertools.product(range(dfa.n_symbols), repeat=k)), dtype=np.int64).reshape(n_blocks, k)
+    states = np.broadcast_to(np.arange(dfa.n_states)[:, None], (dfa.n_states, n_blocks)).copy()
+    for position in range(k):
+        states = dfa.transitions[states, blocks[:, position][None, :]]
+    separator = "" if all(len(symbol) == 1 for symbol in dfa.alphabet) else " "
+    names = tuple(separator.join(dfa.alphabet[s] for s in block) for block in blocks.tolist())
+    return DFA(names, states, dfa.start, dfa.accepting)
