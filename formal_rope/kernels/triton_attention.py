@@ -472,7 +472,8 @@ def _table_strides(table: torch.Tensor) -> tuple[int, int, int]:
 
 def _precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     # fp32 inputs get exact fp32 products by default (the 1e-5 contract); tf32 is an opt-in speedup.
-    return "tf32" if (dtype == torch.float32 and allow_tf32) else "ieee"
+    # For fp16/bf16 operands the setting is moot; they keep Triton's default.
+    return "ieee" if (dtype == torch.float32 and not allow_tf32) else "tf32"
 
 
 def _kernel_meta(dtype: torch.dtype, dim: int, rotate_values: bool, precision: str) -> dict:
