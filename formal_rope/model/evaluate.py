@@ -27,7 +27,7 @@ from formal_rope.model.ir import AttentionHead, FeedForward, RotaryPair, Transfo
 MODES = ("emulated", "native")
 
 # Upper bound on batch·T·T score entries held at once (float64: 8 bytes each).
-_SCORE_BUDGET = 6_000_000
+_SCORE_BUDGET = 8_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,6 +138,75 @@ def _torch_dtype(fmt):
 
 
 # ------------------------------------------------------------------------------ emulated forward
+_NUMPY_FORMATS = {(11, 52): np.float64, (8, 23): np.float32, (5, 10): np.float16}
+
+
+class _FormatOps:
+    """Correctly rounded elementwise ops and left-to-right sums in a format.
+
+    fp64/fp32/fp16 run directly in the numpy dtype: IEEE +, −, ×, ÷ in that dtype are correctly
+    rounded (numpy's float16 ops go through float32, whose 24 bits make the double rounding
+    innocuous: 24 ≥ 2·11 + 2), and ``np.cumsum`` accumulates strictly left to right with a rounding
+    per addition. Other formats carry float64 values and round after every operation.
+    """
+
+    def __init__(self, fmt) -> None:
+        self.fmt = fmt
+        self.dtype = _NUMPY_FORMATS.get((fmt.exponent_bits, fmt.mantissa_bits))
+        self._round = make_rounder(fmt)
+
+    def cast(self, x) -> np.ndarray:
+        if self.dtype is not None:
+            return np.asarray(x, dtype=np.float64).astype(self.dtype)
+        return self._round(np.asarray(x, dtype=np.float64))
+
+    def _fix(self, x: np.ndarray) -> np.ndarray:
+        return x if self.dtype is not None else self._round(x)
+
+    def mul(self, a, b):
+        return self._fix(a * b)
+
+    def add(self, a, b):
+        return self._fix(a + b)
+
+    def sub(self, a, b):
+        return self._fix(a - b)
+
+    def div(self, a, b):
+        return self._fix(a / b)
+
+    def exp(self, x: np.ndarray) -> np.ndarray:
+        import torch
+
+        from formal_rope.precision.arith import correctly_rounded
+
+        # exp(x) rounds to 0 exactly when x <= -f_large (f_large is the smallest format value with
+        # that property), and those inputs are rounding-boundary cases that would need the slow
+        # exact path: settle them (and ±inf) directly, run the correctly rounded exp on the rest.
+        from formal_rope.precision.formats import f_large
+
+        x = np.asarray(x)
+        values = np.zeros(x.shape, dtype=np.float64)
+        values[x == np.inf] = np.inf
+        values[x == 0] = 1.0  # the row maxima: exp(0) = 1 exactly
+        needed = np.isfinite(x) & (x > -f_large(self.fmt)) & (x != 0)
+        if needed.any():
+            distinct, inverse = np.unique(x[needed].astype(np.float64), return_inverse=True)
+            exact = correctly_rounded("exp", torch.from_numpy(distinct), self.fmt).numpy()
+            values[needed] = exact[inverse.reshape(-1)]
+        return self.cast(values)
+
+    def sequential_sum(self, x: np.ndarray, axis: int) -> np.ndarray:
+        """Left-to-right sum along ``axis`` with a rounding after every addition."""
+        if self.dtype is not None:
+            return np.take(np.cumsum(x, axis=axis, dtype=self.dtype), -1, axis=axis)
+        moved = np.moveaxis(x, axis, 0)
+        total = moved[0].copy()
+        for index in range(1, moved.shape[0]):
+            total = self._round(total + moved[index])
+        return total
+
+
 class _EmulatedForward:
     """Exactly rounded forward pass over a batch of equal-length token sequences."""
 
@@ -146,31 +215,37 @@ class _EmulatedForward:
 
         self.model = model
         self.fmt = parse_format(fmt)
-        self.round = make_rounder(self.fmt)
+        self.ops = _FormatOps(self.fmt)
         self._tables: dict[tuple[RotaryPair, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._params: dict[int, np.ndarray] = {}
+
+    def param(self, array: np.ndarray) -> np.ndarray:
+        key = id(array)
+        if key not in self._params:
+            self._params[key] = self.ops.cast(array)
+        return self._params[key]
 
     def linear(self, x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
         """Left-to-right ``Σ_c x_c·W[:, c]`` (+ bias last), every product and partial sum rounded."""
-        R = self.round
-        weight = R(weight)
-        out_shape = x.shape[:-1] + (weight.shape[0],)
+        ops = self.ops
+        stored = self.param(weight)
         acc: np.ndarray | None = None
-        for column in range(weight.shape[1]):
-            w = weight[:, column]
+        for column in range(stored.shape[1]):
+            w = stored[:, column]
             x_c = x[..., column : column + 1]
             # A zero weight times a finite input adds an exact zero: skipping it changes nothing.
             if not w.any() and np.isfinite(x_c).all():
                 continue
-            term = R(x_c * w)
-            acc = term if acc is None else R(acc + term)
+            term = ops.mul(x_c, w)
+            acc = term if acc is None else ops.add(acc, term)
         if acc is None:
-            acc = np.zeros(out_shape)
+            acc = ops.cast(np.zeros(x.shape[:-1] + (stored.shape[0],)))
         if bias is not None:
-            acc = R(acc + R(bias))
+            acc = ops.add(acc, self.param(bias))
         return acc
 
     def rotate(self, vectors: np.ndarray, head: AttentionHead) -> np.ndarray:
-        R = self.round
+        ops = self.ops
         length = vectors.shape[1]
         out = vectors.copy()
         for index, pair in enumerate(head.rotary):
@@ -178,16 +253,16 @@ class _EmulatedForward:
                 continue
             key = (pair, length)
             if key not in self._tables:
-                self._tables[key] = rotary_cos_sin(pair, length, self.fmt, "emulated")
+                cos, sin = rotary_cos_sin(pair, length, self.fmt, "emulated")
+                self._tables[key] = (ops.cast(cos)[None, :], ops.cast(sin)[None, :])
             cos, sin = self._tables[key]
-            cos, sin = cos[None, :], sin[None, :]
             a, b = vectors[..., 2 * index], vectors[..., 2 * index + 1]
-            out[..., 2 * index] = R(R(cos * a) - R(sin * b))
-            out[..., 2 * index + 1] = R(R(sin * a) + R(cos * b))
+            out[..., 2 * index] = ops.sub(ops.mul(a, cos), ops.mul(b, sin))
+            out[..., 2 * index + 1] = ops.add(ops.mul(a, sin), ops.mul(b, cos))
         return out
 
     def attention(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
-        R = self.round
+        ops = self.ops
         batch, length, _ = x.shape
         query = self.rotate(self.linear(x, head.w_query, head.b_query), head)
         key = self.rotate(self.linear(x, head.w_key, head.b_key), head)
@@ -195,49 +270,43 @@ class _EmulatedForward:
         scores = None
         for d in range(head.d_head):
             q_d, k_d = query[:, :, None, d], key[:, None, :, d]
-            if not q_d.any() and np.isfinite(k_d).all() and np.isfinite(q_d).all():
-                continue
-            term = R(q_d * k_d)
-            scores = term if scores is None else R(scores + term)
+            term = ops.mul(q_d, k_d)
+            scores = term if scores is None else ops.add(scores, term)
         if scores is None:
-            scores = np.zeros((batch, length, length))
+            scores = ops.cast(np.zeros((batch, length, length)))
         if head.score_scale != 1.0:
-            scores = R(scores * R(head.score_scale))
-        visible = np.tri(length, length, -1, dtype=bool)[None]  # j < i
+            scores = ops.mul(scores, ops.cast(head.score_scale))
+        visible = np.tri(length, length, -1, dtype=bool)[None]  # key j < query i
         masked = np.where(visible, scores, -np.inf)
-        with np.errstate(invalid="ignore"):
-            row_max = masked.max(axis=2, keepdims=True)
-            row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-            shifted = R(masked - row_max)
-            exps = np.where(visible, R(np.exp(shifted)), 0.0)
-        denominator = np.zeros((batch, length))
-        for j in range(length - 1):  # column length-1 is visible to nobody
-            denominator = R(denominator + exps[:, :, j])
-        denominator[:, 0] = 1.0  # bos sees no key; its output is defined as zero below
-        weights = R(exps / denominator[:, :, None])
-        output = np.zeros((batch, length, head.d_value))
-        for j in range(length - 1):
-            output = R(output + R(weights[:, :, j, None] * value[:, None, j, :]))
-        output[:, 0, :] = 0.0
+        row_max = masked.max(axis=2, keepdims=True)
+        row_max = np.where(np.isfinite(row_max), row_max, 0).astype(scores.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            shifted = np.where(visible, ops.sub(scores, row_max), -np.inf)
+        exps = ops.exp(shifted)
+        denominator = ops.sequential_sum(exps, axis=2)
+        denominator[:, 0] = 1  # bos sees no key; its output is defined as zero below
+        weights = ops.div(exps, denominator[:, :, None])
+        output = ops.sequential_sum(ops.mul(weights[:, :, :, None], value[:, None, :, :]), axis=2)
+        output[:, 0, :] = 0
         return output
 
     def feed_forward(self, x: np.ndarray, block: FeedForward) -> np.ndarray:
-        hidden = np.maximum(self.linear(x, block.w_in, block.b_in), 0.0)
+        hidden = np.maximum(self.linear(x, block.w_in, block.b_in), 0)
         return self.linear(hidden, block.w_out, block.b_out)
 
     def run(self, tokens: np.ndarray) -> np.ndarray:
-        R = self.round
-        x = R(self.model.embedding[tokens])
+        ops = self.ops
+        x = self.param(self.model.embedding)[tokens]
         for layer in self.model.layers:
             if layer.heads:
                 total = None
                 for head in layer.heads:
                     projected = self.linear(self.attention(x, head), head.w_out, None)
-                    total = projected if total is None else R(total + projected)
-                x = R(x + total)
+                    total = projected if total is None else ops.add(total, projected)
+                x = ops.add(x, total)
             if layer.feed_forward is not None:
-                x = R(x + self.feed_forward(x, layer.feed_forward))
-        return x
+                x = ops.add(x, self.feed_forward(x, layer.feed_forward))
+        return x.astype(np.float64)
 
 
 # -------------------------------------------------------------------------------- native forward

@@ -1,0 +1,182 @@
+"""Verification of a compiled model against the formula's minimal DFA.
+
+1. Exhaustive: every string of length 0..n, n = ``exhaustive_up_to`` (default 10) lowered until
+   the count Σ_{l ≤ n} |Σ|^l stays ≤ ``EXHAUSTIVE_BUDGET`` (so large alphabets stay fast).
+2. Sampled: at a geometric spread of lengths up to ``verify_to`` (about five per decade: 13, 20,
+   32, 50, 79, 126, 200, 316, 501, 794, 1259, 1995 … and ``verify_to`` itself), plus the lengths
+   around every certified length N_max (N_max, N_max+1, N_max+2) that lie in range,
+   ``per_length`` strings per length drawn uniformly from L and from its complement (half each,
+   when both are non-empty at that length; formal_rope.sampling, seeded).
+
+The expected label is the DFA's; the model runs in the chosen format and mode. A disagreement
+counts as *inside the certified range* when the string is no longer than the model's certified
+length (always, for models without Y heads).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from formal_rope.compiler.pipeline import CompiledModel
+
+EXHAUSTIVE_BUDGET = 4096
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    string: str
+    length: int
+    expected: bool
+    got: bool
+    inside_certified_range: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"string": self.string, "length": self.length, "expected": self.expected, "got": self.got,
+                "inside_certified_range": self.inside_certified_range}
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    format: str
+    mode: str
+    exhaustive_up_to: int
+    sampled_lengths: tuple[int, ...]
+    verified_strings: int
+    verified_max_length: int
+    disagreements: int
+    first_disagreement: Disagreement | None  # shortest failing string
+    first_disagreement_inside: Disagreement | None  # shortest failing string inside the certified range
+    certified_length: int | None
+    per_length_failures: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No disagreement inside the certified range (the compile command's exit status)."""
+        return self.first_disagreement_inside is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "mode": self.mode,
+            "exhaustive_up_to": self.exhaustive_up_to,
+            "sampled_lengths": list(self.sampled_lengths),
+            "verified_strings": self.verified_strings,
+            "verified_max_length": self.verified_max_length,
+            "disagreements": self.disagreements,
+            "first_disagreement": None if self.first_disagreement is None else self.first_disagreement.to_json(),
+            "first_disagreement_inside_certified_range": None
+            if self.first_disagreement_inside is None
+            else self.first_disagreement_inside.to_json(),
+            "certified_length": self.certified_length,
+            "failures_per_length": {str(k): v for k, v in sorted(self.per_length_failures.items())},
+        }
+
+
+def exhaustive_length(alphabet_size: int, requested: int, budget: int = EXHAUSTIVE_BUDGET) -> int:
+    """The largest n ≤ requested with Σ_{l ≤ n} |Σ|^l ≤ budget."""
+    total, n = 1, 0
+    while n < requested:
+        total += alphabet_size ** (n + 1)
+        if total > budget:
+            break
+        n += 1
+    return n
+
+
+def sampled_lengths(start: int, verify_to: int, extra: Sequence[int] = ()) -> tuple[int, ...]:
+    """Geometric spread (ratio 10^(1/5)) from above ``start`` to ``verify_to``, plus ``extra``."""
+    lengths: set[int] = set()
+    if verify_to > start:
+        value = 10.0
+        while value < verify_to:
+            length = int(round(value))
+            if length > start:
+                lengths.add(length)
+            value *= 10 ** 0.2
+        lengths.add(verify_to)
+    lengths.update(length for length in extra if start < length <= verify_to)
+    return tuple(sorted(lengths))
+
+
+def _all_strings(alphabet: tuple[str, ...], up_to: int) -> list[tuple[str, ...]]:
+    strings: list[tuple[str, ...]] = [()]
+    layer: list[tuple[str, ...]] = [()]
+    for _ in range(up_to):
+        layer = [word + (symbol,) for word in layer for symbol in alphabet]
+        strings.extend(layer)
+    return strings
+
+
+def _display(word: Sequence[str]) -> str:
+    return "".join(word) if all(len(symbol) == 1 for symbol in word) else " ".join(word)
+
+
+def verify_compiled(
+    compiled: CompiledModel,
+    *,
+    fmt: str | None = None,
+    mode: str = "emulated",
+    exhaustive_up_to: int = 10,
+    verify_to: int = 2000,
+    per_length: int = 8,
+    seed: int = 0,
+    on_total: Callable[[int], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> VerificationResult:
+    from formal_rope.automata import accepts, ltl_to_dfa
+    from formal_rope.model.evaluate import evaluate
+    from formal_rope.sampling import EmptyClassError, sample_strings
+
+    fmt = fmt or compiled.options.fmt
+    alphabet = compiled.alphabet
+    dfa = ltl_to_dfa(compiled.formula, alphabet)
+    exhaustive_n = exhaustive_length(len(alphabet), exhaustive_up_to)
+    words = _all_strings(alphabet, exhaustive_n)
+    certified = compiled.certified_length
+    extra = [] if certified is None else [certified, certified + 1, certified + 2]
+    lengths = sampled_lengths(exhaustive_n, verify_to, extra)
+    rng = np.random.default_rng(seed)
+    for length in lengths:
+        blocks = []
+        for accepted, count in ((True, per_length - per_length // 2), (False, per_length // 2)):
+            try:
+                blocks.append(sample_strings(dfa, length, count, rng, accepted=accepted))
+            except EmptyClassError:
+                other = sample_strings(dfa, length, count, rng, accepted=not accepted) if count else None
+                if other is not None:
+                    blocks.append(other)
+        for block in blocks:
+            words.extend(tuple(alphabet[s] for s in row) for row in block)
+    if on_total is not None:
+        on_total(len(words))
+    expected = np.asarray(accepts(dfa, words), dtype=bool)
+    result = evaluate(compiled.ir, words, fmt=fmt, mode=mode, on_progress=on_progress)
+    wrong = np.nonzero(result.accepted != expected)[0]
+    per_length: dict[int, int] = {}
+    first = first_inside = None
+    for index in sorted(wrong.tolist(), key=lambda i: (len(words[i]), i)):
+        length = len(words[index])
+        per_length[length] = per_length.get(length, 0) + 1
+        inside = certified is None or length <= certified
+        found = Disagreement(_display(words[index]), length, bool(expected[index]), bool(result.accepted[index]), inside)
+        if first is None:
+            first = found
+        if inside and first_inside is None:
+            first_inside = found
+    return VerificationResult(
+        format=result.format,
+        mode=mode,
+        exhaustive_up_to=exhaustive_n,
+        sampled_lengths=lengths,
+        verified_strings=len(words),
+        verified_max_length=max(len(word) for word in words),
+        disagreements=int(len(wrong)),
+        first_disagreement=first,
+        first_disagreement_inside=first_inside,
+        certified_length=certified,
+        per_length_failures=per_length,
+    )

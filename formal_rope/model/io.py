@@ -1,0 +1,236 @@
+"""Model files: one zip archive holding ``metadata.json`` (readable) and ``weights.npz``.
+
+``metadata.json`` always has ``"kind"``: ``"compiled"`` (a TransformerIR written here) or
+``"trained"`` (a trainer checkpoint, loaded by formal_rope.training.checkpoint). For compiled
+models it also holds the coordinate names, vocabulary, layer/head descriptions (rotary schedules,
+shapes), the readout and whatever the compiler recorded (formula, alphabet, format, margins,
+certified lengths). Weights are stored under ``embedding``, ``L{l}.H{h}.{w_query,…}``,
+``L{l}.ffn.{w_in,…}``, ``readout.weights``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.model.ir import AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
+
+FORMAT_VERSION = 1
+_HEAD_ARRAYS = ("w_query", "b_query", "w_key", "b_key", "w_value", "b_value", "w_out")
+_FFN_ARRAYS = ("w_in", "b_in", "w_out", "b_out")
+
+
+def _json_default(value: Any):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def describe_layers(model: TransformerIR) -> list[dict[str, Any]]:
+    layers = []
+    for number, layer in enumerate(model.layers, start=1):
+        layers.append(
+            {
+                "layer": number,
+                "heads": [
+                    {
+                        "name": head.name,
+                        "d_head": head.d_head,
+                        "d_value": head.d_value,
+                        "score_scale": head.score_scale,
+                        "rotary": [pair.to_json() for pair in head.rotary],
+                        "description": head.description,
+                    }
+                    for head in layer.heads
+                ],
+                "ffn_hidden": 0 if layer.feed_forward is None else layer.feed_forward.d_hidden,
+            }
+        )
+    return layers
+
+
+def save_model(model: TransformerIR, path: str | Path) -> Path:
+    """Write ``model`` as one zip file (atomically: a temporary file renamed into place)."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {"embedding": model.embedding}
+    for l, layer in enumerate(model.layers):
+        for h, head in enumerate(layer.heads):
+            for name in _HEAD_ARRAYS:
+                arrays[f"L{l}.H{h}.{name}"] = getattr(head, name)
+        if layer.feed_forward is not None:
+            for name in _FFN_ARRAYS:
+                arrays[f"L{l}.ffn.{name}"] = getattr(layer.feed_forward, name)
+    if model.readout.kind == "linear":
+        arrays["readout.weights"] = model.readout.weights
+    metadata = {
+        "kind": "compiled",
+        **{key: value for key, value in model.metadata.items() if key != "kind"},
+        "format_version": FORMAT_VERSION,
+        "coordinates": list(model.coordinates),
+        "vocabulary": list(model.vocabulary),
+        "d_model": model.d_model,
+        "n_layers": len(model.layers),
+        "n_heads": model.n_heads,
+        "layers": describe_layers(model),
+        "readout": {
+            "kind": model.readout.kind,
+            "coordinate": model.readout.coordinate,
+            "coordinate_name": None if model.readout.coordinate is None else model.coordinates[model.readout.coordinate],
+            "threshold": model.readout.threshold,
+            "bias": model.readout.bias,
+        },
+    }
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("metadata.json", json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default))
+            archive.writestr("weights.npz", buffer.getvalue())
+        temporary.replace(path)
+    except OSError as error:
+        raise FormalRopeError(f"cannot write model file {path}: {error}") from None
+    return path
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """The ``metadata.json`` of a model file; FormalRopeError when missing/corrupt."""
+    path = Path(path)
+    if not path.is_file():
+        raise FormalRopeError(f"model file {path} does not exist")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            metadata = json.loads(archive.read("metadata.json").decode("utf-8"))
+    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, OSError) as error:
+        raise FormalRopeError(f"{path} is not a formal-rope model file (a zip with metadata.json): {error}") from None
+    if not isinstance(metadata, dict) or "kind" not in metadata:
+        raise FormalRopeError(f"{path}: metadata.json has no \"kind\" field")
+    return metadata
+
+
+def load_model(path: str | Path) -> TransformerIR:
+    """Load a compiled model written by ``save_model``."""
+    path = Path(path)
+    metadata = read_metadata(path)
+    if metadata["kind"] != "compiled":
+        raise FormalRopeError(f"{path} holds a {metadata['kind']!r} model, not a compiled one")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            with np.load(io.BytesIO(archive.read("weights.npz")), allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+        layers = []
+        for l, described in enumerate(metadata["layers"]):
+            heads = []
+            for h, head in enumerate(described["heads"]):
+                heads.append(
+                    AttentionHead(
+                        name=head["name"],
+                        **{name: arrays[f"L{l}.H{h}.{name}"] for name in _HEAD_ARRAYS},
+                        rotary=tuple(RotaryPair.from_json(pair) for pair in head["rotary"]),
+                        score_scale=float(head.get("score_scale", 1.0)),
+                        description=head.get("description", ""),
+                    )
+                )
+            feed_forward = None
+            if f"L{l}.ffn.w_in" in arrays:
+                feed_forward = FeedForward(**{name: arrays[f"L{l}.ffn.{name}"] for name in _FFN_ARRAYS})
+            layers.append(Layer(heads=tuple(heads), feed_forward=feed_forward))
+        readout_data = metadata["readout"]
+        readout = Readout(
+            kind=readout_data["kind"],
+            coordinate=readout_data.get("coordinate"),
+            threshold=float(readout_data.get("threshold", 0.5)),
+            weights=arrays.get("readout.weights"),
+            bias=float(readout_data.get("bias", 0.0)),
+        )
+        skip = {"coordinates", "vocabulary", "layers", "readout", "d_model", "n_layers", "n_heads", "format_version"}
+        return TransformerIR(
+            coordinates=tuple(metadata["coordinates"]),
+            vocabulary=tuple(metadata["vocabulary"]),
+            embedding=arrays["embedding"],
+            layers=tuple(layers),
+            readout=readout,
+            metadata={key: value for key, value in metadata.items() if key not in skip},
+        )
+    except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError) as error:
+        raise FormalRopeError(f"{path}: corrupt compiled model ({type(error).__name__}: {error})") from None
+
+
+class Runnable(Protocol):
+    kind: str
+    alphabet: tuple[str, ...]
+
+    def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]: ...
+
+
+class CompiledRunnable:
+    """A loaded compiled model with the trainer-checkpoint ``classify`` interface."""
+
+    kind = "compiled"
+
+    def __init__(self, model: TransformerIR, mode: str = "emulated") -> None:
+        self.model = model
+        self.mode = mode
+        self.alphabet = model.alphabet
+        self.default_format = str(model.metadata.get("format", "fp32"))
+
+    def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]:
+        from formal_rope.model.evaluate import evaluate
+
+        return evaluate(self.model, strings, fmt=fmt or self.default_format, mode=self.mode).to_list()
+
+
+def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:
+    """Load any model file, dispatching on ``metadata.json``'s ``kind`` (compiled or trained)."""
+    metadata = read_metadata(path)
+    kind = metadata["kind"]
+    if kind == "compiled":
+        return CompiledRunnable(load_model(path), mode=mode)
+    if kind == "trained":
+        try:
+            from formal_rope.training.checkpoint import load_checkpoint
+        except ImportError as error:
+            raise FormalRopeError(f"{path} is a trained checkpoint, but the trainer is not available: {error}") from None
+        return load_checkpoint(path)
+    raise FormalRopeError(f"{path}: unknown model kind {kind!r} (expected 'compiled' or 'trained')")
+
+
+def model_table(model: TransformerIR, title: str | None = None):
+    """A Rich renderable: layers, heads (rotary schedules, dims), feed-forward widths, coordinates."""
+    from rich.console import Group
+    from rich.table import Table
+
+    layers = Table(title=title or "layers", show_lines=False)
+    layers.add_column("layer", justify="right")
+    layers.add_column("head")
+    layers.add_column("d_head×d_v", justify="right")
+    layers.add_column("rotary pairs")
+    layers.add_column("what")
+    for number, layer in enumerate(model.layers, start=1):
+        for head in layer.heads:
+            layers.add_row(
+                str(number),
+                head.name,
+                f"{head.d_head}×{head.d_value}",
+                ", ".join(pair.describe() for pair in head.rotary),
+                head.description,
+            )
+        hidden = 0 if layer.feed_forward is None else layer.feed_forward.d_hidden
+        layers.add_row(str(number), "FFN", f"{hidden} hidden", "", "ReLU block (snaps, Boolean connectives)")
+    coords = Table(title=f"residual coordinates (d_model = {model.d_model})")
+    coords.add_column("#", justify="right")
+    coords.add_column("coordinate")
+    for position, name in enumerate(model.coordinates):
+        marker = "  ← readout" if model.readout.kind == "coordinate" and model.readout.coordinate == position else ""
+        coords.add_row(str(position), name + marker)
+    return Group(layers, coords)
