@@ -190,14 +190,13 @@ def format_regex(regex: Regex, style: Style = "unicode") -> str:
             for right in reversed(rights):
                 pieces.append(wrap(right, _regex_level(right) <= level))
             if kind is Concat:
-                # Every concatenation operand starts an operand, so a trailing postfix '+' on the
-                # text so far would be read as union: parenthesize what came before.
-                text = pieces[0]
-                for piece in pieces[1:]:
-                    if text.endswith("+"):
-                        text = f"({text})"
-                    text += piece
-                return text
+                # Every concatenation operand starts an operand, so a piece ending in postfix '+'
+                # would be read as union with what follows: parenthesize that piece (parentheses
+                # never add a node, so the AST is unchanged).
+                return "".join(
+                    f"({piece})" if piece.endswith("+") and index < len(pieces) - 1 else piece
+                    for index, piece in enumerate(pieces)
+                )
             operator = "|" if kind is Union_ else "&"
             return operator.join(pieces)
         raise TypeError(f"not a regular-expression node: {regex!r}")
