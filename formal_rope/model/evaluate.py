@@ -45,6 +45,12 @@ class EvaluationResult:
 
 
 # ------------------------------------------------------------------------------------ rounding
+def _quiet_cast(x, dtype) -> np.ndarray:
+    """float64 → dtype with IEEE rounding; overflow to ±inf is the intended result, not a warning."""
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=np.float64).astype(dtype)
+
+
 def make_rounder(fmt) -> Callable[[np.ndarray], np.ndarray]:
     """A fast exact float64 → format rounding function (values stay float64).
 
@@ -58,9 +64,9 @@ def make_rounder(fmt) -> Callable[[np.ndarray], np.ndarray]:
     if fmt.is_binary64:
         return lambda x: np.asarray(x, dtype=np.float64)
     if (fmt.exponent_bits, fmt.mantissa_bits) == (8, 23):
-        return lambda x: np.asarray(x, dtype=np.float64).astype(np.float32).astype(np.float64)
+        return lambda x: _quiet_cast(x, np.float32).astype(np.float64)
     if (fmt.exponent_bits, fmt.mantissa_bits) == (5, 10):
-        return lambda x: np.asarray(x, dtype=np.float64).astype(np.float16).astype(np.float64)
+        return lambda x: _quiet_cast(x, np.float16).astype(np.float64)
 
     drop = 52 - fmt.mantissa_bits
     low_mask = np.int64((1 << drop) - 1)
@@ -157,7 +163,7 @@ class _FormatOps:
 
     def cast(self, x) -> np.ndarray:
         if self.dtype is not None:
-            return np.asarray(x, dtype=np.float64).astype(self.dtype)
+            return _quiet_cast(x, self.dtype)
         return self._round(np.asarray(x, dtype=np.float64))
 
     def _fix(self, x: np.ndarray) -> np.ndarray:

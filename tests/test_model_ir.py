@@ -1,0 +1,125 @@
+"""IR validation, evaluator semantics (emulated vs explicit arithmetic, native vs emulated), save/load."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.model.evaluate import _FormatOps, evaluate, make_rounder
+from formal_rope.model.io import load_model, load_runnable, read_metadata, save_model
+from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
+from formal_rope.precision.formats import parse_format, round_to_format
+
+
+def _counting_model() -> TransformerIR:
+    """One uniform head whose value is the 'a' one-hot: output at i = (#a in 1..i-1) / i."""
+    coordinates = ("one", "bos", "a", "b", "avg")
+    vocabulary = ("a", "b", BOS, EOS)
+    embedding = np.array([[1, 0, 1, 0, 0], [1, 0, 0, 1, 0], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]], dtype=float)
+    head = AttentionHead(
+        name="uniform",
+        w_query=np.zeros((2, 5)),
+        b_query=np.zeros(2),
+        w_key=np.zeros((2, 5)),
+        b_key=np.zeros(2),
+        w_value=np.array([[0, 0, 1, 0, 0]], dtype=float),
+        b_value=np.zeros(1),
+        w_out=np.array([[0], [0], [0], [0], [1]], dtype=float),
+        rotary=(RotaryPair("none"),),
+    )
+    return TransformerIR(coordinates, vocabulary, embedding, (Layer(heads=(head,)),),
+                         Readout(kind="coordinate", coordinate=4, threshold=0.3))
+
+
+def test_ir_rejects_inconsistent_shapes():
+    model = _counting_model()
+    with pytest.raises(ValueError):
+        TransformerIR(model.coordinates, model.vocabulary, model.embedding[:, :3], model.layers, model.readout)
+    with pytest.raises(ValueError):
+        AttentionHead("odd", np.zeros((3, 5)), np.zeros(3), np.zeros((3, 5)), np.zeros(3), np.zeros((1, 5)),
+                      np.zeros(1), np.zeros((5, 1)), rotary=(RotaryPair("none"),))
+    with pytest.raises(ValueError):
+        RotaryPair("periodic", period=0)
+    assert model.embedding.flags.writeable is False
+
+
+def test_uniform_head_output_is_the_exact_average_and_bos_sees_nothing():
+    model = _counting_model()
+    result = evaluate(model, ["ab", "aab", ""], fmt="fp64", mode="emulated", trace=True)
+    residual = result.residuals[1]  # bos a a b eos
+    # position i averages the 'a' flags of keys 0..i-1 (bos contributes 0)
+    assert residual[:, 4].tolist() == [0.0, 0.0, 0.5, 2 / 3, 0.5]
+    assert result.residuals[2][:, 4].tolist() == [0.0, 0.0]
+    assert result.accepted.tolist() == [True, True, False]
+    assert result.mode == "emulated" and result.format == "fp64"
+
+
+def test_unknown_symbol_is_a_user_error():
+    with pytest.raises(FormalRopeError, match="not in the model's alphabet"):
+        evaluate(_counting_model(), ["abc"])
+
+
+@given(st.lists(st.floats(allow_nan=False, width=64, min_value=-1e40, max_value=1e40), min_size=1, max_size=30),
+       st.sampled_from(["bf16", "fp16", "fp32", "fp8e4m3", "e6m9"]))
+def test_fast_rounder_matches_round_to_format(values, name):
+    fmt = parse_format(name)
+    array = np.array(values + [1e-41, -3e-45, 2.0**-140, 65519.0, 65520.0, 1e39], dtype=np.float64)
+    expected = round_to_format(array, fmt)
+    got = make_rounder(fmt)(array)
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", ["fp32", "fp16", "bf16"])
+def test_sequential_sum_rounds_after_every_addition(name):
+    fmt = parse_format(name)
+    ops = _FormatOps(fmt)
+    rng = np.random.default_rng(1)
+    values = ops.cast(rng.normal(size=(3, 257)) * 10.0 ** rng.integers(-3, 4, size=(3, 257)))
+    expected = np.asarray(values[:, 0], dtype=np.float64)
+    for j in range(1, values.shape[1]):
+        expected = round_to_format(expected + np.asarray(values[:, j], dtype=np.float64), fmt)
+    got = np.asarray(ops.sequential_sum(values, axis=1), dtype=np.float64)
+    assert np.array_equal(got, expected)
+    # a pairwise sum would differ somewhere: the order matters in low precision
+    if name == "bf16":
+        assert not np.array_equal(got, round_to_format(np.asarray(values, dtype=np.float64).sum(axis=1), fmt))
+
+
+def test_save_load_roundtrip_and_metadata(tmp_path):
+    model = _counting_model()
+    path = save_model(model, tmp_path / "m.frm")
+    with zipfile.ZipFile(path) as archive:
+        assert set(archive.namelist()) == {"metadata.json", "weights.npz"}
+        metadata = json.loads(archive.read("metadata.json"))
+    assert metadata["kind"] == "compiled" and metadata["coordinates"] == list(model.coordinates)
+    assert metadata["layers"][0]["heads"][0]["rotary"] == [{"kind": "none", "angle": None, "period": None}]
+    loaded = load_model(path)
+    assert loaded.coordinates == model.coordinates and np.array_equal(loaded.embedding, model.embedding)
+    strings = ["", "a", "ab", "bba", "aaab"]
+    assert evaluate(loaded, strings).to_list() == evaluate(model, strings).to_list()
+    assert load_runnable(path).classify(strings) == evaluate(model, strings).to_list()
+
+
+def test_missing_and_corrupt_files_are_user_errors(tmp_path):
+    with pytest.raises(FormalRopeError, match="does not exist"):
+        read_metadata(tmp_path / "nope.zip")
+    junk = tmp_path / "junk.zip"
+    junk.write_text("not a zip")
+    with pytest.raises(FormalRopeError, match="not a formal-rope model file"):
+        load_model(junk)
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(broken, "w") as archive:
+        archive.writestr("metadata.json", json.dumps({"kind": "compiled", "layers": [], "coordinates": []}))
+    with pytest.raises(FormalRopeError, match="corrupt"):
+        load_model(broken)
+    odd = tmp_path / "odd.zip"
+    with zipfile.ZipFile(odd, "w") as archive:
+        archive.writestr("metadata.json", json.dumps({"kind": "mystery"}))
+    with pytest.raises(FormalRopeError, match="unknown model kind"):
+        load_runnable(odd)
