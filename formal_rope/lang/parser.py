@@ -47,7 +47,10 @@ from formal_rope.lang.ast import (
     Yesterday,
 )
 
-GRAMMAR_DIR = Path(__file__).resolve().parents[2] / "grammars"
+# The grammars live in the checkout's top-level grammars/ folder; an installed wheel may instead
+# carry them inside the package (formal_rope/grammars/), which is tried second.
+GRAMMAR_DIRS = (Path(__file__).resolve().parents[2] / "grammars", Path(__file__).resolve().parents[1] / "grammars")
+GRAMMAR_DIR = GRAMMAR_DIRS[0]
 
 # Character classes wider than this are almost certainly a typo ([a-Z], [0-z]).
 MAX_CLASS_RANGE = 256
@@ -59,8 +62,11 @@ _SUBSCRIPT_DIGITS = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789"
 @functools.lru_cache(maxsize=None)
 def grammar_parser(language: str) -> Lark:
     """The compiled LALR parser for 'ltl' or 'regex' (built once per process)."""
-    path = GRAMMAR_DIR / f"{language}.lark"
-    return Lark(path.read_text(encoding="utf-8"), parser="lalr", lexer="contextual", start="start")
+    for folder in GRAMMAR_DIRS:
+        path = folder / f"{language}.lark"
+        if path.is_file():
+            return Lark(path.read_text(encoding="utf-8"), parser="lalr", lexer="contextual", start="start")
+    raise FileNotFoundError(f"grammar {language}.lark not found in " + " or ".join(str(folder) for folder in GRAMMAR_DIRS))
 
 
 @dataclass(frozen=True)
