@@ -49,6 +49,9 @@ class RunConfig:
     test_max_length: int = 500
     n_per_length: int = 512
     eval_mode: str = "full"  # full | nstar (stop once N* is known)
+    eval_seed: int = 0  # test sets depend on this only, so runs with different seeds share them
+    lr_schedule: str = "constant"  # constant | cosine (decay to 10% of lr)
+    warmup_steps: int = 0  # linear learning-rate warm-up
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -99,3 +102,26 @@ class RunResult:
     versions: dict = field(default_factory=dict)
     commit: str | None = None
     error: str | None = None
+    alphabet: tuple[str, ...] | None = None  # the resolved alphabet the model reads
+    resolved_periods: tuple[int, ...] | None = None  # periods actually used (periods=None: auto)
+    eval_complete: bool = False  # every test length was evaluated (eval_mode nstar may stop early)
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (config nested, per-length results as a list of dicts)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["config"] = self.config.to_dict()
+        data["per_length"] = [asdict(r) for r in self.per_length]
+        data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
+        data["resolved_periods"] = list(self.resolved_periods) if self.resolved_periods is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunResult":
+        data = dict(data)
+        data["config"] = RunConfig.from_dict(data["config"])
+        data["per_length"] = tuple(LengthResult(**r) for r in data.get("per_length", ()))
+        for name in ("alphabet", "resolved_periods"):
+            if data.get(name) is not None:
+                data[name] = tuple(data[name])
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})

@@ -1,0 +1,121 @@
+"""Trained-model checkpoints: one zip archive holding metadata.json and the state dict.
+
+metadata.json: {"kind": "trained", "format": 1, "config": RunConfig, "result": RunResult summary,
+"alphabet": [...], "periods": [...], "versions": {...}}. state_dict.pt is torch.save of the model's
+state dict. `formalrope run MODEL` dispatches on "kind" and calls load_checkpoint(...).classify.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.model import Classifier, encode_fixed_length
+
+CHECKPOINT_KIND = "trained"
+CHECKPOINT_FORMAT = 1
+METADATA_NAME = "metadata.json"
+STATE_NAME = "state_dict.pt"
+CLASSIFY_FORMATS = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, result: RunResult) -> Path:
+    """Write the archive atomically (temporary file + rename). Returns the path."""
+    from formal_rope.training.train import software_versions
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    summary = result.to_dict()
+    metadata = {
+        "kind": CHECKPOINT_KIND,
+        "format": CHECKPOINT_FORMAT,
+        "config": config.to_dict(),
+        "run_id": config.run_id(),
+        "alphabet": list(result.alphabet) if result.alphabet is not None else None,
+        "periods": list(result.resolved_periods) if result.resolved_periods is not None else None,
+        "result": summary,
+        "versions": software_versions(),
+    }
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    temporary = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2, allow_nan=True))
+        archive.writestr(STATE_NAME, buffer.getvalue())
+    os.replace(temporary, path)
+    return path
+
+
+def read_metadata(path: str | Path) -> dict:
+    """The archive's metadata.json (raises FormalRopeError if it is not a formal-rope checkpoint)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return json.loads(archive.read(METADATA_NAME))
+    except FileNotFoundError:
+        raise FormalRopeError(f"checkpoint {str(path)!r} does not exist") from None
+    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as error:
+        raise FormalRopeError(f"{str(path)!r} is not a formal-rope checkpoint ({error})") from None
+
+
+@dataclass
+class TrainedClassifier:
+    """A loaded checkpoint: the model, its config and result, and a string classifier."""
+
+    model: Classifier
+    config: RunConfig
+    result: RunResult | None
+    alphabet: tuple[str, ...]
+    metadata: dict
+
+    def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]:
+        """Accept (True) / reject for each string, computing in fp32 (None), bf16 or fp16.
+
+        Strings are split into symbols as everywhere else (single characters, or whitespace-separated
+        names when the alphabet has multi-character symbols); unknown symbols raise FormalRopeError.
+        """
+        from formal_rope.automata import encode_strings
+
+        if fmt not in CLASSIFY_FORMATS:
+            raise FormalRopeError(f"unknown number format {fmt!r} for a trained model; expected fp32, bf16 or fp16")
+        if len(strings) == 0:
+            return []
+        symbols, lengths = encode_strings(list(strings), self.alphabet)
+        model = self.model.to(CLASSIFY_FORMATS[fmt])
+        model.eval()
+        decisions = np.empty(len(lengths), dtype=bool)
+        with torch.no_grad():
+            for length in np.unique(lengths):
+                rows = np.flatnonzero(lengths == length)
+                tokens, readout = encode_fixed_length(symbols[rows, :length], len(self.alphabet))
+                logits = model(tokens, readout).float()
+                decisions[rows] = (logits[:, 1] > logits[:, 0]).numpy()
+        self.model.to(torch.float32)
+        return decisions.tolist()
+
+
+def load_checkpoint(path: str | Path) -> TrainedClassifier:
+    from formal_rope.training.train import build_model
+
+    metadata = read_metadata(path)
+    if metadata.get("kind") != CHECKPOINT_KIND:
+        raise FormalRopeError(f"{str(path)!r} holds a {metadata.get('kind')!r} model, not a trained classifier")
+    config = RunConfig.from_dict(metadata["config"])
+    alphabet = tuple(metadata["alphabet"])
+    periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
+    model = build_model(config, len(alphabet), periods)
+    with zipfile.ZipFile(path) as archive:
+        state = torch.load(io.BytesIO(archive.read(STATE_NAME)), map_location="cpu", weights_only=True)
+    model.load_state_dict(state)
+    model.eval()
+    result = RunResult.from_dict(metadata["result"]) if metadata.get("result") else None
+    return TrainedClassifier(model=model, config=config, result=result, alphabet=alphabet, metadata=metadata)

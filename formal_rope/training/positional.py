@@ -1,0 +1,363 @@
+"""The positional-encoding zoo of SPEC §8: tables, schedules and the modules the classifier calls.
+
+Every encoding answers two questions for the model:
+  embedding(length)            an additive (length, d_model) table or None (sipe, sipe_p)
+  rotation(layer, length, x)   cos/sin tables for the rotary pairs of one layer's attention, shaped
+                               (length, head_dim/2) when shared by every head and batch element, or
+                               (batch, heads, length, head_dim/2) when angles depend on content
+                               (jof_projected); None means no rotation (identity).
+and `rotate_values` says whether attention transports values (JoFormer).
+
+Positions follow SPEC §1: bos is position 0, symbol i is position i, eos is N+1.
+
+Phases. Conventional schedules form theta_d * i. With phase_precision="fp64" that product is formed
+and reduced modulo 2*pi in float64 and only then turned into float32 cos/sin tables;
+phase_precision="fp32" forms the naive float32 product theta_d * i (what an fp32 implementation
+does): at beta=1e-12 the frequencies are ~1e9 and the product is off by ~1e4 rad at position 500.
+Periodic schedules (rope_p, sipe_p) never form theta*i: they look up T_d(i mod m_d), a table of m_d
+entries computed once (core paper, eq. 7), so they repeat bit-exactly at every position.
+
+Periods -> pairs. A tuple of periods (m_1, ..., m_r) is spread round-robin over the pairs: pair p gets
+period m_{p mod r}. The c-th pair that receives period m gets the angle 2*pi*a/m with numerator
+a = 1 + (c mod max(1, m // 2)), so the pairs of one period cover its distinct harmonics
+(a and m-a give the same cos and mirrored sin). Period 1 means an unrotated pair (angle 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from formal_rope.errors import FormalRopeError
+
+TWO_PI = 2.0 * math.pi
+PHASE_PRECISIONS = ("fp64", "fp32")
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure schedule functions (numpy, float64)
+
+
+def rope_frequencies(base: float, n_pairs: int) -> np.ndarray:
+    """theta_d = base^(-2(d-1)/D) for d = 1..D/2 with D = 2*n_pairs (float64)."""
+    if not base > 0 or not math.isfinite(base):
+        raise FormalRopeError(f"the RoPE/SiPE base must be a positive finite number, got {base!r}")
+    exponents = -2.0 * np.arange(n_pairs, dtype=np.float64) / (2 * n_pairs)
+    return np.power(np.float64(base), exponents)
+
+
+def rotary_phases(frequencies: np.ndarray, positions: np.ndarray, precision: str = "fp64") -> np.ndarray:
+    """Phases theta_d * i for positions (T,) and frequencies (P,) -> (T, P).
+
+    fp64: product and reduction modulo 2*pi in float64 (result in [0, 2*pi)).
+    fp32: the naive float32 product, unreduced (what a float32 implementation computes).
+    """
+    if precision == "fp64":
+        product = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(frequencies, dtype=np.float64)[None, :]
+        return np.mod(product, TWO_PI)
+    if precision == "fp32":
+        return np.asarray(positions, dtype=np.float32)[:, None] * np.asarray(frequencies, dtype=np.float32)[None, :]
+    raise FormalRopeError(f"unknown phase precision {precision!r}; expected one of {', '.join(PHASE_PRECISIONS)}")
+
+
+def phase_tables(phases: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 (cos, sin) tables; cos/sin are evaluated in the phases' own dtype, then cast."""
+    return (
+        torch.from_numpy(np.cos(phases).astype(np.float32)),
+        torch.from_numpy(np.sin(phases).astype(np.float32)),
+    )
+
+
+def validate_periods(periods) -> tuple[int, ...]:
+    if periods is None or len(periods) == 0:
+        raise FormalRopeError("periodic encodings need at least one period (e.g. --periods 2 or --periods auto)")
+    checked = []
+    for period in periods:
+        if isinstance(period, bool) or int(period) != period or int(period) <= 0:
+            raise FormalRopeError(f"periods must be positive integers, got {period!r}")
+        checked.append(int(period))
+    return tuple(checked)
+
+
+def assign_periods(periods, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(period, numerator) per pair: round-robin over periods, harmonics 1..m//2 within a period."""
+    periods = validate_periods(periods)
+    pair_periods = np.array([periods[p % len(periods)] for p in range(n_pairs)], dtype=np.int64)
+    numerators = np.zeros(n_pairs, dtype=np.int64)
+    seen: dict[int, int] = {}
+    for pair, period in enumerate(pair_periods.tolist()):
+        count = seen.get(period, 0)
+        seen[period] = count + 1
+        numerators[pair] = 0 if period == 1 else 1 + count % max(1, period // 2)
+    return pair_periods, numerators
+
+
+def periodic_tables(periods, n_pairs: int, positions: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin (T, P) by lookup T_d(i mod m_d); the product theta*i is never formed."""
+    pair_periods, numerators = assign_periods(periods, n_pairs)
+    positions = np.asarray(positions, dtype=np.int64)
+    residues = np.mod(positions[:, None], pair_periods[None, :])  # exact integer arithmetic
+    # One finite table per pair, indexed by residue: entry r holds Rot(2*pi*a*r/m).
+    longest = int(pair_periods.max())
+    r = np.arange(longest, dtype=np.float64)
+    table_angles = TWO_PI * (numerators[:, None] * r[None, :] % pair_periods[:, None]) / pair_periods[:, None]
+    cos_table = np.cos(table_angles).astype(np.float32)  # (P, longest)
+    sin_table = np.sin(table_angles).astype(np.float32)
+    pair_index = np.arange(n_pairs)[None, :]
+    return torch.from_numpy(cos_table[pair_index, residues]), torch.from_numpy(sin_table[pair_index, residues])
+
+
+def interleave(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Additive sinusoidal table from pair tables: coordinates (2p, 2p+1) = (sin, cos)."""
+    return torch.stack((sin, cos), dim=-1).flatten(-2)
+
+
+# ----------------------------------------------------------------------------------------------
+# Modules
+
+
+class PositionalEncoding(nn.Module):
+    """Base class: no additive table, identity rotation, plain values (this is NoPE)."""
+
+    rotate_values: bool = False
+
+    def embedding(self, length: int, device: torch.device) -> torch.Tensor | None:
+        return None
+
+    def rotation(self, layer: int, length: int, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        return None
+
+    def describe(self) -> dict:
+        """What the run should record about the realised schedule."""
+        return {}
+
+
+class _CachedTables(PositionalEncoding):
+    """Encodings whose tables depend only on positions: built once for the longest length seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cache: dict[str, tuple[int, tuple[torch.Tensor, ...]]] = {}
+
+    def _tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+        key = str(device)
+        cached = self._cache.get(key)
+        if cached is None or cached[0] < length:
+            # Grow geometrically so evaluation over increasing lengths rebuilds only a few times.
+            size = max(length, 2 * cached[0] if cached else 64)
+            tables = tuple(t.to(device) for t in self._build(np.arange(size, dtype=np.int64)))
+            self._cache[key] = cached = (size, tables)
+        return tuple(t[:length] for t in cached[1])
+
+    def _build(self, positions: np.ndarray) -> tuple[torch.Tensor, ...]:
+        raise NotImplementedError
+
+
+class SinusoidalEmbedding(_CachedTables):
+    """sipe: additive sin/cos features at frequencies base^(-2p/d_model)."""
+
+    def __init__(self, d_model: int, base: float, precision: str) -> None:
+        super().__init__()
+        self.frequencies = rope_frequencies(base, d_model // 2)
+        self.precision = precision
+
+    def _build(self, positions):
+        return (interleave(*phase_tables(rotary_phases(self.frequencies, positions, self.precision))),)
+
+    def embedding(self, length, device):
+        return self._tables(length, device)[0]
+
+    def describe(self):
+        return {"phase_precision": self.precision}
+
+
+class PeriodicEmbedding(_CachedTables):
+    """sipe_p: additive sin/cos features looked up from per-pair periodic tables."""
+
+    def __init__(self, d_model: int, periods) -> None:
+        super().__init__()
+        self.periods = validate_periods(periods)
+        self.n_pairs = d_model // 2
+
+    def _build(self, positions):
+        return (interleave(*periodic_tables(self.periods, self.n_pairs, positions)),)
+
+    def embedding(self, length, device):
+        return self._tables(length, device)[0]
+
+    def describe(self):
+        return {"periods": list(self.periods)}
+
+
+class FixedRotary(_CachedTables):
+    """rope, partial_rope, jof_fixed: fixed frequencies (zero for unrotated pairs)."""
+
+    def __init__(self, frequencies: np.ndarray, precision: str, rotate_values: bool = False) -> None:
+        super().__init__()
+        self.frequencies = np.asarray(frequencies, dtype=np.float64)
+        self.precision = precision
+        self.rotate_values = rotate_values
+
+    def _build(self, positions):
+        return phase_tables(rotary_phases(self.frequencies, positions, self.precision))
+
+    def rotation(self, layer, length, hidden):
+        return self._tables(length, hidden.device)
+
+    def describe(self):
+        return {"phase_precision": self.precision, "rotated_pairs": int(np.count_nonzero(self.frequencies))}
+
+
+class PeriodicRotary(_CachedTables):
+    """rope_p: component-periodic rotations from lookup tables T_d(i mod m_d)."""
+
+    def __init__(self, n_pairs: int, periods) -> None:
+        super().__init__()
+        self.periods = validate_periods(periods)
+        self.n_pairs = n_pairs
+
+    def _build(self, positions):
+        return periodic_tables(self.periods, self.n_pairs, positions)
+
+    def rotation(self, layer, length, hidden):
+        return self._tables(length, hidden.device)
+
+    def describe(self):
+        pair_periods, numerators = assign_periods(self.periods, self.n_pairs)
+        return {"periods": list(self.periods), "pair_periods": pair_periods.tolist(), "numerators": numerators.tolist()}
+
+
+class LearnedRotary(PositionalEncoding):
+    """jof_learned: per-layer learned frequency vectors (float64), initialised to RoPE's.
+
+    Phases are formed and reduced in float64 inside the autograd graph (remainder has gradient 1),
+    so the fp64 contract holds while the frequencies train.
+    """
+
+    rotate_values = True
+
+    def __init__(self, layers: int, n_pairs: int, base: float, precision: str) -> None:
+        super().__init__()
+        initial = torch.from_numpy(rope_frequencies(base, n_pairs))
+        self.frequencies = nn.Parameter(initial[None].repeat(layers, 1))
+        self.precision = precision
+
+    def rotation(self, layer, length, hidden):
+        device = hidden.device
+        if self.precision == "fp64":
+            positions = torch.arange(length, dtype=torch.float64, device=device)
+            phases = torch.remainder(positions[:, None] * self.frequencies[layer][None, :], TWO_PI)
+        else:
+            positions = torch.arange(length, dtype=torch.float32, device=device)
+            phases = positions[:, None] * self.frequencies[layer].float()[None, :]
+        return torch.cos(phases).float(), torch.sin(phases).float()
+
+    def describe(self):
+        return {"phase_precision": self.precision}
+
+
+class ProjectedRotary(FixedRotary):
+    """jof_projected: fixed RoPE angles plus content angles W2 GELU(W1 LN(x)), per layer and head.
+
+    W2 (and its bias) start at zero, so at initialisation the model equals jof_fixed exactly. The
+    fixed phase is reduced in float64 before the float32 content angle is added, so large i never
+    enters float32 arithmetic.
+    """
+
+    rotate_values = True
+
+    def __init__(self, layers: int, d_model: int, heads: int, frequencies: np.ndarray, precision: str) -> None:
+        super().__init__(frequencies, precision, rotate_values=True)
+        self.heads = heads
+        self.n_pairs = len(frequencies)
+        self.projectors = nn.ModuleList(
+            nn.Sequential(
+                nn.LayerNorm(d_model),
+                nn.Linear(d_model, d_model),
+                nn.GELU(),
+                nn.Linear(d_model, heads * self.n_pairs),
+            )
+            for _ in range(layers)
+        )
+        for projector in self.projectors:
+            nn.init.zeros_(projector[-1].weight)
+            nn.init.zeros_(projector[-1].bias)
+
+    def _build(self, positions):
+        phases = rotary_phases(self.frequencies, positions, self.precision)
+        return (torch.from_numpy(np.asarray(phases, dtype=np.float32)),)
+
+    def rotation(self, layer, length, hidden):
+        (fixed,) = self._tables(length, hidden.device)  # (T, P), already reduced when fp64
+        batch = hidden.shape[0]
+        content = self.projectors[layer](hidden.float()).view(batch, length, self.heads, self.n_pairs)
+        angles = fixed[None, :, None, :] + content  # (B, T, H, P)
+        angles = angles.permute(0, 2, 1, 3)  # (B, H, T, P)
+        return torch.cos(angles), torch.sin(angles)
+
+
+# ----------------------------------------------------------------------------------------------
+# Factory
+
+
+@dataclass(frozen=True)
+class PositionalSpec:
+    """Everything needed to build an encoding (resolved from a RunConfig; periods already resolved)."""
+
+    pe: str
+    d_model: int
+    heads: int
+    layers: int
+    base: float = 1e4
+    periods: tuple[int, ...] | None = None
+    rope_fraction: float = 0.5
+    phase_precision: str = "fp64"
+
+
+def build_positional(spec: PositionalSpec) -> PositionalEncoding:
+    from formal_rope.training.config import POSITIONAL_ENCODINGS
+
+    if spec.pe not in POSITIONAL_ENCODINGS:
+        raise FormalRopeError(f"unknown positional encoding {spec.pe!r}; expected one of {', '.join(POSITIONAL_ENCODINGS)}")
+    if spec.phase_precision not in PHASE_PRECISIONS:
+        raise FormalRopeError(
+            f"unknown phase precision {spec.phase_precision!r}; expected one of {', '.join(PHASE_PRECISIONS)}"
+        )
+    if spec.d_model % spec.heads:
+        raise FormalRopeError(f"d_model {spec.d_model} is not divisible by {spec.heads} heads")
+    head_dim = spec.d_model // spec.heads
+    if head_dim % 2 or spec.d_model % 2:
+        raise FormalRopeError(f"the head dimension must be even for rotary pairs, got {head_dim}")
+    n_pairs = head_dim // 2
+    pe = spec.pe
+    if pe == "nope":
+        return PositionalEncoding()
+    if pe == "sipe":
+        return SinusoidalEmbedding(spec.d_model, spec.base, spec.phase_precision)
+    if pe == "sipe_p":
+        return PeriodicEmbedding(spec.d_model, spec.periods)
+    if pe == "rope_p":
+        return PeriodicRotary(n_pairs, spec.periods)
+    if pe == "jof_learned":
+        return LearnedRotary(spec.layers, n_pairs, spec.base, spec.phase_precision)
+    frequencies = rope_frequencies(spec.base, n_pairs)
+    if pe == "rope":
+        return FixedRotary(frequencies, spec.phase_precision)
+    if pe == "partial_rope":
+        if not 0.0 <= spec.rope_fraction <= 1.0:
+            raise FormalRopeError(f"rope_fraction must lie in [0, 1], got {spec.rope_fraction}")
+        rotated = int(round(spec.rope_fraction * n_pairs))
+        # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
+        partial = np.zeros(n_pairs, dtype=np.float64)
+        if rotated:
+            partial[:rotated] = rope_frequencies(spec.base, rotated)
+        return FixedRotary(partial, spec.phase_precision)
+    if pe == "jof_fixed":
+        return FixedRotary(frequencies, spec.phase_precision, rotate_values=True)
+    if pe == "jof_projected":
+        return ProjectedRotary(spec.layers, spec.d_model, spec.heads, frequencies, spec.phase_precision)
+    raise AssertionError(pe)  # every name in POSITIONAL_ENCODINGS is handled above

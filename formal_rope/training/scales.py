@@ -1,0 +1,68 @@
+"""Named experiment scales: RunConfig overrides shared by `train --scale` and `reproduce`.
+
+"paper" is the core paper's protocol (appendix E.2). "quick" keeps the protocol's shape (training
+lengths 0..40, test lengths 41..500, balanced test sets, N*) but shrinks model, steps and test-set
+size so a run trains and evaluates in about a minute on one CPU core. QUICK_SHRINKS says what
+shrinks, for `reproduce` to print next to its tables.
+"""
+
+from __future__ import annotations
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.training.config import RunConfig
+
+PAPER_LEARNING_RATES = (1e-4, 3e-4, 5e-4)
+PAPER_SEEDS = (0, 1, 2, 3, 4)
+
+SCALES: dict[str, dict] = {
+    "paper": {
+        "layers": 5,
+        "d_model": 64,
+        "heads": 8,
+        "steps": 1_000_000,
+        "batch_size": 128,
+        "n_per_length": 512,
+        "lr": 3e-4,
+        "lrs": PAPER_LEARNING_RATES,
+        "seeds": PAPER_SEEDS,
+        "test_min_length": 41,
+        "test_max_length": 500,
+    },
+    "quick": {
+        "layers": 2,
+        "d_model": 32,
+        "heads": 4,
+        "steps": 1000,
+        "batch_size": 64,
+        "n_per_length": 16,
+        "lr": 1e-3,
+        "lr_schedule": "cosine",
+        "warmup_steps": 50,
+        "lrs": (1e-3,),
+        "seeds": (0,),
+        "test_min_length": 41,
+        "test_max_length": 500,
+    },
+}
+
+# Grid-level keys (how many runs), not RunConfig fields.
+GRID_KEYS = ("lrs", "seeds")
+
+QUICK_SHRINKS: tuple[str, ...] = (
+    "model: 2 layers, d_model 32, 4 heads (paper: 5 layers, d_model 64, 8 heads)",
+    "training: 1,000 steps of batch 64, lr 1e-3 with warm-up and cosine decay (paper: 10^6 steps of batch 128, constant lr)",
+    "learning rates: 1e-3 only (paper: 1e-4, 3e-4, 5e-4)",
+    "seeds: 1 (paper: 5)",
+    "test strings per length: 16 (paper: 512); test lengths unchanged (41..500)",
+)
+
+
+def scale_overrides(scale: str) -> dict:
+    """RunConfig field overrides for a scale (without the grid-level keys)."""
+    if scale not in SCALES:
+        raise FormalRopeError(f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
+    return {key: value for key, value in SCALES[scale].items() if key not in GRID_KEYS}
+
+
+def apply_scale(config: RunConfig, scale: str) -> RunConfig:
+    return config.with_(**scale_overrides(scale))
