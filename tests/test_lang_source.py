@@ -234,3 +234,11 @@ def test_registry_formulas_define_the_registry_regexes(formula_name, regex_name)
     for word in _words(regex.alphabet, 6):
         text = "".join(word)
         assert _ltl_holds(formula.ast, word, len(word) + 1) == bool(python.fullmatch(text)), (formula_name, text)
+
+
+def test_future_operators_and_registry_typos_get_hints():
+    assert "future-time" in resolve_language("F(a)").detected
+    assert "did you mean parity?" in resolve_language("parityy").detected
+    with pytest.raises(FormalRopeError, match="did you mean aa_star"):
+        resolve_language("aa_sta")
+    assert resolve_language("abba").detected == READ_AS_REGEX

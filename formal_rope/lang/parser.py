@@ -368,6 +368,22 @@ def _acceptable(error: UnexpectedInput, fallback: set[str]) -> set[str]:
     return set(fallback)
 
 
+_FUTURE_OPERATORS = frozenset("FGXUWR")
+
+
+def _future_operator(language: str, text: str, token: Token, position: int) -> tuple[str, int] | None:
+    """('F', column) for F(a), X a or a U b: the user wrote future-time LTL, which is not supported."""
+    if language != "ltl":
+        return None
+    if token.type == "ATOM" and str(token) in _FUTURE_OPERATORS:
+        return str(token), token.column
+    if token.type in _LTL_OPERAND:
+        before = text[:position].rstrip()
+        if before and before[-1] in _FUTURE_OPERATORS and (len(before) == 1 or not before[-2].isalnum()):
+            return before[-1], len(before)
+    return None
+
+
 def _syntax_error(language: str, text: str, error: UnexpectedInput) -> ExpressionError:
     what = "formula" if language == "ltl" else "regular expression"
     if isinstance(error, UnexpectedCharacters):
@@ -401,9 +417,17 @@ def _syntax_error(language: str, text: str, error: UnexpectedInput) -> Expressio
     token = error.token
     column = token.column
     position = token.start_pos if token.start_pos is not None else column - 1
+    future = _future_operator(language, text, token, position)
     if token.type == "RPAR" and not _open_paren_columns(text, position):
         message = "unbalanced parentheses: this ')' has no matching '('"
         expected = "an operator or the end of the expression (remove the ')' or add a '(' before it)"
+    elif future is not None:
+        letter, column = future
+        message = (
+            f"{letter} looks like a future-time operator; formulas here are past-time LTL"
+            f" (P, H, Y, S and MOD; quote a symbol named like an operator: '{letter}')"
+        )
+        expected = describe_expected(language, _acceptable(error, set(error.expected)))
     else:
         message = f"unexpected {str(token)!r} in the {what}"
         expected = describe_expected(language, _acceptable(error, set(error.expected)))

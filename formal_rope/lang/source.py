@@ -11,6 +11,7 @@ An explicit alphabet overrides it and must contain every mentioned symbol.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from formal_rope.lang.parser import (
     parse_ltl_with_columns,
     parse_regex_with_columns,
 )
-from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast
+from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
 
 KINDS = ("ltl", "regex", "att")
 READ_AS_LTL = "read as an LTL formula"
@@ -154,7 +155,19 @@ def _from_entry(spec: str, entry: RegistryEntry, alphabet: tuple[str, ...] | Non
     return _finish(spec, entry.kind, entry.expression, _parse_kind(entry.kind, entry.expression), alphabet, entry, note)
 
 
-def _detect(text: str) -> tuple[str, ParsedExpression]:
+def _regex_reading_hints(text: str, ltl_error: ExpressionError | None) -> str:
+    """Extra words for the stderr note when a bare text was probably not meant as a regex."""
+    hints = []
+    if ltl_error is not None and "future-time" in ltl_error.message:
+        hints.append(ltl_error.message.split(";")[0] + ", so this is not a formula")
+    if re.fullmatch(r"[A-Za-z0-9_]{3,}", text):
+        close = difflib.get_close_matches(text, registry_names(), n=1, cutoff=0.75)
+        if close:
+            hints.append(f"not a registry name; did you mean {close[0]}?")
+    return "".join(f" ({hint})" for hint in hints)
+
+
+def _detect(text: str) -> tuple[str, ParsedExpression, str]:
     """Bare expression: a formula if it parses and uses P/H/Y/S/MOD, otherwise a regex."""
     ltl_error: ExpressionError | None = None
     try:
@@ -162,10 +175,17 @@ def _detect(text: str) -> tuple[str, ParsedExpression]:
     except ExpressionError as error:
         ltl_error, parsed_ltl = error, None
     if parsed_ltl is not None and uses_temporal_or_mod(parsed_ltl.ast):
-        return "ltl", parsed_ltl
+        return "ltl", parsed_ltl, ""
     try:
-        return "regex", parse_regex_with_columns(text)
+        return "regex", parse_regex_with_columns(text), _regex_reading_hints(text, ltl_error)
     except ExpressionError as regex_error:
+        if re.fullmatch(r"[A-Za-z0-9_]{3,}", text):
+            close = difflib.get_close_matches(text, registry_names(), n=3, cutoff=0.6)
+            if close:
+                raise FormalRopeError(
+                    f"error: {text!r} is not a registry language; did you mean {' or '.join(close)}?"
+                    " (formalrope languages lists them)"
+                ) from None
         if parsed_ltl is not None:
             raise ExpressionError(
                 regex_error.expression,
@@ -217,8 +237,8 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
         parsed = _parse_kind(force_kind, text)
         return _finish(spec, force_kind, text, parsed, explicit, lookup_ast(force_kind, parsed.ast), None)
 
-    kind, parsed = _detect(text)
-    detected = READ_AS_LTL if kind == "ltl" else READ_AS_REGEX
+    kind, parsed, hints = _detect(text)
+    detected = (READ_AS_LTL if kind == "ltl" else READ_AS_REGEX) + hints
     entry = lookup_ast(kind, parsed.ast)
     if entry is not None and explicit is None:
         detected += f"; same as registry language {entry.name} over {{{', '.join(entry.alphabet)}}}"
