@@ -380,25 +380,33 @@ def _pow2_at_least(n: int, floor: int = 16) -> int:
 
 def _gpu_configs() -> list[triton.Config]:
     return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=s)
-        for bm, bn, w, s in (
-            (64, 64, 4, 2),
-            (64, 32, 4, 3),
-            (128, 64, 4, 2),
-            (128, 64, 8, 2),
-            (128, 128, 8, 2),
-            (32, 32, 2, 2),
-            (64, 128, 4, 2),
-        )
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages)
+        for bm, bn, warps, stages in ((32, 32, 4, 2), (64, 32, 4, 3), (64, 64, 4, 2), (128, 64, 4, 2), (128, 128, 8, 2))
     ]
 
 
-# On a GPU the block shapes are autotuned per (length bucket, padded half dim, value rotation, dtypes);
-# bucketing T by powers of two keeps the evaluation sweep (lengths 41..500) to a handful of tunings.
+def _prune_to_length(configs, named_args, **kwargs):
+    """Drop tiles longer than the (power-of-two) sequence: T <= 42 training tunes 3 configs, not 5."""
+    bucket = named_args["T_BUCKET"]
+    fitting = [c for c in configs if c.kwargs["BLOCK_M"] <= bucket and c.kwargs["BLOCK_N"] <= bucket]
+    return fitting or configs[:1]
+
+
+# On a GPU the block shapes are autotuned per (length bucket, padded half dim, value rotation,
+# precision, dtypes); bucketing T by powers of two keeps the evaluation sweep (lengths 41..500) to a
+# handful of tunings.
 _AUTOTUNE_KEY = ["T_BUCKET", "HALF_PAD", "ROTATE_V", "PRECISION"]
-_fwd_tuned = triton.autotune(configs=_gpu_configs(), key=_AUTOTUNE_KEY)(_attention_fwd_kernel)
-_dkdv_tuned = triton.autotune(configs=_gpu_configs(), key=_AUTOTUNE_KEY)(_attention_bwd_dkdv_kernel)
-_dq_tuned = triton.autotune(configs=_gpu_configs(), key=_AUTOTUNE_KEY)(_attention_bwd_dq_kernel)
+
+
+def _tuned(kernel):
+    return triton.autotune(
+        configs=_gpu_configs(), key=_AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _prune_to_length}
+    )(kernel)
+
+
+_fwd_tuned = _tuned(_attention_fwd_kernel)
+_dkdv_tuned = _tuned(_attention_bwd_dkdv_kernel)
+_dq_tuned = _tuned(_attention_bwd_dq_kernel)
 
 
 def _interpreter_block(length: int) -> int:

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# One-shot GPU check of the fused Triton rotary attention (issue 5), for a bare CUDA machine.
+#
+#   bash bench/gpu_check.sh            # from the repository root (or anywhere: it cd's there)
+#
+# What it does, in about 3-4 minutes on an H100/H200 (hard cap per stage, whole script < 5 min):
+#   1. reports the environment and uses the python3 that already has torch (prints which);
+#      installs missing test deps from ./.whl (carried wheels) or, if reachable, from PyPI;
+#      makes the package importable (pip install -e . --no-deps, falling back to PYTHONPATH);
+#   2. a pytest-free smoke check: fused forward/backward vs the torch reference on the GPU;
+#   3. the kernel tests (tests/test_kernels_*.py) on the GPU with real Triton (xdist if present);
+#   4. bench/attention.py (fused vs rotation + SDPA, training and evaluation shapes);
+#   5. writes a short report to $OUT/gpu_report.txt (or ./gpu_report.txt) plus logs beside it.
+# Environment knobs: PYTHON (interpreter), TEST_TIMEOUT, BENCH_TIMEOUT, BENCH_DTYPES, XDIST_WORKERS;
+# GPU_CHECK_ALLOW_CPU=1 dry-runs the whole script without a GPU (Triton interpreter, no speed claims).
+set -u
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+START=$SECONDS
+OUT_DIR=${OUT:-$REPO}
+REPORT="$OUT_DIR/gpu_report.txt"
+LOGS="$OUT_DIR"
+mkdir -p "$OUT_DIR"
+PY=${PYTHON:-python3}
+TEST_TIMEOUT=${TEST_TIMEOUT:-170}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-100}
+BENCH_DTYPES=${BENCH_DTYPES:-float32,bfloat16}
+XDIST_WORKERS=${XDIST_WORKERS:-8}
+ALLOW_CPU=${GPU_CHECK_ALLOW_CPU:-0}
+unset TRITON_INTERPRET  # real Triton on the GPU
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
+
+log() { echo "[gpu_check +$((SECONDS - START))s] $*"; }
+: >"$REPORT"
+report() { echo "$*" | tee -a "$REPORT"; }
+
+report "formal-rope GPU check (fused Triton rotary attention), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+report "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+local changes)')"
+report "machine: $(uname -m); GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
+
+# ---- 1. python, torch, triton, test deps ------------------------------------------------------
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  for candidate in python3 python /opt/torch/.venv/bin/python3; do
+    if "$candidate" -c "import torch" 2>/dev/null; then PY=$candidate; break; fi
+  done
+fi
+install() {  # install python packages: carried wheels first, then PyPI if reachable
+  if [ -d "$REPO/.whl" ]; then
+    "$PY" -m pip install --quiet --no-index --find-links "$REPO/.whl" "$@" && return 0
+  fi
+  timeout 120 "$PY" -m pip install --quiet "$@"
+}
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  log "no torch found: trying to install torch + triton (slow, needs .whl or network)"
+  install torch triton || { report "FAILED: no python with torch, and it could not be installed"; exit 1; }
+fi
+"$PY" -c "import triton" 2>/dev/null || install triton
+for module in pytest hypothesis numpy; do
+  "$PY" -c "import $module" 2>/dev/null || { log "installing $module"; install "$module"; }
+done
+ENV_LINE=$("$PY" - <<'EOF'
+import sys, torch
+try:
+    import triton; tv = triton.__version__
+except Exception as error:
+    tv = f"missing ({error})"
+cuda = torch.cuda.is_available()
+name = torch.cuda.get_device_name() if cuda else "none"
+print(f"python {sys.version.split()[0]} at {sys.executable}; torch {torch.__version__} (cuda {torch.version.cuda}, available={cuda}, device={name}); triton {tv}")
+EOF
+)
+report "used: $ENV_LINE"
+if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  if [ "$ALLOW_CPU" != 1 ]; then
+    report "FAILED: torch sees no CUDA device; nothing GPU-specific can be checked"
+    exit 1
+  fi
+  report "DRY RUN WITHOUT A GPU (GPU_CHECK_ALLOW_CPU=1): Triton interpreter on CPU; nothing below is a GPU result"
+  export TRITON_INTERPRET=1
+fi
+if [ "$("$PY" -c 'import formal_rope, os; print(os.path.dirname(os.path.dirname(os.path.abspath(formal_rope.__file__))))' 2>/dev/null)" = "$REPO" ] \
+  && PYTHONPATH= "$PY" -c 'import formal_rope' 2>/dev/null; then
+  report "package: already installed from $REPO"
+elif timeout 60 "$PY" -m pip install --quiet --no-deps --no-build-isolation -e . >"$LOGS/gpu_pip.log" 2>&1; then
+  report "package: pip install -e . --no-deps (editable)"
+else
+  report "package: editable install failed (see gpu_pip.log); using PYTHONPATH=$REPO"
+fi
+
+# ---- 2. smoke check without pytest ------------------------------------------------------------
+log "smoke check"
+timeout 120 "$PY" - >"$LOGS/gpu_smoke.log" 2>&1 <<'EOF'
+import torch
+from formal_rope.kernels import rotary_attention
+from formal_rope.kernels.reference import rotary_attention_reference
+
+torch.manual_seed(0)
+device = "cuda" if torch.cuda.is_available() else "cpu"
+worst = {}
+for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2), (torch.float16, 2e-2)):
+    for length, dim, rotate_values, per_batch in ((1, 8, True, False), (17, 8, False, True), (64, 16, True, False), (300, 64, True, True), (77, 128, False, False)):
+        shape = (2, 2, length, dim)
+        q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
+        angles = torch.randn((2, length, dim // 2) if per_batch else (length, dim // 2), device=device, requires_grad=True)
+        grad = torch.randn(shape, device=device, dtype=dtype)
+        fused = rotary_attention(q, k, v, angles.cos(), angles.sin(), rotate_values=rotate_values, impl="triton")
+        g_fused = torch.autograd.grad(fused, (q, k, v, angles), grad)
+        leaves = [t.detach().float().requires_grad_() for t in (q, k, v)] + [angles]
+        exact = rotary_attention_reference(*leaves[:3], angles.cos(), angles.sin(), rotate_values=rotate_values)
+        g_exact = torch.autograd.grad(exact, leaves, grad.float())
+        errors = [((a.float() - b).abs().max() / b.abs().max().clamp_min(1e-30)).item() for a, b in zip((fused, *g_fused), (exact, *g_exact))]
+        status = "ok" if max(errors) <= tol else "FAIL"
+        print(f"{status} {str(dtype):15s} T={length:3d} d={dim:3d} rotate_v={rotate_values!s:5s} per_batch={per_batch!s:5s} rel.err out/dq/dk/dv/dangles = " + " ".join(f"{e:.1e}" for e in errors))
+        worst[dtype] = max(worst.get(dtype, 0.0), max(errors))
+print("worst relative error per dtype:", {str(k): f"{v:.2e}" for k, v in worst.items()})
+raise SystemExit(0 if all(worst[d] <= tol for d, tol in ((torch.float32, 1e-5), (torch.bfloat16, 2e-2), (torch.float16, 2e-2))) else 1)
+EOF
+SMOKE_RC=$?
+report ""
+report "== smoke check (fused vs fp32 reference, fwd + all grads), rc=$SMOKE_RC"
+grep -c '^ok' "$LOGS/gpu_smoke.log" | sed 's/^/cases ok: /' | tee -a "$REPORT"
+grep -E '^FAIL|worst|Error|error' "$LOGS/gpu_smoke.log" | head -20 | tee -a "$REPORT"
+
+# ---- 3. kernel tests ---------------------------------------------------------------------------
+log "kernel tests"
+XDIST=()
+if "$PY" -c "import xdist" 2>/dev/null; then XDIST=(-n "$XDIST_WORKERS"); fi
+timeout "$TEST_TIMEOUT" "$PY" -m pytest tests/test_kernels_triton.py tests/test_kernels_dispatch.py -o addopts= -q -rfE -p no:cacheprovider \
+  ${XDIST[@]+"${XDIST[@]}"} >"$LOGS/gpu_tests.log" 2>&1
+TEST_RC=$?
+report ""
+report "== kernel tests (${XDIST[*]:-serial}), rc=$TEST_RC$([ $TEST_RC = 124 ] && echo ' (TIMED OUT)')"
+grep -E '(passed|failed|error)' "$LOGS/gpu_tests.log" | tail -1 | tee -a "$REPORT"
+grep -E '^(FAILED|ERROR)' "$LOGS/gpu_tests.log" | head -15 | tee -a "$REPORT"
+
+# ---- 4. benchmark ------------------------------------------------------------------------------
+log "benchmark"
+timeout "$BENCH_TIMEOUT" "$PY" bench/attention.py --dtypes "$BENCH_DTYPES" --json "$LOGS/gpu_bench.json" >"$LOGS/gpu_bench.log" 2>&1
+BENCH_RC=$?
+report ""
+report "== bench/attention.py (fused vs rotation + SDPA with explicit strict mask), rc=$BENCH_RC$([ $BENCH_RC = 124 ] && echo ' (TIMED OUT)')"
+grep -E '^(train|eval)|evaluation shapes|no GPU|Error' "$LOGS/gpu_bench.log" | tee -a "$REPORT"
+
+report ""
+report "total: $((SECONDS - START)) s; logs: gpu_smoke.log gpu_tests.log gpu_bench.log gpu_bench.json in $LOGS"
+[ $SMOKE_RC = 0 ] && [ $TEST_RC = 0 ] && [ $BENCH_RC = 0 ]
