@@ -75,16 +75,24 @@ def test_att_file(capsys, mlregtest_dir):
     assert data["kind"] == "att" and data["star_free"] is False
 
 
-def test_classify_does_not_import_torch():
+@pytest.mark.parametrize("entry", ["module", "cli"])
+def test_classify_does_not_import_torch(entry):
+    if entry == "module":  # the command module alone
+        call = (
+            "import typer\n"
+            "from formal_rope.commands.classify import register\n"
+            "app = typer.Typer()\n"
+            "register(app)\n"
+            "app.command('noop')(lambda: None)\n"
+            "run = lambda: app(['classify', '(ab)*', '--json'], standalone_mode=False)\n"
+        )
+    else:  # the real entry point, which registers every command group
+        call = "from formal_rope.cli import main\nrun = lambda: main(['classify', '(ab)*', '--json'])\n"
     script = (
-        "import sys, typer\n"
-        "from formal_rope.commands.classify import register\n"
-        "app = typer.Typer()\n"
-        "register(app)\n"
-        "@app.command('noop')\n"
-        "def noop() -> None: pass\n"
-        "try:\n"
-        "    app(['classify', '(ab)*', '--json'], standalone_mode=False)\n"
+        "import sys\n"
+        + call
+        + "try:\n"
+        "    run()\n"
         "except SystemExit:\n"
         "    pass\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
