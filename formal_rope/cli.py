@@ -53,25 +53,16 @@ _register_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: user errors become one paragraph on stderr and exit code 2."""
+    """Console-script entry point: user errors become one paragraph on stderr and exit code 2.
+
+    Click's own usage errors (missing argument, bad option) are handled by standalone mode, which
+    prints the usage and exits with code 2 as well.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv)
     except FormalRopeError as error:
         print(error.render(), file=sys.stderr)
         sys.exit(error.exit_code)
-    except (typer.Exit, SystemExit) as exit_:
-        code = getattr(exit_, "exit_code", getattr(exit_, "code", 0))
-        sys.exit(code or 0)
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as error:  # click usage errors
-        import click
-
-        if isinstance(error, click.ClickException):
-            error.show()
-            sys.exit(2)
-        raise
 
 
 if __name__ == "__main__":
