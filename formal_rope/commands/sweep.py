@@ -252,7 +252,7 @@ def register(app: typer.Typer) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
         from rich.console import Console
 
-        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file, scale_overrides
+        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file
 
         if table not in TABLES + ("all",):
             raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(TABLES)} or all")
@@ -260,9 +260,9 @@ def register(app: typer.Typer) -> None:
             raise FormalRopeError(f"unknown scale {scale!r}; expected quick or paper")
         console = Console(stderr=json_output)
         if scale == "quick":
-            paper, quick = scale_overrides("paper"), scale_overrides("quick")
-            shrunk = [f"{key}: {paper[key]} → {quick[key]}" for key in paper if key in quick and quick[key] != paper[key]]
-            console.print("[yellow]quick scale shrinks[/] " + "; ".join(shrunk) + " (test lengths stay 41…500)")
+            from formal_rope.training.scales import QUICK_SHRINKS
+
+            console.print("[yellow]quick scale shrinks:[/]\n  " + "\n  ".join(QUICK_SHRINKS))
         payloads = {}
         for name in TABLES if table == "all" else (table,):
             spec, _ = load_sweep_file(sweeps_dir() / f"{name}.toml", scale)
