@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from formal_rope.automata import accepts, accepts_encoded, encode_strings, regex_to_dfa
-from formal_rope.lang.ast import AnySymbol, Concat, Star, Symbol
+from formal_rope.lang.ast import AnySymbol, Concat, Repeat, Star, Symbol
 
 SIGMA_STAR = Star(AnySymbol())
 ODD_ONES = Concat(Star(Symbol("0")), Concat(Symbol("1"), Star(Symbol("0"))))
@@ -31,6 +31,7 @@ LANGUAGES = [
     ("(aa)*", Star(Concat(Symbol("a"), Symbol("a"))), ("a",), r"(?:aa)*", lambda length: "a" * length),
     ("Σ*abΣ*", Concat(SIGMA_STAR, Concat(Concat(Symbol("a"), Symbol("b")), SIGMA_STAR)), ("a", "b", "c"), r"[abc]*ab[abc]*", None),
     ("Σ*a", Concat(SIGMA_STAR, Symbol("a")), ("a", "b"), r"[ab]*a", None),
+    ("Σ*aΣ^5", Concat(Concat(SIGMA_STAR, Symbol("a")), Repeat(AnySymbol(), 5, 5)), ("a", "b"), r"[ab]*a[ab]{5}", None),
 ]
 
 

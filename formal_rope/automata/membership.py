@@ -99,6 +99,8 @@ def _encode_characters(
         column = bad - int(lengths[:row].sum())
         raise _unknown_symbol(joined[bad], column + 1, strings[row], alphabet)
     if int(lengths.min()) == max_len:
+        if codes.dtype == matrix.dtype:
+            return codes.reshape(len(strings), max_len), lengths
         matrix[:] = codes.reshape(len(strings), max_len)
     else:
         # Boolean-mask assignment fills row-major, i.e. in the order of the joined characters.
@@ -181,11 +183,16 @@ def run_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarra
     # matrix is transposed to position-major: transposing the symbols would dominate the run.
     padded_len = n_blocks * block
     pad = dfa.n_symbols
-    grid = np.empty((n_strings, padded_len), dtype=np.uint8 if width <= 256 else np.int32)
-    grid[:, :max_len] = symbols
-    grid[:, max_len:] = pad
-    if bool((lengths < max_len).any()):
-        np.copyto(grid, pad, where=np.arange(padded_len)[None, :] >= lengths[:, None])
+    grid_type = np.uint8 if width <= 256 else np.int32
+    has_short_rows = bool((lengths < max_len).any())
+    if symbols.dtype == grid_type and padded_len == max_len and not has_short_rows:
+        grid = symbols  # already compact and unpadded: read it in place
+    else:
+        grid = np.empty((n_strings, padded_len), dtype=grid_type)
+        grid[:, :max_len] = symbols
+        grid[:, max_len:] = pad
+        if has_short_rows:
+            np.copyto(grid, pad, where=np.arange(padded_len)[None, :] >= lengths[:, None])
     grid = grid.reshape(n_strings, n_blocks, block)
     codes = grid[:, :, 0].astype(code_type)
     for offset in range(1, block):
