@@ -256,7 +256,8 @@ def is_trivial(labels: np.ndarray) -> bool:
 
 
 def nontrivial_pair(labels: np.ndarray) -> tuple[int, int] | None:
-    """The two smallest distinct elements sharing a class, in the class with the smallest element."""
+    """Two distinct elements sharing a class, or None: the two smallest members of the class whose
+    second-smallest member is smallest (ids follow shortlex order, so the words stay short)."""
     order = np.argsort(labels, kind="stable")
     sorted_labels = labels[order]
     repeated = np.flatnonzero(sorted_labels[1:] == sorted_labels[:-1])
