@@ -99,3 +99,8 @@ def test_commands_do_not_import_torch(command):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "torch-free" in result.stdout
+
+
+def test_dfa_table_is_capped_for_large_automata(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "dfa", "ltl:Y^9(a)", "--alphabet", "ab")
+    assert code == 0 and "512 states" in out and "312 more states not shown" in out

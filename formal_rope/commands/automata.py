@@ -18,6 +18,7 @@ _EXPR_HELP = (
 _ALPHABET_HELP = "Alphabet overriding the default (the symbols the expression mentions): 'ab', 'a,b' or 'foo bar'."
 _MAX_STATES_HELP = "Refuse to build automata with more states than this."
 _JSON_HELP = "Print JSON instead of a table."
+_MAX_TABLE_ROWS = 200  # a terminal table of 10^5 rows helps nobody; --json/--dot give everything
 
 
 def _resolve(expression: str, alphabet: Optional[str]):
@@ -66,9 +67,11 @@ def dfa_command(
     table = Table()
     for header in headers:
         table.add_column(header, justify="right")
-    for row in rows:
+    for row in rows[:_MAX_TABLE_ROWS]:
         table.add_row(*row)
     console.print(table)
+    if len(rows) > _MAX_TABLE_ROWS:
+        console.print(f"… {len(rows) - _MAX_TABLE_ROWS} more states not shown (use --json or --dot for all)", markup=False)
 
 
 def accepts_command(
