@@ -303,3 +303,10 @@ def test_mona_translation_detects_an_off_by_one(tmp_path):
     assert not equivalent(_nonempty(ours), _nonempty(theirs)).equivalent
     odd_through_mona = mona_dfa(mona_program(Mod(2, 1), AB), AB, tmp_path)
     assert not equivalent(_nonempty(ltl_to_dfa(Mod(2, 0), AB)), _nonempty(odd_through_mona)).equivalent
+
+
+@settings(max_examples=30)
+@given(formulas(AB), st.lists(st.lists(st.sampled_from(AB), min_size=8, max_size=25), min_size=20, max_size=20))
+def test_dfa_matches_evaluator_on_longer_words(formula, words):
+    dfa = ltl_to_dfa(formula, AB)
+    assert accepts(dfa, words).tolist() == [ltl_accepts(formula, w) for w in words]
