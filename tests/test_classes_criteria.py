@@ -190,3 +190,39 @@ def test_classify_is_invariant_under_state_renumbering(seed):
     first, second = classify(dfa).to_dict(), classify(renamed).to_dict()
     first.pop("witness"), second.pop("witness")
     assert first == second
+
+
+def _map_of(dfa: DFA, word: str) -> tuple[int, ...]:
+    index = dfa.symbol_index()
+    return tuple(dfa.run([index[c] for c in word], q) for q in range(dfa.n_states))
+
+
+def test_every_witness_replays_on_random_dfas():
+    replayed = 0
+    for position, dfa in enumerate(RANDOM):
+        result = classified(position)
+        index = dfa.symbol_index()
+        for key in ("ltl_p", "ltl_p_mod"):
+            if key in result.witness:
+                witness = result.witness[key]
+                q, p = witness["states"]
+                assert q != p
+                assert dfa.run([index[c] for c in witness["forward"]], q) == p
+                assert dfa.run([index[c] for c in witness["backward"]], p) == q
+                replayed += 1
+        if "ltl_p_mod" in result.witness:
+            assert len(result.witness["ltl_p_mod"]["forward"]) == result.k_bound
+        if "star_free" in result.witness:
+            witness = result.witness["star_free"]
+            word, i, m = witness["word"], witness["index"], witness["period"]
+            assert m > 1 and _map_of(dfa, word * i) == _map_of(dfa, word * (i + m))
+        for key in ("r_trivial", "l_trivial", "j_trivial"):
+            assert (key in result.witness) == (not getattr(result, key))
+            if key in result.witness:
+                witness = result.witness[key]
+                x, y = witness["elements"]
+                (u1, v1), (u2, v2) = witness["to_second"], witness["to_first"]
+                assert _map_of(dfa, x) != _map_of(dfa, y)
+                assert _map_of(dfa, u1 + x + v1) == _map_of(dfa, y)
+                assert _map_of(dfa, u2 + y + v2) == _map_of(dfa, x)
+    assert replayed > 200

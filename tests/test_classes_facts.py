@@ -67,10 +67,6 @@ def test_monoid_sizes_of_known_languages():
     assert classify(dfa_of("aΣ*")).monoid_size == 3
 
 
-def _word(text: str) -> list[int]:
-    return [ord(c) - ord("a") for c in text]
-
-
 def _run(dfa: DFA, state: int, word: str) -> int:
     index = dfa.symbol_index()
     return dfa.run([index[c] for c in word], state)
