@@ -76,3 +76,9 @@ def test_unknown_characters_are_found_on_every_path(alphabet, text, symbol, colu
         accepts(dfa, [alphabet[0], text])
     with pytest.raises(FormalRopeError, match=f"{symbol!r} at column {column}"):
         encode_strings([alphabet[0], text], alphabet)
+
+
+def test_accepts_encoded_rejects_out_of_range_indices():
+    dfa = DFA(("a", "b"), np.zeros((1, 2), dtype=np.int64), 0, np.array([True]))
+    with pytest.raises(ValueError, match="0..1"):
+        accepts_encoded(dfa, np.array([[0, 2]]), np.array([2]))

@@ -1,8 +1,8 @@
-"""Vectorized membership: strings -> padded symbol-index matrices -> one table gather per position.
+"""Vectorized membership: strings -> padded symbol-index matrices -> DFA runs over the whole batch.
 
 A batch of n strings is a (n, max_len) int64 matrix padded with 0 plus a length vector. Running
-the DFA is a loop over positions (not strings): all n states advance with one gather from the
-flattened transition table, and rows past their length keep their state.
+the DFA is a loop over positions (never over strings): all n states advance together with one
+gather from the flattened transition table per block of positions (see `run_encoded`).
 """
 
 from __future__ import annotations
@@ -210,7 +210,13 @@ def run_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarra
 
 
 def accepts_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Membership of every encoded string (bool (n,)), vectorized across the batch."""
+    """Membership of every encoded string (bool (n,)), vectorized across the batch.
+
+    Symbol indices (within each length) must lie in 0..n_symbols-1; a ValueError says otherwise.
+    """
+    symbols = np.asarray(symbols)
+    if symbols.size and (int(symbols.min()) < 0 or int(symbols.max()) >= dfa.n_symbols):
+        raise ValueError(f"symbol indices must lie in 0..{dfa.n_symbols - 1} for alphabet {dfa.alphabet}")
     return dfa.accepting[run_encoded(dfa, symbols, lengths)]
 
 
@@ -230,4 +236,4 @@ def accepts(dfa: DFA, strings: Sequence[Word]) -> np.ndarray:
         symbols, lengths = _encode_characters(list(strings), alphabet, np.uint8)
     else:
         symbols, lengths = encode_strings(strings, alphabet)
-    return accepts_encoded(dfa, symbols, lengths)
+    return dfa.accepting[run_encoded(dfa, symbols, lengths)]
