@@ -50,7 +50,7 @@ def _run(fn, q, k, v, angles, grad_out, **kwargs):
     return (out.detach(), *grads)
 
 
-def _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks, seed=0, scale=None):
+def _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks, seed=0, scale=None, matmul=None):
     # The interpreter's cost is per program: two (batch, head) slices, split so per-batch tables
     # really differ across the batch and shared tables are reused across heads.
     batch, heads = (2, 1) if per_batch else (1, 2)
@@ -59,7 +59,7 @@ def _check_against_reference(length, dim, rotate_values, per_batch, dtype, block
     block_m, block_n = blocks if blocks else (None, None)
     fused = _run(
         rotary_attention_triton, q, k, v, angles, grad_out,
-        rotate_values=rotate_values, scale=scale, block_m=block_m, block_n=block_n,
+        rotate_values=rotate_values, scale=scale, block_m=block_m, block_n=block_n, matmul=matmul,
     )
     # Oracle: the reference in fp32 on the very same (already rounded) inputs, so the measured error
     # is the kernel's own (the bf16 reference would add its own rounding of the rotations).
@@ -116,7 +116,8 @@ def test_long_sequence_matches_reference(dim, rotate_values, per_batch, dtype, b
     ],
 )
 def test_half_precision_matches_reference(dtype, dim, length, rotate_values, per_batch):
-    _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks=(16, 16))
+    block = 32 if length > 32 else 16
+    _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks=(block, block))
 
 
 @pytest.mark.parametrize(
@@ -130,6 +131,40 @@ def test_half_precision_matches_reference(dtype, dim, length, rotate_values, per
 )
 def test_padded_head_dims_and_unequal_tiles(dim, length, blocks):
     _check_against_reference(length, dim, True, True, torch.float32, blocks)
+
+
+@pytest.mark.parametrize(
+    ("dim", "length", "rotate_values", "per_batch", "dtype", "blocks"),
+    [
+        (8, 17, True, True, torch.float32, (16, 16)),
+        (16, 64, False, False, torch.float32, (32, 16)),
+        (8, 300, True, False, torch.float32, (64, 32)),
+        (2, 20, False, True, torch.float32, (16, 16)),  # one pair: HALF_PAD = 1
+        (8, 40, True, True, torch.bfloat16, (16, 32)),
+        (4, 33, True, False, torch.float16, (16, 16)),
+    ],
+)
+def test_small_head_fma_path_matches_reference(dim, length, rotate_values, per_batch, dtype, blocks):
+    """The broadcast-and-sum path the GPU autotuner may pick for fp32 with d <= 16."""
+    _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks, matmul="fma")
+
+
+def test_autotune_candidates_follow_length_dtype_and_head_dim():
+    """The GPU autotuner's search space (pure Python, so checked here without a GPU)."""
+    from formal_rope.kernels.triton_attention import _autotune_candidates
+
+    def tiles(bucket, half, precision):
+        configs = _autotune_candidates([], {"T_BUCKET": bucket, "HALF": half}, PRECISION=precision, ROTATE_V=False)
+        return {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["USE_DOT"], c.kwargs["HALF_PAD"]) for c in configs}
+
+    training = tiles(64, 4, "ieee")  # T = 42, d = 8, fp32
+    assert {(m, n) for m, n, *_ in training} == {(32, 32), (64, 32), (64, 64)}
+    assert {pad for _, _, use_dot, pad in training if not use_dot} == {4}
+    assert {pad for _, _, use_dot, pad in training if use_dot} == {16}
+    assert all(use_dot for _, _, use_dot, _ in tiles(512, 4, "tf32"))  # bf16/tf32: tensor cores only
+    assert all(use_dot for _, _, use_dot, _ in tiles(512, 32, "ieee"))  # d = 64: always tl.dot
+    assert (128, 128, True, 32) in tiles(512, 32, "ieee")
+    assert tiles(16, 4, "tf32") == {(32, 32, True, 16)}  # nothing fits a 16-long bucket: smallest tile
 
 
 def test_custom_scale_and_sharp_softmax():
@@ -214,3 +249,5 @@ def test_rejects_bad_shapes_dtypes_and_blocks():
         rotary_attention_triton(q, k, v, cos, sin, block_m=24)
     with pytest.raises(ValueError, match="power of two"):
         rotary_attention_triton(q, k, v, cos, sin, block_n=8)
+    with pytest.raises(ValueError, match="matmul"):
+        rotary_attention_triton(q, k, v, cos, sin, matmul="wgmma")

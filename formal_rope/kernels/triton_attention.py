@@ -23,6 +23,8 @@ Gradients w.r.t. cos/sin are derived in torch from the fp32 dq/dk/dv (see `_tabl
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -51,8 +53,10 @@ def _dot_operand(x, dot_ty: tl.constexpr, UPCAST_DOT: tl.constexpr):
     Products of bf16-rounded values are exact in fp32, so the result matches a bf16 GPU dot.
     """
     if UPCAST_DOT:
-        return _round_to_bf16_rtne(x)
-    return x.to(dot_ty)
+        y = _round_to_bf16_rtne(x)
+    else:
+        y = x.to(dot_ty)
+    return y
 
 
 @triton.jit
@@ -68,8 +72,42 @@ def _round_to_bf16_rtne(x):
 def _dot_pair(even, odd, dot_ty: tl.constexpr, UPCAST_DOT: tl.constexpr):
     """_dot_operand for an (even, odd) pair of tiles, in one call."""
     if UPCAST_DOT:
-        return _round_to_bf16_rtne(even), _round_to_bf16_rtne(odd)
-    return even.to(dot_ty), odd.to(dot_ty)
+        even = _round_to_bf16_rtne(even)
+        odd = _round_to_bf16_rtne(odd)
+    else:
+        even = even.to(dot_ty)
+        odd = odd.to(dot_ty)
+    return even, odd
+
+
+@triton.jit
+def _pair_scores(a_even, a_odd, b_even, b_odd, acc, USE_DOT: tl.constexpr, PRECISION: tl.constexpr):
+    """acc + a_even @ b_even^T + a_odd @ b_odd^T: (M, N) from (M, HALF_PAD) and (N, HALF_PAD) tiles.
+
+    USE_DOT=False is the small-head path: broadcast products summed over the (unpadded, possibly
+    < 16) pair axis on CUDA cores, in fp32 from the already rounded operands, like a tensor-core dot.
+    """
+    if USE_DOT:
+        acc = tl.dot(a_even, tl.trans(b_even), acc=acc, input_precision=PRECISION)
+        acc = tl.dot(a_odd, tl.trans(b_odd), acc=acc, input_precision=PRECISION)
+    else:
+        products = a_even.to(tl.float32)[:, None, :] * b_even.to(tl.float32)[None, :, :]
+        products += a_odd.to(tl.float32)[:, None, :] * b_odd.to(tl.float32)[None, :, :]
+        acc += tl.sum(products, axis=2)
+    return acc
+
+
+@triton.jit
+def _pair_accumulate(weights, b_even, b_odd, acc_even, acc_odd, USE_DOT: tl.constexpr, PRECISION: tl.constexpr):
+    """(acc_even + weights @ b_even, acc_odd + weights @ b_odd) for weights (M, N), b (N, HALF_PAD)."""
+    if USE_DOT:
+        acc_even = tl.dot(weights, b_even, acc=acc_even, input_precision=PRECISION)
+        acc_odd = tl.dot(weights, b_odd, acc=acc_odd, input_precision=PRECISION)
+    else:
+        w = weights.to(tl.float32)[:, :, None]
+        acc_even += tl.sum(w * b_even.to(tl.float32)[None, :, :], axis=1)
+        acc_odd += tl.sum(w * b_odd.to(tl.float32)[None, :, :], axis=1)
+    return acc_even, acc_odd
 
 
 @triton.jit
@@ -113,8 +151,8 @@ def _fwd_key_block(
     k_base, v_base, cos_base, sin_base,
     stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
     T, HALF,
-    BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr, ROTATE_V: tl.constexpr, MASKED: tl.constexpr,
-    PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr, ROTATE_V: tl.constexpr, MASKED: tl.constexpr,
+    PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
 ):
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_p = tl.arange(0, HALF_PAD)
@@ -124,8 +162,9 @@ def _fwd_key_block(
         k_base, offs_n, offs_p, stride_kt, stride_kd, cos_base, sin_base, stride_ct, stride_cp, tile_mask
     )
     kr_even, kr_odd = _dot_pair(kr_even, kr_odd, dot_ty, UPCAST_DOT)
-    scores = tl.dot(qr_even, tl.trans(kr_even), input_precision=PRECISION)
-    scores = tl.dot(qr_odd, tl.trans(kr_odd), acc=scores, input_precision=PRECISION)
+    scores = _pair_scores(
+        qr_even, qr_odd, kr_even, kr_odd, tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32), USE_DOT, PRECISION
+    )
     if MASKED:
         visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :]
         scores = tl.where(visible, scores, float("-inf"))
@@ -137,9 +176,10 @@ def _fwd_key_block(
     l_i = l_i * alpha + tl.sum(p, axis=1)
     v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, tile_mask, cos_k, sin_k, ROTATE_V)
     v_even, v_odd = _dot_pair(v_even, v_odd, dot_ty, UPCAST_DOT)
-    p_dot = _dot_operand(p, dot_ty, UPCAST_DOT)
-    acc_even = tl.dot(p_dot, v_even, acc=acc_even * alpha[:, None], input_precision=PRECISION)
-    acc_odd = tl.dot(p_dot, v_odd, acc=acc_odd * alpha[:, None], input_precision=PRECISION)
+    acc_even, acc_odd = _pair_accumulate(
+        _dot_operand(p, dot_ty, UPCAST_DOT), v_even, v_odd, acc_even * alpha[:, None], acc_odd * alpha[:, None],
+        USE_DOT, PRECISION,
+    )
     return acc_even, acc_odd, l_i, m_new
 
 
@@ -153,7 +193,7 @@ def _attention_fwd_kernel(
     stride_cb, stride_ct, stride_cp,
     H, T, HALF, qk_scale, T_BUCKET,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
-    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
 ):
     num_m = tl.cdiv(T, BLOCK_M)
     pid = tl.program_id(0)
@@ -190,7 +230,7 @@ def _attention_fwd_kernel(
             acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
             k_base, v_base, cos_base, sin_base,
             stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-            T, HALF, BLOCK_N, HALF_PAD, ROTATE_V, False, PRECISION, UPCAST_DOT,
+            T, HALF, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, False, PRECISION, UPCAST_DOT, USE_DOT,
         )
     # Diagonal blocks: strict mask j < i; the largest visible key is start_m + BLOCK_M - 2.
     diag_hi = tl.minimum(start_m + BLOCK_M - 1, T)
@@ -199,7 +239,7 @@ def _attention_fwd_kernel(
             acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
             k_base, v_base, cos_base, sin_base,
             stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-            T, HALF, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT,
+            T, HALF, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT, USE_DOT,
         )
 
     # Query 0 (and padding rows) saw no key: l_i = 0, acc = 0, so the output is exactly zero.
@@ -225,7 +265,7 @@ def _attention_bwd_dkdv_kernel(
     stride_cb, stride_ct, stride_cp,
     H, T, HALF, qk_scale, sm_scale, T_BUCKET,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
-    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
 ):
     num_n = tl.cdiv(T, BLOCK_N)
     pid = tl.program_id(0)
@@ -276,18 +316,16 @@ def _attention_bwd_dkdv_kernel(
         delta = tl.load(DELTA + pid_bh * T + offs_m, mask=row_ok, other=0.0)
 
         # Transposed tiles (keys x queries) so the key-side accumulations need no transposes.
-        scores_t = tl.dot(kr_even, tl.trans(qr_even), input_precision=PRECISION)
-        scores_t = tl.dot(kr_odd, tl.trans(qr_odd), acc=scores_t, input_precision=PRECISION)
+        zeros_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+        scores_t = _pair_scores(kr_even, kr_odd, qr_even, qr_odd, zeros_t, USE_DOT, PRECISION)
         visible = (offs_m[None, :] > offs_n[:, None]) & row_ok[None, :]
         p_t = tl.where(visible, tl.math.exp2(scores_t * qk_scale - lse[None, :]), 0.0)
-        p_dot = _dot_operand(p_t, dot_ty, UPCAST_DOT)
-        dv_even = tl.dot(p_dot, do_even, acc=dv_even, input_precision=PRECISION)
-        dv_odd = tl.dot(p_dot, do_odd, acc=dv_odd, input_precision=PRECISION)
-        dp_t = tl.dot(v_even, tl.trans(do_even), input_precision=PRECISION)
-        dp_t = tl.dot(v_odd, tl.trans(do_odd), acc=dp_t, input_precision=PRECISION)
+        dv_even, dv_odd = _pair_accumulate(
+            _dot_operand(p_t, dot_ty, UPCAST_DOT), do_even, do_odd, dv_even, dv_odd, USE_DOT, PRECISION
+        )
+        dp_t = _pair_scores(v_even, v_odd, do_even, do_odd, zeros_t, USE_DOT, PRECISION)
         ds_t = _dot_operand(p_t * (dp_t - delta[None, :]), dot_ty, UPCAST_DOT)
-        dk_even = tl.dot(ds_t, qr_even, acc=dk_even, input_precision=PRECISION)
-        dk_odd = tl.dot(ds_t, qr_odd, acc=dk_odd, input_precision=PRECISION)
+        dk_even, dk_odd = _pair_accumulate(ds_t, qr_even, qr_odd, dk_even, dk_odd, USE_DOT, PRECISION)
 
     dk_even, dk_odd = _rotate_back(dk_even * sm_scale, dk_odd * sm_scale, cos_k, sin_k)
     if ROTATE_V:
@@ -309,7 +347,7 @@ def _attention_bwd_dq_kernel(
     stride_cb, stride_ct, stride_cp,
     H, T, HALF, qk_scale, sm_scale, T_BUCKET,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
-    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr,
+    ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
 ):
     num_m = tl.cdiv(T, BLOCK_M)
     pid = tl.program_id(0)
@@ -354,15 +392,13 @@ def _attention_bwd_dq_kernel(
         v_even, v_odd = _load_pair_tile(v_base, offs_n, offs_p, stride_vt, stride_vd, kv_mask, cos_k, sin_k, ROTATE_V)
         v_even, v_odd = _dot_pair(v_even, v_odd, dot_ty, UPCAST_DOT)
 
-        scores = tl.dot(qr_even, tl.trans(kr_even), input_precision=PRECISION)
-        scores = tl.dot(qr_odd, tl.trans(kr_odd), acc=scores, input_precision=PRECISION)
+        zeros = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        scores = _pair_scores(qr_even, qr_odd, kr_even, kr_odd, zeros, USE_DOT, PRECISION)
         visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :] & row_ok[:, None]
         p = tl.where(visible, tl.math.exp2(scores * qk_scale - lse[:, None]), 0.0)
-        dp = tl.dot(do_even, tl.trans(v_even), input_precision=PRECISION)
-        dp = tl.dot(do_odd, tl.trans(v_odd), acc=dp, input_precision=PRECISION)
+        dp = _pair_scores(do_even, do_odd, v_even, v_odd, zeros, USE_DOT, PRECISION)
         ds = _dot_operand(p * (dp - delta[:, None]), dot_ty, UPCAST_DOT)
-        dq_even = tl.dot(ds, kr_even, acc=dq_even, input_precision=PRECISION)
-        dq_odd = tl.dot(ds, kr_odd, acc=dq_odd, input_precision=PRECISION)
+        dq_even, dq_odd = _pair_accumulate(ds, kr_even, kr_odd, dq_even, dq_odd, USE_DOT, PRECISION)
 
     dq_even, dq_odd = _rotate_back(dq_even * sm_scale, dq_odd * sm_scale, cos_q, sin_q)
     d_model = 2 * HALF
@@ -373,34 +409,66 @@ def _attention_bwd_dq_kernel(
 # Launch configuration
 # ---------------------------------------------------------------------------------------------
 
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) candidates for the GPU autotuner.
+_DOT_TILES = ((32, 32, 4, 2), (64, 32, 4, 3), (64, 64, 4, 2), (128, 64, 4, 2), (128, 128, 8, 2))
+# The small-head CUDA-core path holds (BLOCK_M, BLOCK_N, HALF_PAD) products in registers: smaller tiles.
+_FMA_TILES = ((32, 32, 4, 2), (64, 32, 4, 2), (64, 64, 8, 2))
+# Half head dims up to this skip the pad to 16 on the fp32-exact path (d = 8 pads 4 -> 16 otherwise,
+# quadrupling CUDA-core work, since IEEE fp32 products cannot use tensor cores).
+_FMA_MAX_HALF = 8
+# Set to False (with a warning) if the small-head path ever fails to build on a GPU; see _launch.
+_FMA_AUTOTUNE = {"enabled": True}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """How the kernels are launched: fixed tiles (blocks, use_dot) or GPU autotuning (blocks=None)."""
+
+    precision: str  # tl.dot input_precision: "ieee" (exact fp32) or "tf32"
+    blocks: tuple[int, int] | None = None
+    use_dot: bool = True  # False: the small-head broadcast-and-sum path (explicit blocks only)
+
 
 def _pow2_at_least(n: int, floor: int = 16) -> int:
     return max(floor, 1 << max(0, (n - 1).bit_length()))
 
 
-def _gpu_configs() -> list[triton.Config]:
+def _half_pad(half: int, use_dot: bool) -> int:
+    # tl.dot needs every dimension >= 16; the broadcast path only needs a power of two.
+    return _pow2_at_least(half, 16 if use_dot else 1)
+
+
+def _autotune_candidates(configs, named_args, **kwargs) -> list[triton.Config]:
+    """The configs worth timing for this call (triton's early_config_prune hook).
+
+    Tiles longer than the power-of-two length bucket are dropped (T <= 42 training times 3 tilings,
+    not 5); the small-head path joins for exact-fp32 calls with d/2 <= 8. HALF_PAD and USE_DOT
+    travel inside the config because they must agree with each other.
+    """
+    bucket, half = named_args["T_BUCKET"], named_args["HALF"]
+    candidates = [(tile, True) for tile in _DOT_TILES]
+    if kwargs.get("PRECISION") == "ieee" and half <= _FMA_MAX_HALF and _FMA_AUTOTUNE["enabled"]:
+        candidates += [(tile, False) for tile in _FMA_TILES]
+    fitting = [(tile, use_dot) for tile, use_dot in candidates if max(tile[:2]) <= bucket] or candidates[:1]
     return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages)
-        for bm, bn, warps, stages in ((32, 32, 4, 2), (64, 32, 4, 3), (64, 64, 4, 2), (128, 64, 4, 2), (128, 128, 8, 2))
+        triton.Config(
+            {"BLOCK_M": bm, "BLOCK_N": bn, "USE_DOT": use_dot, "HALF_PAD": _half_pad(half, use_dot)},
+            num_warps=warps,
+            num_stages=stages,
+        )
+        for (bm, bn, warps, stages), use_dot in fitting
     ]
 
 
-def _prune_to_length(configs, named_args, **kwargs):
-    """Drop tiles longer than the (power-of-two) sequence: T <= 42 training tunes 3 configs, not 5."""
-    bucket = named_args["T_BUCKET"]
-    fitting = [c for c in configs if c.kwargs["BLOCK_M"] <= bucket and c.kwargs["BLOCK_N"] <= bucket]
-    return fitting or configs[:1]
-
-
-# On a GPU the block shapes are autotuned per (length bucket, padded half dim, value rotation,
-# precision, dtypes); bucketing T by powers of two keeps the evaluation sweep (lengths 41..500) to a
-# handful of tunings.
-_AUTOTUNE_KEY = ["T_BUCKET", "HALF_PAD", "ROTATE_V", "PRECISION"]
+# On a GPU the launch is autotuned per (length bucket, half dim, value rotation, precision, dtypes);
+# bucketing T by powers of two keeps the evaluation sweep (lengths 41..500) to a handful of tunings.
+_AUTOTUNE_KEY = ["T_BUCKET", "HALF", "ROTATE_V", "PRECISION"]
 
 
 def _tuned(kernel):
+    placeholders = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}) for bm, bn, _, _ in _DOT_TILES]
     return triton.autotune(
-        configs=_gpu_configs(), key=_AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _prune_to_length}
+        configs=placeholders, key=_AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _autotune_candidates}
     )(kernel)
 
 
@@ -409,35 +477,42 @@ _dkdv_tuned = _tuned(_attention_bwd_dkdv_kernel)
 _dq_tuned = _tuned(_attention_bwd_dq_kernel)
 
 
-def _interpreter_block(length: int) -> int:
-    # The interpreter runs each program with numpy: larger tiles mean fewer Python-level steps.
-    return min(64, _pow2_at_least(length))
+def _launch(kernel, tuned, grid_rows: int, bh: int, args: tuple, meta: dict, plan: LaunchPlan, half: int, row_block: str):
+    """Run `kernel` with the plan's fixed tiles, or its autotuned twin when plan.blocks is None."""
+    block_key = "BLOCK_M" if row_block == "M" else "BLOCK_N"
+    if plan.blocks is not None:
+        tiles = {"BLOCK_M": plan.blocks[0], "BLOCK_N": plan.blocks[1]}
+        grid = (triton.cdiv(grid_rows, tiles[block_key]) * bh,)
+        kernel[grid](*args, **tiles, USE_DOT=plan.use_dot, HALF_PAD=_half_pad(half, plan.use_dot), **meta)
+        return
+
+    def grid(config):
+        return (triton.cdiv(grid_rows, config[block_key]) * bh,)
+
+    try:
+        tuned[grid](*args, **meta)
+    except Exception as error:  # noqa: BLE001 - only the optional small-head path is retried
+        if not _FMA_AUTOTUNE["enabled"] or half > _FMA_MAX_HALF or meta["PRECISION"] != "ieee":
+            raise
+        warnings.warn(f"small-head Triton path failed ({error!r}); autotuning the tl.dot path only", stacklevel=3)
+        _FMA_AUTOTUNE["enabled"] = False
+        tuned[grid](*args, **meta)
 
 
-def _launch(kernel, tuned, grid_rows: int, bh: int, args: tuple, meta: dict, blocks: tuple[int, int] | None, row_block: str):
-    """Run `kernel` with explicit blocks (interpreter or caller-fixed) or its autotuned twin."""
-    if blocks is not None:
-        block_m, block_n = blocks
-        rows_block = block_m if row_block == "M" else block_n
-        grid = (triton.cdiv(grid_rows, rows_block) * bh,)
-        kernel[grid](*args, BLOCK_M=block_m, BLOCK_N=block_n, **meta)
-    else:
-        key = "BLOCK_M" if row_block == "M" else "BLOCK_N"
-        tuned[lambda cfg: (triton.cdiv(grid_rows, cfg[key]) * bh,)](*args, **meta)
-
-
-def _block_sizes(length: int, block_m: int | None, block_n: int | None) -> tuple[int, int] | None:
-    if block_m is not None or block_n is not None:
-        block_m = block_m or block_n
-        block_n = block_n or block_m
-        for name, value in (("block_m", block_m), ("block_n", block_n)):
-            if value < 16 or value & (value - 1):
-                raise ValueError(f"{name} must be a power of two >= 16 (a tl.dot rule), got {value}")
-        return block_m, block_n
-    if _INTERPRETED:
-        block = _interpreter_block(length)
-        return block, block
-    return None
+def _plan(length: int, precision: str, block_m: int | None, block_n: int | None, matmul: str | None) -> LaunchPlan:
+    if matmul not in (None, "dot", "fma"):
+        raise ValueError(f"matmul must be 'dot', 'fma' or None (autotune/default), got {matmul!r}")
+    if block_m is None and block_n is None:
+        if not _INTERPRETED and matmul is None:
+            return LaunchPlan(precision)
+        # The interpreter runs each program with numpy: larger tiles mean fewer Python-level steps.
+        block_m = block_n = min(64, _pow2_at_least(length))
+    block_m = block_m or block_n
+    block_n = block_n or block_m
+    for name, value in (("block_m", block_m), ("block_n", block_n)):
+        if value < 16 or value & (value - 1):
+            raise ValueError(f"{name} must be a power of two >= 16 (a tl.dot rule), got {value}")
+    return LaunchPlan(precision, (block_m, block_n), use_dot=matmul != "fma")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -484,16 +559,11 @@ def _precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     return "ieee" if (dtype == torch.float32 and not allow_tf32) else "tf32"
 
 
-def _kernel_meta(dtype: torch.dtype, dim: int, rotate_values: bool, precision: str) -> dict:
-    return dict(
-        HALF_PAD=_pow2_at_least(dim // 2),
-        ROTATE_V=rotate_values,
-        PRECISION=precision,
-        UPCAST_DOT=_INTERPRETED and dtype == torch.bfloat16,
-    )
+def _kernel_meta(dtype: torch.dtype, rotate_values: bool, precision: str) -> dict:
+    return dict(ROTATE_V=rotate_values, PRECISION=precision, UPCAST_DOT=_INTERPRETED and dtype == torch.bfloat16)
 
 
-def _forward(q, k, v, cos, sin, rotate_values, scale, blocks, precision):
+def _forward(q, k, v, cos, sin, rotate_values: bool, scale: float, plan: LaunchPlan):
     batch, heads, length, dim = q.shape
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch * heads, length), device=q.device, dtype=torch.float32)
@@ -502,12 +572,12 @@ def _forward(q, k, v, cos, sin, rotate_values, scale, blocks, precision):
         *q.stride(), *k.stride(), *v.stride(), *out.stride(), *_table_strides(cos),
         heads, length, dim // 2, scale * math.log2(math.e), _pow2_at_least(length),
     )
-    meta = _kernel_meta(q.dtype, dim, rotate_values, precision)
-    _launch(_attention_fwd_kernel, _fwd_tuned, length, batch * heads, args, meta, blocks, "M")
+    meta = _kernel_meta(q.dtype, rotate_values, plan.precision)
+    _launch(_attention_fwd_kernel, _fwd_tuned, length, batch * heads, args, meta, plan, dim // 2, "M")
     return out, lse
 
 
-def _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, blocks, precision):
+def _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values: bool, scale: float, plan: LaunchPlan):
     batch, heads, length, dim = q.shape
     # delta_i = <dout_i, out_i> = <R_i dout_i, R_i out_i>: the rotated-frame row term, rotation-free.
     delta = (grad_out.float() * out.float()).sum(-1).reshape(batch * heads, length).contiguous()
@@ -518,14 +588,14 @@ def _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, block
         *q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *_table_strides(cos),
         heads, length, dim // 2, scale * math.log2(math.e), scale, _pow2_at_least(length),
     )
-    meta = _kernel_meta(q.dtype, dim, rotate_values, precision)
+    meta = _kernel_meta(q.dtype, rotate_values, plan.precision)
     _launch(
         _attention_bwd_dkdv_kernel, _dkdv_tuned, length, batch * heads,
-        (q, k, v, cos, sin, grad_out, lse, delta, dk, dv, *common), meta, blocks, "N",
+        (q, k, v, cos, sin, grad_out, lse, delta, dk, dv, *common), meta, plan, dim // 2, "N",
     )
     _launch(
         _attention_bwd_dq_kernel, _dq_tuned, length, batch * heads,
-        (q, k, v, cos, sin, grad_out, lse, delta, dq, *common), meta, blocks, "M",
+        (q, k, v, cos, sin, grad_out, lse, delta, dq, *common), meta, plan, dim // 2, "M",
     )
     return dq, dk, dv
 
@@ -576,21 +646,21 @@ def _table_gradients(q, k, v, cos, sin, out, grad_out, dq, dk, dv, rotate_values
 
 class _RotaryAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, cos, sin, rotate_values, scale, blocks, precision):
-        out, lse = _forward(q, k, v, cos, sin, rotate_values, scale, blocks, precision)
+    def forward(ctx, q, k, v, cos, sin, rotate_values, scale, plan):
+        out, lse = _forward(q, k, v, cos, sin, rotate_values, scale, plan)
         ctx.save_for_backward(q, k, v, cos, sin, out, lse)
-        ctx.config = (rotate_values, scale, blocks, precision)
+        ctx.config = (rotate_values, scale, plan)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, cos, sin, out, lse = ctx.saved_tensors
-        rotate_values, scale, blocks, precision = ctx.config
-        dq, dk, dv = _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, blocks, precision)
+        rotate_values, scale, plan = ctx.config
+        dq, dk, dv = _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, plan)
         d_cos = d_sin = None
         if ctx.needs_input_grad[3] or ctx.needs_input_grad[4]:
             d_cos, d_sin = _table_gradients(q, k, v, cos, sin, out, grad_out, dq, dk, dv, rotate_values)
-        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), d_cos, d_sin, None, None, None, None
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), d_cos, d_sin, None, None, None
 
 
 def rotary_attention_triton(
@@ -604,21 +674,25 @@ def rotary_attention_triton(
     scale: float | None = None,
     block_m: int | None = None,
     block_n: int | None = None,
+    matmul: str | None = None,
     allow_tf32: bool = False,
 ) -> torch.Tensor:
     """Fused Triton strict-causal rotary attention; same contract as `rotary_attention`.
 
-    block_m/block_n fix the tile sizes (powers of two >= 16) instead of autotuning (GPU) or the
-    interpreter default; allow_tf32 lets fp32 inputs use TF32 tensor-core products (faster, ~1e-3).
+    By default a GPU autotunes tiles (and, for fp32 with d <= 16, the small-head path); the
+    interpreter uses 64-wide tiles (fewer for short T). block_m/block_n fix the tiles (powers of two
+    >= 16); matmul fixes the tile products: 'dot' (tl.dot, head dim padded to >= 16) or 'fma'
+    (broadcast-and-sum on CUDA cores, no pad beyond a power of two). allow_tf32 lets fp32 inputs
+    use TF32 tensor-core products (faster, ~1e-3 relative error instead of ~1e-7).
     """
     _check_inputs(q, k, v, cos, sin)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if q.shape[2] == 0 or q.numel() == 0:
         return (q + k + v) * 0
-    blocks = _block_sizes(q.shape[2], block_m, block_n)
+    plan = _plan(q.shape[2], _precision(q.dtype, allow_tf32), block_m, block_n, matmul)
     if cos.stride() != sin.stride():  # the kernels index both tables with one set of strides
         cos, sin = cos.contiguous(), sin.contiguous()
-    return _RotaryAttention.apply(q, k, v, cos, sin, bool(rotate_values), scale, blocks, _precision(q.dtype, allow_tf32))
+    return _RotaryAttention.apply(q, k, v, cos, sin, bool(rotate_values), scale, plan)
 
 
 def interpreter_active() -> bool:
@@ -626,4 +700,4 @@ def interpreter_active() -> bool:
     return _INTERPRETED
 
 
-__all__ = ["rotary_attention_triton", "interpreter_active"]
+__all__ = ["LaunchPlan", "interpreter_active", "rotary_attention_triton"]
