@@ -82,3 +82,9 @@ def test_accepts_encoded_rejects_out_of_range_indices():
     dfa = DFA(("a", "b"), np.zeros((1, 2), dtype=np.int64), 0, np.array([True]))
     with pytest.raises(ValueError, match="0..1"):
         accepts_encoded(dfa, np.array([[0, 2]]), np.array([2]))
+
+
+def test_padding_value_past_length_is_ignored():
+    dfa = DFA(("a", "b"), np.array([[1, 0], [1, 1]]), 0, np.array([False, True]))
+    symbols = np.array([[1, -1, -1], [0, 7, 7], [1, 1, 0]])
+    assert accepts_encoded(dfa, symbols, np.array([1, 1, 3])).tolist() == [False, True, True]

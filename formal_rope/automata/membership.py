@@ -212,11 +212,16 @@ def run_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarra
 def accepts_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Membership of every encoded string (bool (n,)), vectorized across the batch.
 
-    Symbol indices (within each length) must lie in 0..n_symbols-1; a ValueError says otherwise.
+    Symbol indices within each string's length must lie in 0..n_symbols-1 (a ValueError says
+    otherwise); entries past the length are ignored, whatever padding value they hold.
     """
     symbols = np.asarray(symbols)
+    lengths = np.asarray(lengths, dtype=np.int64)
     if symbols.size and (int(symbols.min()) < 0 or int(symbols.max()) >= dfa.n_symbols):
-        raise ValueError(f"symbol indices must lie in 0..{dfa.n_symbols - 1} for alphabet {dfa.alphabet}")
+        # Padding past a string's length may hold anything (e.g. a PAD id); only check inside.
+        inside = symbols[np.arange(symbols.shape[1])[None, :] < lengths[:, None]]
+        if inside.size and (int(inside.min()) < 0 or int(inside.max()) >= dfa.n_symbols):
+            raise ValueError(f"symbol indices must lie in 0..{dfa.n_symbols - 1} for alphabet {dfa.alphabet}")
     return dfa.accepting[run_encoded(dfa, symbols, lengths)]
 
 
