@@ -75,6 +75,7 @@ class Row:
     unfused_peak_mib: float | None
     max_abs_diff: float
     device: str
+    tuned: str  # the autotuner's picks (GPU): fwd / dkdv / dq tiles, warps, and tl.dot vs small-head path
 
 
 def unfused_attention(q, k, v, cos, sin, *, rotate_values: bool, mask: torch.Tensor, keep_rows: torch.Tensor):
@@ -158,7 +159,15 @@ def run_case(case: Case, dtype: torch.dtype, rotate_values: bool, repeats: int) 
         unfused_peak_mib=peak_extra_mib(step(unfused)),
         max_abs_diff=diff,
         device=torch.cuda.get_device_name() if HAS_GPU else "cpu (Triton interpreter)",
+        tuned=_tuned_configs(case.backward) if HAS_GPU else "n/a (fixed interpreter tiles)",
     )
+
+
+def _tuned_configs(backward: bool) -> str:
+    from formal_rope.kernels import triton_attention as kernels
+
+    tuners = [("fwd", kernels._fwd_tuned)] + ([("dkdv", kernels._dkdv_tuned), ("dq", kernels._dq_tuned)] if backward else [])
+    return "; ".join(f"{name}: {getattr(tuner, 'best_config', None)}" for name, tuner in tuners)
 
 
 def _no_grad(fn):
@@ -198,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"max|diff| {row.max_abs_diff:.2e}",
                     flush=True,
                 )
+                if HAS_GPU:
+                    print(f"{'':12s} tuned: {row.tuned}", flush=True)
     if HAS_GPU:
         eval_rows = [r for r in rows if r.case == "eval"]
         worst = min(r.speedup for r in eval_rows)

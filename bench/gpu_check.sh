@@ -140,7 +140,7 @@ timeout "$BENCH_TIMEOUT" "$PY" bench/attention.py --dtypes "$BENCH_DTYPES" --jso
 BENCH_RC=$?
 report ""
 report "== bench/attention.py (fused vs rotation + SDPA with explicit strict mask), rc=$BENCH_RC$([ $BENCH_RC = 124 ] && echo ' (TIMED OUT)')"
-grep -E '^(train|eval)|evaluation shapes|no GPU|Error' "$LOGS/gpu_bench.log" | tee -a "$REPORT"
+grep -E '^(train|eval)|tuned:|evaluation shapes|no GPU|Error' "$LOGS/gpu_bench.log" | tee -a "$REPORT"
 
 report ""
 report "total: $((SECONDS - START)) s; logs: gpu_smoke.log gpu_tests.log gpu_bench.log gpu_bench.json in $LOGS"
