@@ -30,6 +30,16 @@ def _resolve(expression: str, alphabet: Optional[str]):
     return language
 
 
+def _build(language, max_states: int):
+    """language_dfa with a spinner on stderr (shown only on a terminal): big automata take seconds."""
+    from rich.console import Console
+
+    from formal_rope.automata import language_dfa
+
+    with Console(stderr=True).status(f"building the automaton of {language.expression}…"):
+        return language_dfa(language, max_states=max_states)
+
+
 def _word_text(symbols, alphabet) -> str:
     """Symbols back to the string syntax `split_symbols` reads."""
     separator = "" if all(len(symbol) == 1 for symbol in alphabet) else " "
@@ -44,10 +54,10 @@ def dfa_command(
     json_output: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Build and print the minimal complete DFA of a language (→ marks the start, * accepting states)."""
-    from formal_rope.automata import language_dfa, to_dot, to_json, to_table
+    from formal_rope.automata import to_dot, to_json, to_table
 
     language = _resolve(expression, alphabet)
-    dfa = language_dfa(language, max_states=max_states)
+    dfa = _build(language, max_states)
     if dot:
         print(to_dot(dfa), end="")
         return
@@ -84,10 +94,10 @@ def accepts_command(
     json_output: bool = typer.Option(False, "--json", help="Print a JSON array of booleans in input order."),
 ) -> None:
     """Test membership of strings in a language (vectorized over the whole batch)."""
-    from formal_rope.automata import accepts, language_dfa
+    from formal_rope.automata import accepts
 
     language = _resolve(expression, alphabet)
-    dfa = language_dfa(language, max_states=max_states)
+    dfa = _build(language, max_states)
     if not strings:
         strings = sys.stdin.read().splitlines()
     verdicts = accepts(dfa, list(strings)).tolist()
@@ -110,12 +120,12 @@ def equiv_command(
     When the two alphabets differ, both languages are compared as sets of strings over the union
     of the alphabets (a string using a symbol a language does not know is not in that language).
     """
-    from formal_rope.automata import accepts, equivalent, language_dfa, union_alphabet
+    from formal_rope.automata import accepts, equivalent, union_alphabet
 
     first_language = _resolve(first, alphabet)
     second_language = _resolve(second, alphabet)
-    first_dfa = language_dfa(first_language, max_states=max_states)
-    second_dfa = language_dfa(second_language, max_states=max_states)
+    first_dfa = _build(first_language, max_states)
+    second_dfa = _build(second_language, max_states)
     result = equivalent(first_dfa, second_dfa, max_states=max_states)
     symbols = union_alphabet(first_dfa.alphabet, second_dfa.alphabet)
     counterexample = None if result.counterexample is None else _word_text(result.counterexample, symbols)
