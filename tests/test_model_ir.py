@@ -123,3 +123,17 @@ def test_missing_and_corrupt_files_are_user_errors(tmp_path):
         archive.writestr("metadata.json", json.dumps({"kind": "mystery"}))
     with pytest.raises(FormalRopeError, match="unknown model kind"):
         load_runnable(odd)
+
+
+@pytest.mark.parametrize("name", ["bf16", "fp16", "fp32", "e8m4", "e5m6"])
+def test_format_ops_are_correctly_rounded(name):
+    fmt = parse_format(name)
+    ops = _FormatOps(fmt)
+    rng = np.random.default_rng(7)
+    scale = 10.0 ** rng.integers(-6, 6, size=(2, 4000))
+    a, b = (ops.cast(rng.normal(size=4000) * scale[i]) for i in range(2))
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        for op, exact in ((ops.add, np.add), (ops.sub, np.subtract), (ops.mul, np.multiply), (ops.div, np.divide)):
+            got = np.asarray(op(a, b), dtype=np.float64)
+            assert np.array_equal(got, round_to_format(exact(a64, b64), fmt), equal_nan=True)

@@ -1,1 +1,26 @@
-"""model stage."""
+"""Model stage: the explicit transformer IR, its evaluator (native torch / emulated format) and model files.
+
+Importing this package does not import torch (the evaluator imports it lazily in native mode).
+"""
+
+from formal_rope.model.evaluate import EvaluationResult, evaluate
+from formal_rope.model.io import load_model, load_runnable, model_table, read_metadata, save_model
+from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
+
+__all__ = [
+    "BOS",
+    "EOS",
+    "AttentionHead",
+    "EvaluationResult",
+    "FeedForward",
+    "Layer",
+    "Readout",
+    "RotaryPair",
+    "TransformerIR",
+    "evaluate",
+    "load_model",
+    "load_runnable",
+    "model_table",
+    "read_metadata",
+    "save_model",
+]

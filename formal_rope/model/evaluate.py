@@ -147,6 +147,26 @@ def _torch_dtype(fmt):
 _NUMPY_FORMATS = {(11, 52): np.float64, (8, 23): np.float32, (5, 10): np.float16}
 
 
+def _float32_bit_rounder(mantissa_bits: int):
+    """Round float32 values to ``mantissa_bits`` stored bits, ties to even, on the bit pattern.
+
+    Valid for formats with fp32's exponent range: subnormals share fp32's linear bit layout and a
+    carry out of the largest binade produces the bit pattern of inf, as IEEE overflow requires.
+    """
+    drop = np.uint32(23 - mantissa_bits)
+    half_minus_one = np.uint32((1 << (23 - mantissa_bits - 1)) - 1)
+    keep = np.uint32(~((1 << (23 - mantissa_bits)) - 1) & 0xFFFFFFFF)
+    one = np.uint32(1)
+
+    def rounder(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        bits = x.view(np.uint32)
+        rounded = ((bits + half_minus_one + ((bits >> drop) & one)) & keep).view(np.float32)
+        return np.where(np.isnan(x), x, rounded)
+
+    return rounder
+
+
 class _FormatOps:
     """Correctly rounded elementwise ops and left-to-right sums in a format.
 
@@ -160,14 +180,24 @@ class _FormatOps:
         self.fmt = fmt
         self.dtype = _NUMPY_FORMATS.get((fmt.exponent_bits, fmt.mantissa_bits))
         self._round = make_rounder(fmt)
+        # Formats with fp32's exponent range and M <= 10 (bf16) ride on float32: one IEEE float32
+        # operation then a rounding of the float32 bit pattern is a correct rounding (24 >= 2(M+1)+2).
+        self._carrier_round = None
+        if self.dtype is None and fmt.exponent_bits == 8 and fmt.mantissa_bits <= 10:
+            self._carrier_round = _float32_bit_rounder(fmt.mantissa_bits)
 
     def cast(self, x) -> np.ndarray:
         if self.dtype is not None:
             return _quiet_cast(x, self.dtype)
-        return self._round(np.asarray(x, dtype=np.float64))
+        rounded = self._round(np.asarray(x, dtype=np.float64))
+        return rounded.astype(np.float32) if self._carrier_round is not None else rounded
 
     def _fix(self, x: np.ndarray) -> np.ndarray:
-        return x if self.dtype is not None else self._round(x)
+        if self.dtype is not None:
+            return x
+        if self._carrier_round is not None:
+            return self._carrier_round(x)
+        return self._round(x)
 
     def mul(self, a, b):
         return self._fix(a * b)
@@ -209,7 +239,7 @@ class _FormatOps:
         moved = np.moveaxis(x, axis, 0)
         total = moved[0].copy()
         for index in range(1, moved.shape[0]):
-            total = self._round(total + moved[index])
+            total = self._fix(total + moved[index])
         return total
 
 
