@@ -7,6 +7,7 @@ state dict. `formalrope run MODEL` dispatches on "kind" and calls load_checkpoin
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import os
@@ -90,8 +91,7 @@ class TrainedClassifier:
         if len(strings) == 0:
             return []
         symbols, lengths = encode_strings(list(strings), self.alphabet)
-        model = self.model.to(CLASSIFY_FORMATS[fmt])
-        model.eval()
+        model = self._model_in(CLASSIFY_FORMATS[fmt])
         decisions = np.empty(len(lengths), dtype=bool)
         with torch.no_grad():
             for length in np.unique(lengths):
@@ -99,8 +99,16 @@ class TrainedClassifier:
                 tokens, readout = encode_fixed_length(symbols[rows, :length], len(self.alphabet))
                 logits = model(tokens, readout).float()
                 decisions[rows] = (logits[:, 1] > logits[:, 0]).numpy()
-        self.model.to(torch.float32)
         return decisions.tolist()
+
+    def _model_in(self, dtype: torch.dtype) -> Classifier:
+        """The network in `dtype`; learned frequencies stay float64 (phases are not the network's format)."""
+        if dtype == torch.float32:
+            return self.model.eval()
+        model = copy.deepcopy(self.model).to(dtype).eval()
+        if isinstance(getattr(self.model.positional, "frequencies", None), torch.nn.Parameter):
+            model.positional.frequencies = torch.nn.Parameter(self.model.positional.frequencies.detach().clone())
+        return model
 
 
 def load_checkpoint(path: str | Path) -> TrainedClassifier:

@@ -44,7 +44,9 @@ def n_star(lengths: Sequence[int], accuracies: Sequence[float]) -> int:
     return best
 
 
-def chunk_size(batch: int, heads: int, tokens: int, budget: int = SCORE_ELEMENT_BUDGET) -> int:
+def chunk_size(batch: int, heads: int, tokens: int, budget: int | None = None) -> int:
+    """Strings per forward pass so that batch * heads * tokens^2 attention scores fit the budget."""
+    budget = SCORE_ELEMENT_BUDGET if budget is None else budget
     return max(1, min(batch, budget // max(1, heads * tokens * tokens)))
 
 

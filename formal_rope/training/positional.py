@@ -294,7 +294,7 @@ class ProjectedRotary(FixedRotary):
     def rotation(self, layer, length, hidden):
         (fixed,) = self._tables(length, hidden.device)  # (T, P), already reduced when fp64
         batch = hidden.shape[0]
-        content = self.projectors[layer](hidden.float()).view(batch, length, self.heads, self.n_pairs)
+        content = self.projectors[layer](hidden).float().view(batch, length, self.heads, self.n_pairs)
         angles = fixed[None, :, None, :] + content  # (B, T, H, P)
         angles = angles.permute(0, 2, 1, 3)  # (B, H, T, P)
         return torch.cos(angles), torch.sin(angles)

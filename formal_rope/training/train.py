@@ -98,15 +98,19 @@ def resolve_dfa(config: RunConfig):
 
 
 def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
-    """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k with the
-    language's syntactic structure periodic modulo k (classify(dfa).mod_k)."""
+    """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k such that
+    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs).
+    Outside LTL[P,MOD] there is no such k; auto then uses the stability period of eta(Sigma^k), the
+    period with which the language's length structure repeats."""
     if config.pe not in PERIODIC_ENCODINGS:
         return config.periods
     if config.periods is not None:
         return validate_periods(config.periods)
     from formal_rope.classes import classify
 
-    return (max(1, int(classify(dfa).mod_k)),)
+    classification = classify(dfa)
+    k = classification.mod_k if classification.mod_k is not None else classification.stability_period
+    return (max(1, int(k)),)
 
 
 def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> PositionalSpec:

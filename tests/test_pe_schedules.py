@@ -1,0 +1,185 @@
+"""Positional schedules: RoPE's relative-position identity, periodic tables, phase precision."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.kernels import apply_rotary
+from formal_rope.training.positional import (
+    PositionalSpec,
+    assign_periods,
+    build_positional,
+    periodic_tables,
+    phase_tables,
+    rope_frequencies,
+    rotary_phases,
+)
+
+
+def _rotated_scores(base: float, positions: np.ndarray, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """(T, T) matrix of R_i q . R_j k for one fixed q, k placed at every position (float64)."""
+    n_pairs = q.shape[-1] // 2
+    cos, sin = phase_tables(rotary_phases(rope_frequencies(base, n_pairs), positions, "fp64"))
+    cos, sin = cos.double(), sin.double()
+    length = len(positions)
+    q_rot = apply_rotary(q.expand(1, 1, length, -1), cos, sin)[0, 0]
+    k_rot = apply_rotary(k.expand(1, 1, length, -1), cos, sin)[0, 0]
+    return q_rot @ k_rot.T
+
+
+@pytest.mark.parametrize("base", [1.0, 10.0, 1e4, 1e8, 1e12])
+def test_rope_scores_depend_only_on_offset(base):
+    generator = torch.Generator().manual_seed(int(math.log10(base) + 20))
+    q = torch.randn(16, generator=generator, dtype=torch.float64)
+    k = torch.randn(16, generator=generator, dtype=torch.float64)
+    positions = np.arange(0, 300, 7)
+    scores = _rotated_scores(base, positions, q, k)
+    offsets = positions[:, None] - positions[None, :]
+    for offset in (0, 7, 21, 70, -35):
+        values = scores[torch.from_numpy(offsets == offset)]
+        assert len(values) > 1
+        # The tables are float32 (rounded at ~6e-8), so equal offsets agree to ~1e-6 relative.
+        assert torch.allclose(values, values[0].expand_as(values), atol=1e-5 * float(q.norm() * k.norm()))
+    # ...and different offsets do give different scores (the check is not vacuous).
+    assert not torch.allclose(scores[0, 1], scores[0, 2])
+
+
+def test_rope_frequencies_follow_the_formula():
+    for base in (1e-12, 1e-4, 1.0, 1e4, 1e12):
+        frequencies = rope_frequencies(base, 4)
+        for d in range(1, 5):
+            assert frequencies[d - 1] == pytest.approx(base ** (-2 * (d - 1) / 8), rel=1e-12)
+    with pytest.raises(FormalRopeError):
+        rope_frequencies(0.0, 4)
+    with pytest.raises(FormalRopeError):
+        rope_frequencies(-1.0, 4)
+
+
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=4), st.integers(0, 10**9))
+def test_periodic_tables_repeat_bit_exactly_far_out(periods, offset):
+    n_pairs = 6
+    pair_periods, _ = assign_periods(periods, n_pairs)
+    period = int(np.lcm.reduce(pair_periods))
+    base_positions = np.arange(0, 2 * period)
+    far = base_positions + period * (10**6 // period + 1 + offset)  # beyond 10^6, whole periods away
+    cos_near, sin_near = periodic_tables(periods, n_pairs, base_positions)
+    cos_far, sin_far = periodic_tables(periods, n_pairs, far)
+    assert torch.equal(cos_near, cos_far) and torch.equal(sin_near, sin_far)
+    # Each pair repeats with its own period, and no smaller one for numerator-1 pairs of period > 1.
+    cos_shift, sin_shift = periodic_tables(periods, n_pairs, base_positions + pair_periods.max())
+    for pair, pair_period in enumerate(pair_periods.tolist()):
+        if pair_periods.max() % pair_period == 0:
+            assert torch.equal(cos_shift[:, pair], cos_near[:, pair])
+
+
+def test_periodic_table_values_are_the_rational_rotations():
+    cos, sin = periodic_tables((3,), 2, np.arange(6))
+    # Pair 0: numerator 1 (angle 2*pi/3); pair 1: numerator 1 as well (3 // 2 = 1 harmonic).
+    expected = np.cos(2 * np.pi * np.arange(6) / 3)
+    assert np.allclose(cos[:, 0].numpy(), expected, atol=1e-7)
+    assert np.allclose(sin[:, 1].numpy(), np.sin(2 * np.pi * np.arange(6) / 3), atol=1e-7)
+    # Period 2: R_i = (-1)^i I exactly (cos in {1, -1}, sin exactly 0 in float32).
+    cos2, sin2 = periodic_tables((2,), 3, np.arange(10**6, 10**6 + 8))
+    assert torch.equal(cos2[:, 0], torch.tensor([1.0, -1.0] * 4))
+    assert torch.all(sin2.abs() < 1e-15)
+
+
+def test_assign_periods_round_robin_and_harmonics():
+    periods, numerators = assign_periods((2, 5), 6)
+    assert periods.tolist() == [2, 5, 2, 5, 2, 5]
+    assert numerators.tolist() == [1, 1, 1, 2, 1, 1]  # period 5 cycles through harmonics 1, 2
+    periods, numerators = assign_periods((1,), 3)
+    assert numerators.tolist() == [0, 0, 0]  # period 1 = unrotated
+    for bad in [(0,), (-2,), (), (2.5,)]:
+        with pytest.raises(FormalRopeError):
+            assign_periods(bad, 4)
+
+
+def _exact_reduced_phase(theta: float, position: int) -> float:
+    """theta (a float64 value, taken exactly) times position, reduced mod 2*pi with 60 digits."""
+    with mpmath.workdps(60):
+        product = mpmath.mpf(theta) * position
+        return float(product - 2 * mpmath.pi * mpmath.floor(product / (2 * mpmath.pi)))
+
+
+def _wrapped_distance(a: float, b: float) -> float:
+    difference = (a - b) % (2 * math.pi)
+    return min(difference, 2 * math.pi - difference)
+
+
+def test_tiny_base_fp64_phases_are_accurate_and_fp32_are_not():
+    frequencies = rope_frequencies(1e-12, 4)  # up to ~1e9 rad per position
+    positions = np.array([1, 41, 137, 499, 500])
+    fp64 = rotary_phases(frequencies, positions, "fp64")
+    fp32 = rotary_phases(frequencies, positions, "fp32")
+    assert fp64.dtype == np.float64 and fp32.dtype == np.float32
+    assert np.all((fp64 >= 0) & (fp64 < 2 * math.pi))
+    fp64_errors, fp32_errors = [], []
+    for row, position in enumerate(positions.tolist()):
+        for pair, theta in enumerate(frequencies.tolist()):
+            exact = _exact_reduced_phase(theta, position)
+            fp64_errors.append(_wrapped_distance(fp64[row, pair], exact))
+            with mpmath.workdps(60):
+                fp32_errors.append(abs(float(mpmath.mpf(float(fp32[row, pair])) - mpmath.mpf(theta) * position)))
+    # float64: the product's rounding is ~ulp(5e11) ~ 6e-5 rad.
+    assert max(fp64_errors) < 1e-3
+    # float32: theta itself is rounded (rel 6e-8) and so is the product: ~1e4 rad off at i = 500.
+    assert max(fp32_errors) > 1e3
+    # The error bound is the float32 rounding of theta times i plus one ulp of the product.
+    for row, position in enumerate(positions.tolist()):
+        for pair, theta in enumerate(frequencies.tolist()):
+            bound = abs(float(np.float32(theta)) - theta) * position + float(np.spacing(np.float32(theta * position)))
+            with mpmath.workdps(60):
+                error = abs(float(mpmath.mpf(float(fp32[row, pair])) - mpmath.mpf(theta) * position))
+            assert error <= bound * 1.01 + 1e-9
+
+
+def test_unrotated_pairs_of_partial_rope_and_identity_of_nope():
+    spec = PositionalSpec(pe="partial_rope", d_model=16, heads=2, layers=1, rope_fraction=0.5)
+    partial = build_positional(spec)
+    hidden = torch.zeros(1, 50, 16)
+    cos, sin = partial.rotation(0, 50, hidden)
+    assert cos.shape == (50, 4)
+    assert torch.equal(cos[:, 2:], torch.ones(50, 2)) and torch.equal(sin[:, 2:], torch.zeros(50, 2))
+    assert not torch.equal(cos[:, :2], torch.ones(50, 2))
+    full = build_positional(PositionalSpec(pe="partial_rope", d_model=16, heads=2, layers=1, rope_fraction=1.0))
+    rope = build_positional(PositionalSpec(pe="rope", d_model=16, heads=2, layers=1))
+    assert torch.equal(full.rotation(0, 50, hidden)[0], rope.rotation(0, 50, hidden)[0])
+    nope = build_positional(PositionalSpec(pe="nope", d_model=16, heads=2, layers=1))
+    assert nope.rotation(0, 50, hidden) is None and nope.embedding(50, "cpu") is None
+
+
+def test_sinusoidal_embeddings():
+    sipe = build_positional(PositionalSpec(pe="sipe", d_model=8, heads=2, layers=1, base=1e4))
+    table = sipe.embedding(600, torch.device("cpu"))
+    i = 345
+    theta = 1e4 ** (-2 * 1 / 8)
+    assert table.shape == (600, 8)
+    assert float(table[i, 2]) == pytest.approx(math.sin(i * theta), abs=1e-6)
+    assert float(table[i, 3]) == pytest.approx(math.cos(i * theta), abs=1e-6)
+    # Longer requests after shorter ones rebuild the cache and keep the prefix identical.
+    assert torch.equal(sipe.embedding(100, torch.device("cpu")), table[:100])
+    periodic = build_positional(PositionalSpec(pe="sipe_p", d_model=8, heads=2, layers=1, periods=(3,)))
+    p_table = periodic.embedding(10**3, torch.device("cpu"))
+    assert torch.equal(p_table[3:], p_table[:-3])
+
+
+def test_build_positional_rejects_bad_specs():
+    for spec in (
+        PositionalSpec(pe="alibi", d_model=16, heads=2, layers=1),
+        PositionalSpec(pe="rope_p", d_model=16, heads=2, layers=1, periods=(0,)),
+        PositionalSpec(pe="rope", d_model=16, heads=2, layers=1, base=0.0),
+        PositionalSpec(pe="rope", d_model=16, heads=2, layers=1, phase_precision="fp16"),
+    ):
+        with pytest.raises(FormalRopeError):
+            build_positional(spec)
+    with pytest.raises(FormalRopeError):
+        build_positional(PositionalSpec(pe="rope", d_model=12, heads=4, layers=1))  # head dim 3 is odd

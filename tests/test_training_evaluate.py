@@ -1,0 +1,111 @@
+"""Evaluation: N* edge cases, early stopping in nstar mode, first failure, chunking, deduplication."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from formal_rope.training import evaluate as evaluation
+from formal_rope.training.config import RunConfig
+from formal_rope.training.evaluate import evaluate_sets, n_star, predict_fixed_length
+from formal_rope.training.train import build_model
+
+
+def test_n_star_edge_cases():
+    assert n_star([], []) == 0
+    assert n_star([41], [1.0]) == 41
+    assert n_star([41], [0.99]) == 0
+    assert n_star([41, 42, 43], [1.0, 1.0, 1.0]) == 43
+    assert n_star([41, 42, 43], [0.5, 1.0, 1.0]) == 0  # first length imperfect
+    assert n_star([41, 42, 43, 44], [1.0, 1.0, 0.9, 1.0]) == 42  # later recovery does not count
+    assert n_star([41, 45, 50], [1.0, 1.0, 0.0]) == 45  # sparse test lengths
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=30))
+def test_n_star_matches_definition(perfect):
+    lengths = list(range(41, 41 + len(perfect)))
+    accuracies = [1.0 if ok else 0.75 for ok in perfect]
+    expected = max([0] + [n for n in lengths if all(perfect[: n - 41 + 1])])
+    assert n_star(lengths, accuracies) == expected
+
+
+class ParityStub(torch.nn.Module):
+    """Accepts exactly the strings whose length is even, except length 45 where it always accepts."""
+
+    n_symbols = 2
+    blocks = [type("B", (), {"heads": 1})()]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def forward(self, tokens, readout):
+        self.calls.append(tokens.shape[0])
+        length = tokens.shape[1] - 2
+        accept = length % 2 == 0 or length == 45
+        logits = torch.zeros(tokens.shape[0], 2)
+        logits[:, int(accept)] = 1.0
+        return logits
+
+
+@dataclass
+class FakeSet:
+    length: int
+    symbols: np.ndarray
+    labels: np.ndarray
+
+
+def _even_length_sets(lengths):
+    rng = np.random.default_rng(0)
+    return [
+        FakeSet(n, rng.integers(0, 2, size=(6, n)), np.full(6, n % 2 == 0)) for n in lengths
+    ]
+
+
+def test_full_and_nstar_modes():
+    sets = _even_length_sets(range(41, 50))
+    full = evaluate_sets(ParityStub(), sets, decode=lambda row: "".join("ab"[s] for s in row), mode="full")
+    assert [r.length for r in full.per_length] == list(range(41, 50))
+    assert full.n_star == 44 and full.complete
+    assert [r.accuracy for r in full.per_length if r.length == 45] == [0.0]
+    assert full.accuracy == pytest.approx(8 / 9)
+    assert full.first_failure == "".join("ab"[s] for s in sets[4].symbols[0])
+    consumed = []
+
+    def lazy():
+        for labelled in sets:
+            consumed.append(labelled.length)
+            yield labelled
+
+    quick = evaluate_sets(ParityStub(), lazy(), decode=lambda row: "x", mode="nstar")
+    assert quick.n_star == 44 and not quick.complete
+    assert consumed == [41, 42, 43, 44, 45]  # stopped sampling at the first imperfect length
+    with pytest.raises(ValueError):
+        evaluate_sets(ParityStub(), sets, decode=str, mode="fast")
+
+
+def test_duplicates_are_classified_once_and_chunks_do_not_change_results(monkeypatch):
+    stub = ParityStub()
+    symbols = np.zeros((10, 44), dtype=np.int64)
+    symbols[5:, 0] = 1
+    assert predict_fixed_length(stub, symbols).tolist() == [True] * 10
+    assert stub.calls == [2]  # two distinct strings
+
+    config = RunConfig(language="(ab)*", pe="rope", layers=1, d_model=16, heads=2)
+    torch.manual_seed(0)
+    model = build_model(config, 2, None).eval()
+    rng = np.random.default_rng(1)
+    symbols = rng.integers(0, 2, size=(9, 60))
+    whole = predict_fixed_length(model, symbols)
+    monkeypatch.setattr(evaluation, "SCORE_ELEMENT_BUDGET", 2 * 62 * 62)  # one string per chunk
+    assert evaluation.chunk_size(9, 2, 62) == 1
+    calls = []
+    original_forward = model.forward
+    monkeypatch.setattr(model, "forward", lambda *args: calls.append(1) or original_forward(*args))
+    assert np.array_equal(predict_fixed_length(model, symbols), whole)
+    assert len(calls) == 9
