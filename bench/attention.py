@@ -170,6 +170,19 @@ def _tuned_configs(backward: bool) -> str:
     return "; ".join(f"{name}: {getattr(tuner, 'best_config', None)}" for name, tuner in tuners)
 
 
+def warm_up(case: Case, dtype: torch.dtype, rotate_values: bool) -> None:
+    """One fused call (forward, and backward for training): compiles and autotunes every kernel."""
+    device = "cuda" if HAS_GPU else "cpu"
+    shape = (case.batch, case.heads, case.length, case.dim)
+    q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=case.backward) for _ in range(3))
+    angles = torch.randn(case.length, case.dim // 2, device=device)
+    out = rotary_attention_triton(q, k, v, angles.cos(), angles.sin(), rotate_values=rotate_values)
+    if case.backward:
+        out.sum().backward()
+    if HAS_GPU:
+        torch.cuda.synchronize()
+
+
 def _no_grad(fn):
     with torch.no_grad():
         return fn()
@@ -184,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", default="float32,bfloat16", help="comma list of float32,bfloat16,float16")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement on CPU (GPU: do_bench)")
     parser.add_argument("--json", dest="json_path", help="also write the rows as JSON to this file")
+    parser.add_argument("--cases", default="train,eval", help="comma list of the cases to run: train,eval")
+    parser.add_argument(
+        "--warmup-only",
+        action="store_true",
+        help="only compile and autotune the fused kernels for the chosen cases (fills Triton's on-disk "
+        "cache so a later timed run, e.g. from gpu_check.sh, does not pay compilation), then exit",
+    )
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     if not HAS_GPU:
@@ -192,7 +212,15 @@ def main(argv: list[str] | None = None) -> int:
         print("shapes to check that it runs and agrees with the unfused path. These timings are NOT a speed")
         print("claim; speed ratios and peak memory are reported only on a CUDA GPU.\n")
     assert HAS_GPU or interpreter_active()
-    cases = GPU_CASES if HAS_GPU else CPU_CASES
+    wanted = {name.strip() for name in args.cases.split(",")}
+    cases = [case for case in (GPU_CASES if HAS_GPU else CPU_CASES) if case.name.split("(")[0] in wanted]
+    if args.warmup_only:
+        for case in cases:
+            for dtype_name in args.dtypes.split(","):
+                for rotate_values in (False, True):
+                    warm_up(case, DTYPES[dtype_name.strip()], rotate_values)
+        print(f"warmed up {len(cases)} case(s) x {args.dtypes}")
+        return 0
     rows = []
     for case in cases:
         for dtype_name in args.dtypes.split(","):
