@@ -226,3 +226,16 @@ def test_every_witness_replays_on_random_dfas():
                 assert _map_of(dfa, u1 + x + v1) == _map_of(dfa, y)
                 assert _map_of(dfa, u2 + y + v2) == _map_of(dfa, x)
     assert replayed > 200
+
+
+def test_scc_period_closed_form_matches_the_scan():
+    """mod_k = lcm of the SCC periods when every SCC is a simple cycle (docs/classes.md)."""
+    from formal_rope.classes import cycle_structure
+
+    for position, dfa in enumerate(RANDOM):
+        structure = cycle_structure(dfa)
+        result = classified(position)
+        scanned = next((k for k in range(1, 61) if is_podfa(dfa, k)), None)
+        assert structure.least_block_length == scanned == result.mod_k
+        if result.mod_k is not None:
+            assert result.stability_period % result.mod_k == 0 and result.mod_k <= result.k_bound

@@ -235,3 +235,27 @@ def test_k_automaton_matches_block_runs():
         assert block == x + y
         for q in range(dfa.n_states):
             assert automaton.transitions[q, automaton.alphabet.index(block)] == _run(dfa, q, block)
+
+
+def two_cycles_dfa(first: int, second: int) -> DFA:
+    """a(a^first)* ∪ b(b^second)*: two simple cycles in separate SCCs, least k = lcm."""
+    n_states = 1 + first + second + 1
+    sink = n_states - 1
+    transitions = np.full((n_states, 2), sink)
+    transitions[0] = [1, 1 + first]
+    for i in range(first):
+        transitions[1 + i, 0] = 1 + (i + 1) % first
+    for i in range(second):
+        transitions[1 + first + i, 1] = 1 + first + (i + 1) % second
+    accepting = np.zeros(n_states, dtype=bool)
+    accepting[[1, 1 + first]] = True
+    return DFA(("a", "b"), transitions, 0, accepting)
+
+
+def test_least_k_is_the_lcm_of_cycle_lengths():
+    result = classify(two_cycles_dfa(7, 11))
+    assert result.ltl_p_mod and result.mod_k == 77 and result.k_bound % 77 == 0
+    assert not result.ltl_p and not result.star_free
+    assert classify(dfa_of("(a{97})*", "a")).mod_k == 97
+    # with a self-loop inside a cycle the SCC is no longer a simple cycle: no k works
+    assert classify(dfa_of("(aa|b)*", "ab")).mod_k is None

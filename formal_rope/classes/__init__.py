@@ -17,7 +17,15 @@ from formal_rope.classes.monoid import (
     r_classes,
     transition_monoid,
 )
-from formal_rope.classes.podfa import StateCycle, block_cycle, is_podfa, k_automaton, least_podfa_block_length
+from formal_rope.classes.podfa import (
+    CycleStructure,
+    StateCycle,
+    block_cycle,
+    cycle_structure,
+    is_podfa,
+    k_automaton,
+    least_podfa_block_length,
+)
 from formal_rope.classes.varieties import (
     LengthSets,
     block_semigroup_r_cycle,
@@ -29,6 +37,7 @@ from formal_rope.classes.varieties import (
 __all__ = [
     "DEFAULT_MAX_MONOID_SIZE",
     "Classification",
+    "CycleStructure",
     "LengthSets",
     "MonoidTooLargeError",
     "StateCycle",
@@ -37,6 +46,7 @@ __all__ = [
     "block_cycle",
     "block_semigroup_r_cycle",
     "classify",
+    "cycle_structure",
     "format_word",
     "h_classes",
     "is_block_semigroup_r_trivial",

@@ -28,7 +28,7 @@ from formal_rope.classes.monoid import (
     r_classes,
     transition_monoid,
 )
-from formal_rope.classes.podfa import access_word, block_cycle, is_podfa, least_podfa_block_length
+from formal_rope.classes.podfa import access_word, block_cycle, cycle_structure, is_podfa
 from formal_rope.classes.varieties import (
     DEFAULT_MAX_STABILITY_STEPS,
     LengthSets,
@@ -111,7 +111,9 @@ def classify(
     Decision procedure for LTL[P,MOD] (complete, see docs/classes.md and
     formal_rope.classes.varieties): compute the eventually periodic sequence S_k = η(Σ^k) exactly,
     take k0 = π·max(1, ⌈p/π⌉); L ∈ LTL[P,MOD] iff A_k0 is a PODFA iff the stable semigroup S_k0 is
-    R-trivial, and the least k with A_k a PODFA lies in 1..k0.
+    R-trivial. The least k (≤ k0, a divisor of π) is read off the SCCs of A: every non-trivial
+    SCC must be a simple cycle of d_C states, and then k = lcm(d_C); it is confirmed by checking
+    A_k (PODFA), ⟨η(Σ^k)⟩ (R-trivial) and A_(k/prime) (not PODFA).
 
     Raises MonoidTooLargeError (a FormalRopeError) above `max_monoid_size` elements.
     """
@@ -129,13 +131,20 @@ def classify(
     ltl_p = is_podfa(minimal, 1)
     ltl_p_mod = is_podfa(minimal, k_bound)
     qr = is_block_semigroup_r_trivial(monoid, k_bound)
-    mod_k = least_podfa_block_length(minimal, k_bound) if ltl_p_mod else None
-    # Each pair below is one class characterised twice (Def. A.7/A.8 on the automaton, Def. A.10/
-    # A.13 on the monoid); a disagreement would be a bug, never an answer.
-    if ltl_p != (r_pair is None) or ltl_p_mod != qr:
+    mod_k = cycle_structure(minimal).least_block_length
+    # Each class is characterised several ways (Def. A.7/A.8 on the automaton, Def. A.10/A.13 on
+    # the monoid, the SCC-period form of docs/classes.md); a disagreement is a bug, never an answer.
+    if ltl_p != (r_pair is None) or ltl_p_mod != qr or ltl_p_mod != (mod_k is not None):
         raise AssertionError(f"automaton and monoid criteria disagree on {minimal!r}")
-    if mod_k is not None and not is_block_semigroup_r_trivial(monoid, mod_k):
-        raise AssertionError(f"A_{mod_k} is a PODFA but ⟨η(Σ^{mod_k})⟩ is not R-trivial")
+    if mod_k is not None:
+        smaller = [mod_k // prime for prime in _prime_factors(mod_k)]
+        if (
+            sets.period % mod_k
+            or not is_podfa(minimal, mod_k)
+            or not is_block_semigroup_r_trivial(monoid, mod_k)
+            or any(is_podfa(minimal, k) for k in smaller)
+        ):
+            raise AssertionError(f"least block length {mod_k} is inconsistent on {minimal!r}")
 
     alphabet = minimal.alphabet
     witness: dict[str, dict[str, Any]] = {}
@@ -169,6 +178,19 @@ def classify(
         k_bound=k_bound,
         witness=witness,
     )
+
+
+def _prime_factors(number: int) -> list[int]:
+    factors, candidate = [], 2
+    while candidate * candidate <= number:
+        if number % candidate == 0:
+            factors.append(candidate)
+            while number % candidate == 0:
+                number //= candidate
+        candidate += 1
+    if number > 1:
+        factors.append(number)
+    return factors
 
 
 # ------------------------------------------------------------------------------------- witnesses

@@ -11,6 +11,7 @@ independent check of the monoid criteria in `formal_rope.classes.varieties`.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -150,3 +151,63 @@ def k_automaton(dfa: DFA, k: int, max_symbols: int = 4096) -> DFA:
     separator = "" if all(len(symbol) == 1 for symbol in dfa.alphabet) else " "
     names = tuple(separator.join(dfa.alphabet[s] for s in block) for block in blocks.tolist())
     return DFA(names, states, dfa.start, dfa.accepting)
+
+
+@dataclass(frozen=True, eq=False)
+class CycleStructure:
+    """Strongly connected components of A with their periods (gcd of cycle lengths).
+
+    component  (n_states,) SCC label per state
+    period     (n_states,) period of the state's SCC; 0 for a trivial SCC (one state, no self-loop)
+    cyclic_class (n_states,) BFS depth modulo the period inside the SCC (0 for trivial SCCs)
+    """
+
+    component: np.ndarray
+    period: np.ndarray
+    cyclic_class: np.ndarray
+
+    @property
+    def simple_cycles_only(self) -> bool:
+        """Whether every cyclic class of every SCC is a single state (each SCC is a simple cycle
+        of blocks, possibly with several letters per edge, or a trivial/self-looping state)."""
+        pairs = np.stack([self.component, self.cyclic_class], axis=1)
+        return np.unique(pairs, axis=0).shape[0] == self.component.size
+
+    @property
+    def least_block_length(self) -> int | None:
+        """lcm of the periods of all SCCs when simple_cycles_only, else None."""
+        if not self.simple_cycles_only:
+            return None
+        return math.lcm(1, *{int(p) for p in self.period.tolist() if p > 0})
+
+
+def cycle_structure(dfa: DFA) -> CycleStructure:
+    """SCCs, periods and cyclic classes, by one vectorized level-synchronous BFS inside the SCCs.
+
+    In a strongly connected graph of period d, fixing a root and its BFS depth δ, every edge
+    u → v satisfies δ(v) ≡ δ(u) + 1 (mod d), d is the gcd of δ(u) + 1 − δ(v) over the edges, and
+    for states in classes i, j every sufficiently long length ≡ j − i (mod d) labels a path.
+    """
+    n_states = dfa.n_states
+    table = dfa.transitions
+    component = strongly_connected_labels(n_states, [table])
+    inside = component[table] == component[:, None]  # edge stays in its SCC
+    depth = np.full(n_states, -1, dtype=np.int64)
+    _, roots = np.unique(component, return_index=True)
+    depth[roots] = 0
+    frontier = roots
+    level = 0
+    while frontier.size:
+        level += 1
+        successors = table[frontier][inside[frontier]]
+        successors = np.unique(successors[depth[successors] < 0])
+        depth[successors] = level
+        frontier = successors
+    sources = np.broadcast_to(np.arange(n_states)[:, None], table.shape)[inside]
+    targets = table[inside]
+    gaps = np.abs(depth[sources] + 1 - depth[targets])
+    period_of_component = np.zeros(int(component.max()) + 1, dtype=np.int64)
+    np.gcd.at(period_of_component, component[sources], gaps)
+    period = period_of_component[component]
+    cyclic_class = np.where(period > 0, depth % np.maximum(period, 1), 0)
+    return CycleStructure(component, period, cyclic_class)
