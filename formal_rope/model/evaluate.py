@@ -232,6 +232,20 @@ class _FormatOps:
             values[needed] = exact[inverse.reshape(-1)]
         return self.cast(values)
 
+    def causal_key_sum(self, x: np.ndarray) -> np.ndarray:
+        """``Σ_j x[:, i, j, ...]`` left to right over keys j, for x that is exactly 0 where j >= i.
+
+        Equals ``sequential_sum(x, axis=2)`` (adding the trailing exact zeros changes nothing);
+        the loop path only touches the rows i > j that key j can reach.
+        """
+        if self.dtype is not None:
+            return self.sequential_sum(x, axis=2)
+        length = x.shape[2]
+        total = x[:, :, 0].copy()
+        for j in range(1, length - 1):
+            total[:, j + 1 :] = self._fix(total[:, j + 1 :] + x[:, j + 1 :, j])
+        return total
+
     def sequential_sum(self, x: np.ndarray, axis: int) -> np.ndarray:
         """Left-to-right sum along ``axis`` with a rounding after every addition."""
         if self.dtype is not None:
@@ -319,10 +333,10 @@ class _EmulatedForward:
         with np.errstate(invalid="ignore", over="ignore"):
             shifted = np.where(visible, ops.sub(scores, row_max), -np.inf)
         exps = ops.exp(shifted)
-        denominator = ops.sequential_sum(exps, axis=2)
+        denominator = ops.causal_key_sum(exps)
         denominator[:, 0] = 1  # bos sees no key; its output is defined as zero below
         weights = ops.div(exps, denominator[:, :, None])
-        output = ops.sequential_sum(ops.mul(weights[:, :, :, None], value[:, None, :, :]), axis=2)
+        output = ops.causal_key_sum(ops.mul(weights[:, :, :, None], value[:, None, :, :]))
         output[:, 0, :] = 0
         return output
 
