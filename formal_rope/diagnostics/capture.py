@@ -1,0 +1,478 @@
+"""Capture per-head pre-rotation queries/keys, realized rotation angles and actual scores from models.
+
+Trained classifiers (`formal_rope.training.model.Classifier`) are read without touching their code:
+forward pre-hooks record each block's input x and its attention output; q, k, v are recomputed
+from the block's own modules (attention_norm, qkv) and the rotation tables from the model's own
+`positional.rotation(layer, T, x)`, exactly as `Block.attend` forms them. The actual scores are
+computed as the reference kernel does (rotate q and k with `apply_rotary`, fp32 dot, 1/√d). As a
+guard against drift from the model code, the layer's attention output is recomputed with the
+reference kernel from those q, k, v, tables and compared with what the model produced
+(`HeadInputs.recompute_error`).
+
+Compiled models (`TransformerIR`) are run by a small torch forward that mirrors the evaluator's
+native mode (same parameter casts, same realized rotary tables from `rotary_cos_sin`, same
+operation order), in fp64, fp32, bf16 or fp16. The emulated mode (rounding after every scalar
+operation) is not reproduced here; its scores differ from native ones only by rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from formal_rope.diagnostics.phases import HeadInputs
+from formal_rope.errors import FormalRopeError
+
+_NATIVE_FORMATS = ("fp64", "fp32", "bf16", "fp16")
+TWO_PI = 2.0 * math.pi
+
+
+@dataclass(frozen=True)
+class CapturedHeads:
+    """The heads of one model on one input string."""
+
+    model_kind: str  # "trained" or "compiled"
+    string: str
+    positions: tuple[str, ...]  # token at each position: <bos>, w1 … wN, <eos>
+    heads: tuple[HeadInputs, ...]
+    layout: tuple[tuple[str, ...], ...]  # head names per layer (every head of the model)
+    dtype: str
+    description: str  # e.g. the PE or formula, for titles
+
+    @property
+    def length(self) -> int:
+        return len(self.positions)
+
+    @property
+    def readout(self) -> int:
+        """The readout (eos) position, N + 1."""
+        return len(self.positions) - 1
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _symbols(string: str, alphabet: Sequence[str]) -> list[str]:
+    from formal_rope.automata.membership import split_symbols
+
+    return split_symbols(string, tuple(alphabet))
+
+
+def _select_heads(
+    layout: Sequence[Sequence[str]], heads: Sequence[tuple[int, int]] | None, rotary: dict[tuple[int, int], bool]
+) -> list[tuple[int, int]]:
+    """Validated (layer, head) pairs, 0-based; None means every head with a rotated pair."""
+    if heads is None:
+        chosen = [(l, h) for l, names in enumerate(layout) for h in range(len(names)) if rotary[(l, h)]]
+        if not chosen:
+            raise FormalRopeError(
+                "the model has no rotary head (no attention head rotates any query/key pair); "
+                "choose a head explicitly to decompose an unrotated one"
+            )
+        return chosen
+    chosen = []
+    for layer, head in heads:
+        if not 0 <= layer < len(layout):
+            raise FormalRopeError(f"layer {layer + 1} does not exist: the model has layers 1..{len(layout)}")
+        if not 0 <= head < len(layout[layer]):
+            raise FormalRopeError(
+                f"head {head + 1} does not exist in layer {layer + 1}: it has heads 1..{len(layout[layer])}"
+            )
+        chosen.append((int(layer), int(head)))
+    return chosen
+
+
+def _angles(cos, sin) -> np.ndarray:
+    import torch
+
+    return torch.atan2(sin.to(torch.float64), cos.to(torch.float64)).cpu().numpy()
+
+
+# ------------------------------------------------------------------------------------ trained
+def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str, ...], np.ndarray]:
+    """(description, nominal θ_p) per pair for the trainer's positional encodings."""
+    from formal_rope.training import positional as pe
+
+    nan = np.full(n_pairs, np.nan)
+    if isinstance(positional, pe.ProjectedRotary):
+        fixed = np.asarray(positional.frequencies, dtype=np.float64)
+        return tuple(f"projected (θ={f:.4g} + content)" for f in fixed), nan
+    if isinstance(positional, pe.FixedRotary):
+        frequencies = np.asarray(positional.frequencies, dtype=np.float64)
+        return tuple(f"rope θ={f:.4g}" if f != 0 else "unrotated" for f in frequencies), frequencies
+    if isinstance(positional, pe.PeriodicRotary):
+        periods, numerators = pe.assign_periods(positional.periods, positional.n_pairs)
+        angles = TWO_PI * numerators / periods
+        kinds = tuple(f"periodic T_{m}(i mod {m}), a={a}" if m > 1 else "unrotated" for m, a in zip(periods, numerators))
+        return kinds, angles.astype(np.float64)
+    if isinstance(positional, pe.LearnedRotary):
+        frequencies = positional.frequencies[layer].detach().double().cpu().numpy()
+        return tuple(f"learned θ={f:.4g}" for f in frequencies), frequencies
+    return ("unrotated",) * n_pairs, np.zeros(n_pairs)
+
+
+def capture_trained(
+    model,
+    tokens,
+    *,
+    heads: Sequence[tuple[int, int]] | None = None,
+    positions: Sequence[str] | None = None,
+    string: str = "",
+    description: str = "",
+) -> CapturedHeads:
+    """Per-head inputs of a trainer `Classifier` on one token sequence (T,) (bos … eos)."""
+    import torch
+
+    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
+
+    tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
+    length = tokens.shape[1]
+    blocks = list(model.blocks)
+    layout = tuple(tuple(f"L{l + 1}.H{h + 1}" for h in range(block.heads)) for l, block in enumerate(blocks))
+    device = next(model.parameters()).device
+    block_inputs: dict[int, Any] = {}
+    attention_outputs: dict[int, Any] = {}
+    handles = []
+    for index, block in enumerate(blocks):
+        handles.append(block.register_forward_pre_hook(lambda module, args, i=index: block_inputs.__setitem__(i, args[0])))
+        handles.append(
+            block.attention_out.register_forward_pre_hook(
+                lambda module, args, i=index: attention_outputs.__setitem__(i, args[0])
+            )
+        )
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            model(tokens.to(device), torch.tensor([length - 1], device=device))
+    finally:
+        for handle in handles:
+            handle.remove()
+        model.train(was_training)
+
+    positional = model.positional
+    per_layer: dict[int, dict] = {}
+
+    def layer_data(layer: int) -> dict:
+        if layer in per_layer:
+            return per_layer[layer]
+        block = blocks[layer]
+        x = block_inputs[layer]
+        d_model = x.shape[-1]
+        head_dim = d_model // block.heads
+        n_pairs = head_dim // 2
+        with torch.no_grad():
+            normed = block.attention_norm(x)
+            q, k, v = block.qkv(normed).view(1, length, 3, block.heads, head_dim).permute(2, 0, 3, 1, 4)
+            rotation = positional.rotation(layer, length, x)
+            if rotation is None:
+                cos = torch.ones(length, n_pairs, dtype=x.dtype, device=x.device)
+                sin = torch.zeros_like(cos)
+            else:
+                cos, sin = rotation
+            # Per-head tables (H, T, P), so shared and content-dependent schedules look alike.
+            if cos.dim() == 4:
+                cos_h, sin_h = cos[0], sin[0]
+            else:
+                cos_h = cos.expand(block.heads, length, n_pairs)
+                sin_h = sin.expand(block.heads, length, n_pairs)
+            scale = 1.0 / math.sqrt(head_dim)
+            # The model's score path (reference kernel): tables cast to q's dtype, rotate, fp32 dot, scale.
+            q_heads = q[0][:, None]  # (H, 1, T, d): heads as the batch, one table per head
+            k_heads = k[0][:, None]
+            q_rot = apply_rotary(q_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
+            k_rot = apply_rotary(k_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
+            actual = (torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale)[:, 0]
+            recomputed = rotary_attention_reference(
+                q_heads, k_heads, v[0][:, None], cos_h, sin_h, rotate_values=positional.rotate_values
+            )[:, 0]  # (H, T, d)
+            captured = attention_outputs[layer][0].view(length, block.heads, head_dim).transpose(0, 1)
+            recompute_error = float((recomputed.float() - captured.float()).abs().max()) if length else 0.0
+        kinds, frequencies = _trained_pair_kinds(positional, layer, n_pairs)
+        angles = _angles(cos_h, sin_h)  # (H, T, P)
+        per_layer[layer] = {
+            "q": q[0].double().cpu().numpy().reshape(block.heads, length, n_pairs, 2),
+            "k": k[0].double().cpu().numpy().reshape(block.heads, length, n_pairs, 2),
+            "angles": angles,
+            "actual": actual.double().cpu().numpy(),
+            "scale": scale,
+            "kinds": kinds,
+            "frequencies": frequencies,
+            "recompute_error": recompute_error,
+            "dtype": str(q.dtype).replace("torch.", ""),
+        }
+        return per_layer[layer]
+
+    def rotated(layer: int, head: int) -> np.ndarray:
+        return np.any(layer_data(layer)["angles"][head] != 0, axis=0)
+
+    if heads is None:
+        rotary = {(l, h): bool(rotated(l, h).any()) for l in range(len(blocks)) for h in range(blocks[l].heads)}
+    else:
+        rotary = {}
+    chosen = _select_heads(layout, heads, rotary)
+    captured_heads = []
+    for layer, head in chosen:
+        data = layer_data(layer)
+        captured_heads.append(
+            HeadInputs(
+                layer=layer,
+                head=head,
+                name=layout[layer][head],
+                scale=data["scale"],
+                query=data["q"][head],
+                key=data["k"][head],
+                angles=data["angles"][head],
+                actual=data["actual"][head],
+                pair_kinds=data["kinds"],
+                frequencies=data["frequencies"],
+                rotated=rotated(layer, head),
+                dtype=data["dtype"],
+                recompute_error=data["recompute_error"],
+            )
+        )
+    labels = tuple(positions) if positions is not None else tuple(str(t) for t in tokens[0].tolist())
+    return CapturedHeads(
+        model_kind="trained",
+        string=string,
+        positions=labels,
+        heads=tuple(captured_heads),
+        layout=layout,
+        dtype=captured_heads[0].dtype if captured_heads else "float32",
+        description=description,
+    )
+
+
+# ------------------------------------------------------------------------------------ compiled
+def _torch_dtype(fmt: str):
+    import torch
+
+    dtypes = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    if fmt not in dtypes:
+        raise FormalRopeError(
+            f"phase diagnostics run compiled models natively; format {fmt!r} is not one of {', '.join(_NATIVE_FORMATS)}"
+        )
+    return dtypes[fmt]
+
+
+def _ir_tables(head, length: int, fmt: str, dtype):
+    """(cos, sin) (T, P) in `dtype` as the native evaluator realizes them; identity for 'none' pairs."""
+    import torch
+
+    from formal_rope.model.evaluate import rotary_cos_sin
+
+    cos = torch.ones(length, len(head.rotary), dtype=dtype)
+    sin = torch.zeros(length, len(head.rotary), dtype=dtype)
+    for index, pair in enumerate(head.rotary):
+        if pair.kind == "none":
+            continue
+        pair_cos, pair_sin = rotary_cos_sin(pair, length, fmt, "native")
+        cos[:, index] = torch.as_tensor(np.array(pair_cos, dtype=np.float64)).to(dtype)
+        sin[:, index] = torch.as_tensor(np.array(pair_sin, dtype=np.float64)).to(dtype)
+    return cos, sin
+
+
+def _ir_nominal(pair) -> tuple[str, float]:
+    if pair.kind == "angle":
+        return pair.describe(), float(pair.angle)
+    if pair.kind == "periodic":
+        return pair.describe(), TWO_PI / int(pair.period)
+    return pair.describe(), 0.0
+
+
+def compiled_forward(model, tokens: np.ndarray, fmt: str = "fp32"):
+    """(per-layer residual inputs, final residual) of a TransformerIR in a native torch dtype.
+
+    Mirrors `formal_rope.model.evaluate`'s native mode operation by operation; returns the
+    residual stream entering each layer (T, d_model) and the final one.
+    """
+    import torch
+
+    dtype = _torch_dtype(fmt)
+
+    def tensor(array):
+        return torch.as_tensor(np.array(array, dtype=np.float64)).to(dtype)
+
+    layer_inputs = []
+    with torch.no_grad():
+        x = tensor(model.embedding)[torch.as_tensor(np.asarray(tokens))][None]
+        length = x.shape[1]
+        for layer in model.layers:
+            layer_inputs.append(x[0])
+            if layer.heads:
+                total = None
+                for head in layer.heads:
+                    cos, sin = _ir_tables(head, length, fmt, dtype)
+                    query = x @ tensor(head.w_query).T + tensor(head.b_query)
+                    key = x @ tensor(head.w_key).T + tensor(head.b_key)
+                    query, key = _rotate_pairs(query, cos, sin, head), _rotate_pairs(key, cos, sin, head)
+                    value = x @ tensor(head.w_value).T + tensor(head.b_value)
+                    scores = query @ key.transpose(1, 2)
+                    if head.score_scale != 1.0:
+                        scores = scores * tensor(np.array(head.score_scale))
+                    visible = torch.ones(length, length, dtype=torch.bool).tril(-1)
+                    scores = scores.masked_fill(~visible, float("-inf"))
+                    rows = torch.softmax(scores[:, 1:, :], dim=-1) @ value
+                    output = torch.cat((torch.zeros_like(rows[:, :1, :]), rows), dim=1)
+                    projected = output @ tensor(head.w_out).T
+                    total = projected if total is None else total + projected
+                x = x + total
+            block = layer.feed_forward
+            if block is not None:
+                hidden = torch.relu(x @ tensor(block.w_in).T + tensor(block.b_in))
+                x = x + (hidden @ tensor(block.w_out).T + tensor(block.b_out))
+    return layer_inputs, x[0]
+
+
+def _rotate_pairs(vectors, cos, sin, head):
+    """The evaluator's per-pair rotation (identity pairs untouched), `cos·a − sin·b`, `sin·a + cos·b`."""
+    out = vectors.clone()
+    for index, pair in enumerate(head.rotary):
+        if pair.kind == "none":
+            continue
+        a, b = vectors[..., 2 * index], vectors[..., 2 * index + 1]
+        out[..., 2 * index] = cos[:, index] * a - sin[:, index] * b
+        out[..., 2 * index + 1] = sin[:, index] * a + cos[:, index] * b
+    return out
+
+
+def capture_compiled(
+    model, string: str, *, heads: Sequence[tuple[int, int]] | None = None, fmt: str | None = None
+) -> CapturedHeads:
+    """Per-head inputs of a compiled TransformerIR on `string`, computed natively in `fmt`.
+
+    `fmt` defaults to the model's compile format when it has a torch dtype, else fp64.
+    """
+    import torch
+
+    from formal_rope.model.ir import BOS, EOS
+
+    if fmt is None:
+        fmt = str(model.metadata.get("format", "fp32"))
+        fmt = fmt if fmt in _NATIVE_FORMATS else "fp64"
+    dtype = _torch_dtype(fmt)
+    symbols = _symbols(string, model.alphabet)
+    tokens = model.encode(tuple(symbols))
+    layout = tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
+    rotary = {
+        (l, h): any(pair.kind != "none" for pair in head.rotary)
+        for l, layer in enumerate(model.layers)
+        for h, head in enumerate(layer.heads)
+    }
+    chosen = _select_heads(layout, heads, rotary)
+    layer_inputs, _ = compiled_forward(model, tokens, fmt)
+    length = len(tokens)
+
+    def tensor(array):
+        return torch.as_tensor(np.array(array, dtype=np.float64)).to(dtype)
+
+    captured = []
+    with torch.no_grad():
+        for layer, index in chosen:
+            head = model.layers[layer].heads[index]
+            x = layer_inputs[layer][None]
+            cos, sin = _ir_tables(head, length, fmt, dtype)
+            query = x @ tensor(head.w_query).T + tensor(head.b_query)
+            key = x @ tensor(head.w_key).T + tensor(head.b_key)
+            scores = _rotate_pairs(query, cos, sin, head) @ _rotate_pairs(key, cos, sin, head).transpose(1, 2)
+            if head.score_scale != 1.0:
+                scores = scores * tensor(np.array(head.score_scale))
+            n_pairs = len(head.rotary)
+            kinds, nominal = zip(*(_ir_nominal(pair) for pair in head.rotary))
+            captured.append(
+                HeadInputs(
+                    layer=layer,
+                    head=index,
+                    name=head.name,
+                    # The scale the model multiplies by, as stored in its dtype.
+                    scale=float(tensor(np.array(head.score_scale)).double()),
+                    query=query[0].double().numpy().reshape(length, n_pairs, 2),
+                    key=key[0].double().numpy().reshape(length, n_pairs, 2),
+                    angles=_angles(cos, sin),
+                    actual=scores[0].double().numpy(),
+                    pair_kinds=tuple(kinds),
+                    frequencies=np.array(nominal, dtype=np.float64),
+                    rotated=np.array([pair.kind != "none" for pair in head.rotary]),
+                    dtype=fmt,
+                )
+            )
+    return CapturedHeads(
+        model_kind="compiled",
+        string=string,
+        positions=(BOS, *symbols, EOS),
+        heads=tuple(captured),
+        layout=layout,
+        dtype=fmt,
+        description=str(model.metadata.get("formula", "compiled model")),
+    )
+
+
+# ------------------------------------------------------------------------------------ dispatch
+def capture_heads(
+    model,
+    string: str,
+    *,
+    heads: Sequence[tuple[int, int]] | None = None,
+    fmt: str | None = None,
+    alphabet: Sequence[str] | None = None,
+) -> CapturedHeads:
+    """Per-head inputs of any model on one string.
+
+    `model`: a model file path (compiled or trained), a `TransformerIR`, a loaded trained
+    checkpoint (`TrainedClassifier`) or a bare trainer `Classifier` (then `alphabet` is required).
+    `heads`: 0-based (layer, head) pairs; None = every head that rotates some pair.
+    `fmt`: compiled models only (native fp64/fp32/bf16/fp16); trained models run in their dtype.
+    """
+    from formal_rope.model.ir import TransformerIR
+
+    if isinstance(model, (str, Path)):
+        model = load_model_any(model)
+    if isinstance(model, TransformerIR):
+        return capture_compiled(model, string, heads=heads, fmt=fmt)
+    classifier = getattr(model, "model", model)
+    alphabet = tuple(alphabet) if alphabet is not None else tuple(getattr(model, "alphabet", ()) or ())
+    if not hasattr(classifier, "blocks") or not hasattr(classifier, "positional"):
+        raise FormalRopeError(f"phase diagnostics cannot read a {type(model).__name__}: expected a compiled or trained model")
+    if not alphabet:
+        raise FormalRopeError("a bare trained Classifier needs its alphabet to encode the string")
+    if fmt not in (None, "fp32"):
+        raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt!r}")
+    if len(alphabet) != classifier.n_symbols:
+        raise FormalRopeError(f"the alphabet has {len(alphabet)} symbols but the model reads {classifier.n_symbols}")
+    from formal_rope.training.model import special_tokens
+
+    symbols = _symbols(string, alphabet)
+    index = {symbol: position for position, symbol in enumerate(alphabet)}
+    bos, eos, _ = special_tokens(len(alphabet))
+    tokens = np.array([bos, *(index[s] for s in symbols), eos], dtype=np.int64)
+    config = getattr(model, "config", None)
+    description = f"trained {config.pe} on {config.language}" if config is not None else "trained classifier"
+    return capture_trained(
+        classifier, tokens, heads=heads, positions=("<bos>", *symbols, "<eos>"), string=string, description=description
+    )
+
+
+def load_model_any(path: str | Path):
+    """A compiled TransformerIR or a TrainedClassifier from a model file (dispatch on its kind)."""
+    from formal_rope.model.io import load_model, read_metadata
+
+    metadata = read_metadata(path)
+    if metadata["kind"] == "compiled":
+        return load_model(path)
+    if metadata["kind"] == "trained":
+        from formal_rope.training.checkpoint import load_checkpoint
+
+        return load_checkpoint(path)
+    raise FormalRopeError(f"{path}: unknown model kind {metadata['kind']!r} (expected 'compiled' or 'trained')")
+
+
+def model_layout(model) -> tuple[tuple[str, ...], ...]:
+    """Head names per layer of a compiled IR, a trained checkpoint or a bare Classifier."""
+    from formal_rope.model.ir import TransformerIR
+
+    if isinstance(model, TransformerIR):
+        return tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
+    classifier = getattr(model, "model", model)
+    return tuple(tuple(f"L{l + 1}.H{h + 1}" for h in range(block.heads)) for l, block in enumerate(classifier.blocks))
