@@ -137,3 +137,29 @@ def test_format_ops_are_correctly_rounded(name):
         for op, exact in ((ops.add, np.add), (ops.sub, np.subtract), (ops.mul, np.multiply), (ops.div, np.divide)):
             got = np.asarray(op(a, b), dtype=np.float64)
             assert np.array_equal(got, round_to_format(exact(a64, b64), fmt), equal_nan=True)
+
+
+def test_load_runnable_dispatches_trained_checkpoints(tmp_path, monkeypatch):
+    import formal_rope.training.checkpoint as checkpoint
+
+    path = tmp_path / "trained.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("metadata.json", json.dumps({"kind": "trained"}))
+    seen = []
+
+    class Fake:
+        def classify(self, strings, fmt=None):
+            return [len(s) % 2 == 0 for s in strings]
+
+    monkeypatch.setattr(checkpoint, "load_checkpoint", lambda p: seen.append(p) or Fake())
+    runnable = load_runnable(path)
+    assert seen == [path] and runnable.classify(["", "a"]) == [True, False]
+
+
+def test_multi_character_symbols_are_split_like_the_automata_stage():
+    from formal_rope.compiler import compile_formula
+    from formal_rope.lang.parser import parse_ltl
+
+    alphabet = ("long", "b")
+    compiled = compile_formula(parse_ltl("P(long) & MOD_2^1", alphabet=alphabet), alphabet)
+    assert evaluate(compiled.ir, ["long b", "b b b", "long", ""]).to_list() == [True, False, False, False]

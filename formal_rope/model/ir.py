@@ -248,9 +248,14 @@ class TransformerIR:
             raise FormalRopeError(f"the model has no residual coordinate named {name!r}") from None
 
     def encode(self, string: str | tuple[str, ...]) -> np.ndarray:
-        """Vocabulary indices of ``bos w1 … wN eos`` (a str is read one character per symbol)."""
+        """Vocabulary indices of ``bos w1 … wN eos``; a str is split like the automata stage does."""
         index = {symbol: position for position, symbol in enumerate(self.vocabulary)}
-        symbols = tuple(string)
+        if isinstance(string, str) and any(len(symbol) != 1 for symbol in self.alphabet):
+            from formal_rope.automata.membership import split_symbols
+
+            symbols = tuple(split_symbols(string, self.alphabet))
+        else:
+            symbols = tuple(string)
         unknown = [symbol for symbol in symbols if symbol not in index or symbol in (BOS, EOS)]
         if unknown:
             raise FormalRopeError(
