@@ -161,5 +161,5 @@ def test_multi_character_symbols_are_split_like_the_automata_stage():
     from formal_rope.lang.parser import parse_ltl
 
     alphabet = ("long", "b")
-    compiled = compile_formula(parse_ltl("P(long) & MOD_2^1", alphabet=alphabet), alphabet)
+    compiled = compile_formula(parse_ltl("P('long') & MOD_2^1", alphabet=alphabet), alphabet)
     assert evaluate(compiled.ir, ["long b", "b b b", "long", ""]).to_list() == [True, False, False, False]
