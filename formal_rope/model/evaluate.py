@@ -311,12 +311,12 @@ class _EmulatedForward:
             out[..., 2 * index + 1] = ops.add(ops.mul(a, sin), ops.mul(b, cos))
         return out
 
-    def attention(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
+    def scores(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
+        """Realized scores S[b, i, j] = score_scale·q_i·k_j (before masking)."""
         ops = self.ops
         batch, length, _ = x.shape
         query = self.rotate(self.linear(x, head.w_query, head.b_query), head)
         key = self.rotate(self.linear(x, head.w_key, head.b_key), head)
-        value = self.linear(x, head.w_value, head.b_value)
         scores = None
         for d in range(head.d_head):
             q_d, k_d = query[:, :, None, d], key[:, None, :, d]
@@ -326,6 +326,13 @@ class _EmulatedForward:
             scores = ops.cast(np.zeros((batch, length, length)))
         if head.score_scale != 1.0:
             scores = ops.mul(scores, ops.cast(head.score_scale))
+        return scores
+
+    def attention(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
+        ops = self.ops
+        batch, length, _ = x.shape
+        scores = self.scores(x, head)
+        value = self.linear(x, head.w_value, head.b_value)
         visible = np.tri(length, length, -1, dtype=bool)[None]  # key j < query i
         masked = np.where(visible, scores, -np.inf)
         row_max = masked.max(axis=2, keepdims=True)
@@ -344,10 +351,12 @@ class _EmulatedForward:
         hidden = np.maximum(self.linear(x, block.w_in, block.b_in), 0)
         return self.linear(hidden, block.w_out, block.b_out)
 
-    def run(self, tokens: np.ndarray) -> np.ndarray:
+    def run(self, tokens: np.ndarray, stop_before: int | None = None) -> np.ndarray:
         ops = self.ops
         x = self.param(self.model.embedding)[tokens]
-        for layer in self.model.layers:
+        for number, layer in enumerate(self.model.layers):
+            if number == stop_before:
+                return x
             if layer.heads:
                 total = None
                 for head in layer.heads:
@@ -426,6 +435,17 @@ class _NativeForward:
 
 
 # ------------------------------------------------------------------------------------ interface
+def attention_scores(model: TransformerIR, string, layer: int, head: int, fmt="fp32") -> np.ndarray:
+    """The emulated, unmasked score matrix S[i, j] of head ``head`` in layer ``layer`` (0-based) on
+    ``string`` (positions bos..eos), exactly as the evaluator computes it in ``fmt``."""
+    from formal_rope.precision.formats import parse_format
+
+    runner = _EmulatedForward(model, parse_format(fmt))
+    tokens = model.encode(string)[None, :]
+    x = runner.run(tokens, stop_before=layer)
+    return np.asarray(runner.scores(runner.ops.cast(x), model.layers[layer].heads[head])[0], dtype=np.float64)
+
+
 def readout_values(model: TransformerIR, final_eos: np.ndarray) -> np.ndarray:
     """The number compared at eos: a coordinate, or ``w·x + b`` for a linear readout."""
     readout = model.readout
