@@ -16,7 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formal_rope.kernels.reference import rotary_attention_reference
-from formal_rope.kernels.triton_attention import rotary_attention_triton
+
+pytest.importorskip("triton", reason="the fused kernel needs the triton package (pip install triton)")
+from formal_rope.kernels.triton_attention import rotary_attention_triton  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-2}
@@ -188,7 +190,8 @@ def test_strided_inputs_match_contiguous():
     cos_t, sin_t = cos.t().contiguous().t(), sin.t().contiguous().t()
     for table_pair in ((cos_t, sin_t), (cos_t, sin), (cos, sin_t)):
         strided = rotary_attention_triton(q, k, v, *table_pair, rotate_values=True, block_m=16, block_n=16)
-        assert torch.equal(strided, packed)
+        # Bit-identical in the interpreter; a GPU compiles other variants for other strides (allow 1 ulp).
+        assert (strided - packed).abs().max().item() <= 1e-6
 
 
 def test_length_one_gives_zero_output_and_zero_gradients():
