@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from formal_rope.errors import FormalRopeError
 from formal_rope.model.evaluate import _FormatOps, evaluate, make_rounder
 from formal_rope.model.io import load_model, load_runnable, read_metadata, save_model
-from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
+from formal_rope.model.ir import BOS, EOS, AttentionHead, Layer, Readout, RotaryPair, TransformerIR
 from formal_rope.precision.formats import parse_format, round_to_format
 
 

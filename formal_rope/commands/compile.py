@@ -43,7 +43,6 @@ def compile_command(
     Exit status 1 when the model disagrees with the DFA on a string inside its certified range.
     """
     from formal_rope.compiler import compile_formula
-    from formal_rope.compiler.verify import verify_compiled
     from formal_rope.lang.source import resolve_language
     from formal_rope.model.io import save_model
 

@@ -78,9 +78,6 @@ class _Builder:
         kind = self.nodes[index].kind
         return True if kind == "true" else False if kind == "false" else None
 
-    def text(self, index: int) -> str:
-        return self.nodes[index].text
-
     def build(self, formula: Formula) -> int:
         kind = type(formula)
         if kind is Atom:

@@ -15,7 +15,6 @@ length (always, for models without Y heads).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
