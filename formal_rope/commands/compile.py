@@ -35,6 +35,9 @@ def compile_command(
     certify_mode: str = typer.Option(
         "realized", "--certify", help="How Y^k certified lengths are computed: realized (the model's own rounded scores) or ideal."
     ),
+    certify_max_length: int = typer.Option(
+        4096, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²))."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the sampled verification strings."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -46,11 +49,13 @@ def compile_command(
     from formal_rope.lang.source import resolve_language
     from formal_rope.model.io import save_model
 
-    if verify_to < 0 or exhaustive < 0 or per_length < 0:
-        raise FormalRopeError("--verify-to, --exhaustive and --per-length must be non-negative")
+    if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1:
+        raise FormalRopeError(
+            "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
+        )
     language = resolve_language(formula, alphabet, force_kind="ltl")
     compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
-                               certify_mode=certify_mode)
+                               certify_mode=certify_mode, certify_max_length=certify_max_length)
     verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, show_progress=not json_output)
     if out is not None:
         save_model(compiled.ir, out)
