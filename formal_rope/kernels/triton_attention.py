@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 import triton
+from torch.autograd.function import once_differentiable
 import triton.language as tl
 
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -653,6 +654,7 @@ class _RotaryAttention(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # the backward kernels are not themselves differentiable
     def backward(ctx, grad_out):
         q, k, v, cos, sin, out, lse = ctx.saved_tensors
         rotate_values, scale, plan = ctx.config
