@@ -19,9 +19,11 @@ from formal_rope.automata.dfa import DFA
 from formal_rope.classes.monoid import (
     DEFAULT_MAX_MONOID_SIZE,
     TransitionMonoid,
-    aperiodic_mask,
     connecting_words,
+    first_non_aperiodic,
+    h_classes,
     index_and_period,
+    is_trivial,
     j_classes,
     l_classes,
     nontrivial_pair,
@@ -126,11 +128,31 @@ def classify(
 
     r_labels, l_labels, j_labels = r_classes(monoid), l_classes(monoid), j_classes(monoid)
     r_pair, l_pair, j_pair = nontrivial_pair(r_labels), nontrivial_pair(l_labels), nontrivial_pair(j_labels)
-    aperiodic = aperiodic_mask(monoid)
+    # Aperiodic ⇔ H-trivial (finite monoids); the witness is the shortlex-first element whose
+    # powers cycle, found by a chunked scan rather than by powering every element.
+    star_free = is_trivial(h_classes(monoid, r_labels, l_labels))
+    group_element = None if star_free else first_non_aperiodic(monoid)
+    if star_free != (group_element is None):
+        raise AssertionError(f"H-triviality and aperiodicity disagree on {minimal!r}")
+
+    def podfa(k: int) -> bool:
+        # The product graph Q × ℤ/k grows with k; past a budget use the maps of the k-blocks
+        # (η(Σ^k), known for every k ≤ p + π, which covers k0, mod_k and its divisors).
+        if minimal.n_states * k <= _GRAPH_BUDGET or k >= len(sets.levels):
+            return is_podfa(minimal, k)
+        return is_podfa(minimal, k, block_maps=monoid.elements[sets.elements(k)])
+
+    def block_r_trivial(k: int) -> bool:
+        # Monoid side: T_k = ⟨η(Σ^k)⟩ on the product M × ℤ/k of the right Cayley graph. Past the
+        # budget, T_k0 = η(Σ^k0) is a semigroup acting faithfully on Q, and R-triviality of such a
+        # semigroup is partial order of its action (docs/classes.md, step 1).
+        if monoid.size * k <= _GRAPH_BUDGET:
+            return is_block_semigroup_r_trivial(monoid, k)
+        return is_podfa(minimal, k, block_maps=monoid.elements[sets.elements(k)])
 
     ltl_p = is_podfa(minimal, 1)
-    ltl_p_mod = is_podfa(minimal, k_bound)
-    qr = is_block_semigroup_r_trivial(monoid, k_bound)
+    ltl_p_mod = podfa(k_bound)
+    qr = block_r_trivial(k_bound)
     mod_k = cycle_structure(minimal).least_block_length
     # Each class is characterised several ways (Def. A.7/A.8 on the automaton, Def. A.10/A.13 on
     # the monoid, the SCC-period form of docs/classes.md); a disagreement is a bug, never an answer.
@@ -138,12 +160,7 @@ def classify(
         raise AssertionError(f"automaton and monoid criteria disagree on {minimal!r}")
     if mod_k is not None:
         smaller = [mod_k // prime for prime in _prime_factors(mod_k)]
-        if (
-            sets.period % mod_k
-            or not is_podfa(minimal, mod_k)
-            or not is_block_semigroup_r_trivial(monoid, mod_k)
-            or any(is_podfa(minimal, k) for k in smaller)
-        ):
+        if sets.period % mod_k or not podfa(mod_k) or any(podfa(k) for k in smaller):
             raise AssertionError(f"least block length {mod_k} is inconsistent on {minimal!r}")
 
     alphabet = minimal.alphabet
@@ -152,8 +169,8 @@ def classify(
         witness["ltl_p"] = _podfa_witness(minimal)
     if not ltl_p_mod:
         witness["ltl_p_mod"] = _stable_witness(minimal, monoid, sets)
-    if not bool(aperiodic.all()):
-        witness["star_free"] = _group_witness(monoid, int(np.flatnonzero(~aperiodic)[0]))
+    if group_element is not None:
+        witness["star_free"] = _group_witness(monoid, group_element)
     if r_pair is not None:
         witness["r_trivial"] = _green_witness(monoid, "R", r_pair)
     if l_pair is not None:
@@ -169,7 +186,7 @@ def classify(
         ltl_p_mod=ltl_p_mod,
         mod_k=mod_k,
         qr=qr,
-        star_free=bool(aperiodic.all()),
+        star_free=star_free,
         r_trivial=r_pair is None,
         l_trivial=l_pair is None,
         j_trivial=j_pair is None,
@@ -178,6 +195,9 @@ def classify(
         k_bound=k_bound,
         witness=witness,
     )
+
+
+_GRAPH_BUDGET = 4_000_000  # nodes of a product graph (state or element) × ℤ/k before switching method
 
 
 def _prime_factors(number: int) -> list[int]:

@@ -7,9 +7,10 @@ the syntactic *monoid*, not the semigroup Σ⁺/~ (they differ when no non-empty
 identity, e.g. for aΣ*).
 
 Construction is a breadth-first search over words in shortlex order: every element keeps the
-shortlex-least word that produces it (its parent element and last letter). Rows are hashed as raw
-bytes (numpy void views) and looked up with one sort + searchsorted per BFS level, so a level of
-any width costs a handful of array operations.
+shortlex-least word that produces it (its parent element and last letter). Each BFS level is a
+few array operations: all children of the frontier at once, deduplicated with one `np.unique`
+over raw-byte row keys (numpy void views), then one dict probe per distinct child (rows hashed
+as bytes) against the elements already known.
 
 Green's relations come from strongly connected components (scipy.sparse.csgraph) of the right
 Cayley graph (x → x·a: x R y iff xM = yM iff mutual reachability), the left Cayley graph
@@ -96,24 +97,25 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
     parents = [np.array([-1], dtype=np.int64)]
     letters = [np.array([-1], dtype=np.int64)]
     right_rows: list[np.ndarray] = []
-    known_keys = _row_keys(identity[None, :])
-    known_ids = np.zeros(1, dtype=np.int64)
+    known: dict[bytes, int] = {identity.tobytes(): 0}
     size = 1
     frontier_ids = np.zeros(1, dtype=np.int64)
     frontier_rows = identity[None, :]
     level_starts = [0]
+    width = n_states * identity.itemsize
 
     while frontier_ids.size and n_symbols:
         # children[f, a, :] = state map of (frontier f)·a; frontier-major, letter-minor keeps the
         # first occurrence of each new element at its shortlex-least word.
         children = np.ascontiguousarray(delta[frontier_rows].transpose(0, 2, 1)).reshape(-1, n_states)
-        keys = _row_keys(children)
-        unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        position = np.searchsorted(known_keys, unique_keys)
-        clipped = np.minimum(position, known_keys.size - 1)
-        found = (position < known_keys.size) & (known_keys[clipped] == unique_keys)
-        unique_ids = np.where(found, known_ids[clipped], -1)
-        new = np.flatnonzero(~found)
+        _, first, inverse = np.unique(_row_keys(children), return_index=True, return_inverse=True)
+        # One dict probe per distinct child: linear in the monoid size overall, whereas keeping
+        # a sorted key array would re-sort all known rows at every level.
+        blob = children[first].tobytes()
+        unique_ids = np.fromiter(
+            (known.get(blob[i * width : (i + 1) * width], -1) for i in range(first.size)), dtype=np.int64, count=first.size
+        )
+        new = np.flatnonzero(unique_ids < 0)
         new = new[np.argsort(first[new], kind="stable")]
         unique_ids[new] = size + np.arange(new.size)
         child_ids = unique_ids[np.asarray(inverse).reshape(-1)]
@@ -125,6 +127,8 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
             )
         if new.size == 0:
             break
+        for position, element in zip(new.tolist(), unique_ids[new].tolist()):
+            known[blob[position * width : (position + 1) * width]] = element
         level_starts.append(size)
         size += new.size
         frontier_rows = children[first[new]]
@@ -132,10 +136,6 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
         level_rows.append(frontier_rows)
         letters.append(first[new] % n_symbols)
         parents.append(_previous_frontier_ids(level_starts, first[new] // n_symbols))
-        known_keys = np.concatenate([known_keys, unique_keys[new]])
-        known_ids = np.concatenate([known_ids, unique_ids[new]])
-        order = np.argsort(known_keys, kind="stable")
-        known_keys, known_ids = known_keys[order], known_ids[order]
 
     elements = np.concatenate(level_rows).astype(np.int64)
     parent = np.concatenate(parents).astype(np.int64)
@@ -243,10 +243,11 @@ def j_classes(monoid: TransitionMonoid) -> np.ndarray:
     return strongly_connected_labels(monoid.size, [monoid.right, monoid.left])
 
 
-def h_classes(monoid: TransitionMonoid) -> np.ndarray:
-    """H-class label per element (H = R ∩ L)."""
-    pairs = np.stack([r_classes(monoid), l_classes(monoid)], axis=1)
-    _, labels = np.unique(pairs, axis=0, return_inverse=True)
+def h_classes(monoid: TransitionMonoid, r_labels: np.ndarray | None = None, l_labels: np.ndarray | None = None) -> np.ndarray:
+    """H-class label per element (H = R ∩ L); pass known R/L labels to avoid recomputing them."""
+    r_labels = r_classes(monoid) if r_labels is None else r_labels
+    l_labels = l_classes(monoid) if l_labels is None else l_labels
+    _, labels = np.unique(np.stack([r_labels, l_labels], axis=1), axis=0, return_inverse=True)
     return np.asarray(labels).reshape(-1)
 
 
@@ -311,22 +312,36 @@ def compose(first: np.ndarray, then: np.ndarray) -> np.ndarray:
     return np.take_along_axis(then, first, axis=1)
 
 
-def aperiodic_mask(monoid: TransitionMonoid) -> np.ndarray:
-    """Per element: whether x^n = x^(n+1) for n = number of states.
+def aperiodic_mask(monoid: TransitionMonoid, elements: np.ndarray | None = None) -> np.ndarray:
+    """Per element (all, or the given ids): whether x^n = x^(n+1) for n = number of states.
 
     A map on n points has index at most n, so x^n already lies in x's cycle; x generates no
     non-trivial group exactly when that cycle has length 1.
     """
-    elements = monoid.elements
-    power = np.broadcast_to(np.arange(monoid.n_states), elements.shape).copy()
-    base = elements.copy()
+    maps = monoid.elements if elements is None else monoid.elements[elements]
+    power = np.broadcast_to(np.arange(monoid.n_states), maps.shape).copy()
+    base = maps.copy()
     exponent = monoid.n_states
     while exponent:
         if exponent & 1:
             power = compose(power, base)
         base = compose(base, base)
         exponent >>= 1
-    return np.all(power == compose(power, elements), axis=1)
+    return np.all(power == compose(power, maps), axis=1)
+
+
+def first_non_aperiodic(monoid: TransitionMonoid, chunk: int = 256) -> int | None:
+    """The least element id (shortlex-least word) with x^n ≠ x^(n+1), or None when aperiodic.
+
+    Scans in chunks so that the usual case (a short word such as a single letter) stops early
+    instead of powering every element of a large monoid.
+    """
+    for start in range(0, monoid.size, chunk):
+        ids = np.arange(start, min(start + chunk, monoid.size))
+        bad = np.flatnonzero(~aperiodic_mask(monoid, ids))
+        if bad.size:
+            return int(ids[bad[0]])
+    return None
 
 
 def index_and_period(monoid: TransitionMonoid, element: int) -> tuple[int, int]:

@@ -51,9 +51,18 @@ def block_state_labels(dfa: DFA, k: int = 1) -> np.ndarray:
     return labels[np.arange(dfa.n_states) * k]
 
 
-def is_podfa(dfa: DFA, k: int = 1) -> bool:
-    """Whether the k-automaton A_k (all states of `dfa`) is partially ordered by reachability."""
-    labels = block_state_labels(dfa, k)
+def is_podfa(dfa: DFA, k: int = 1, block_maps: np.ndarray | None = None) -> bool:
+    """Whether the k-automaton A_k (all states of `dfa`) is partially ordered by reachability.
+
+    Without `block_maps` this walks the product graph Q × ℤ/k (cost |Q|·k·|Σ|). With
+    `block_maps`, the distinct state maps of all k-blocks (an (m, |Q|) array, e.g. η(Σ^k) from
+    `formal_rope.classes.varieties.length_sets`), the transitions of A_k are those maps
+    themselves (cost |Q|·m), which is cheaper when k is large.
+    """
+    if block_maps is None:
+        labels = block_state_labels(dfa, k)
+    else:
+        labels = strongly_connected_labels(dfa.n_states, [np.ascontiguousarray(np.asarray(block_maps).T)])
     return np.unique(labels).size == labels.size
 
 
