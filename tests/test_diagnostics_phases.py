@@ -304,3 +304,12 @@ def test_lemma1_is_tight_to_fourth_order():
     assert lemma.min_slack < angle**4 / 24
     # A slightly smaller ε excludes them: the bound is only claimed where the hypothesis holds.
     assert check_lemma1(phases, angle * (1 - 1e-6)).n_hypothesis == 0
+
+
+@given(st.floats(-1e6, 1e6, allow_nan=False))
+def test_wrap_phase_lands_in_half_open_interval_on_the_same_angle(angle):
+    wrapped = float(wrap_phase(np.array(angle)))
+    assert -math.pi < wrapped <= math.pi
+    assert math.cos(wrapped) == pytest.approx(math.cos(angle), abs=1e-9)
+    assert math.sin(wrapped) == pytest.approx(math.sin(angle), abs=1e-9)
+    assert float(wrap_phase(np.array(-math.pi))) == math.pi

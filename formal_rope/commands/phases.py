@@ -57,7 +57,19 @@ def phases_command(
     model = load_model_any(model_path)
     heads = resolve_heads(model_layout(model), layer, head)
     captured = capture_heads(model, string, heads=heads, fmt=format_name)
-    summary = phases_summary(captured, query, epsilon, top if (top is not None or json_output) else _DEFAULT_TOP)
+    shown = top if (top is not None or json_output) else _DEFAULT_TOP
+    if json_output or len(captured.heads) < 2:
+        summary = phases_summary(captured, query, epsilon, shown)
+    else:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        # Each head is decomposed for every (i, j): O(T²·pairs) work, seconds per head at T ~ 500.
+        with Progress(TextColumn("decomposing heads"), BarColumn(), MofNCompleteColumn(), transient=True,
+                      console=Console(stderr=True)) as bar:
+            task = bar.add_task("heads", total=len(captured.heads))
+            summary = phases_summary(captured, query, epsilon, shown,
+                                     on_head=lambda done: bar.update(task, completed=done))
     summary = {"model": str(model_path), **summary}
     if json_output:
         print(json.dumps(summary, ensure_ascii=False))
@@ -146,7 +158,7 @@ def _render(summary: dict) -> None:
             )
         else:
             verdict = "nothing to check"
-        recompute = "" if head["recompute_error"] is None else f"; attention output recomputed from the captured q, k, v vs the model's: {head['recompute_error']:.1e}"
+        recompute = "" if head["recompute_error"] is None else f"; hook check (attention output recomputed from q, k, v) {head['recompute_error']:.1e}"
         console.print(
             f"  reconstruction, all {visible} (i, j) with j < i: max |error| {head['max_abs_error']:.2e}, "
             f"relative to scale·Σρ {head['max_rel_error']:.2e}{recompute}\n"

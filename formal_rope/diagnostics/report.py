@@ -6,7 +6,7 @@ Layer and head numbers in these summaries are 1-based, as in `formalrope compile
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -174,10 +174,22 @@ def head_summary(
 
 
 def phases_summary(
-    captured: CapturedHeads, query: int | None, epsilon: float, top: int | None = None
+    captured: CapturedHeads,
+    query: int | None,
+    epsilon: float,
+    top: int | None = None,
+    on_head: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """The JSON object of `formalrope phases`: the input and one `head_summary` per captured head."""
+    """The JSON object of `formalrope phases`: the input and one `head_summary` per captured head.
+
+    `on_head(k)` is called after the k-th head (1-based) is summarized (progress reporting).
+    """
     query = check_query(captured, query)
+    heads = []
+    for number, inputs in enumerate(captured.heads, start=1):
+        heads.append(head_summary(inputs, captured.positions, query, epsilon, top))
+        if on_head is not None:
+            on_head(number)
     return {
         "kind": captured.model_kind,
         "description": captured.description,
@@ -186,5 +198,5 @@ def phases_summary(
         "dtype": captured.dtype,
         "query": query,
         "epsilon": epsilon,
-        "heads": [head_summary(inputs, captured.positions, query, epsilon, top) for inputs in captured.heads],
+        "heads": heads,
     }
