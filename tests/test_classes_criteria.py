@@ -239,3 +239,20 @@ def test_scc_period_closed_form_matches_the_scan():
         assert structure.least_block_length == scanned == result.mod_k
         if result.mod_k is not None:
             assert result.stability_period % result.mod_k == 0 and result.mod_k <= result.k_bound
+
+
+def test_block_map_route_agrees_with_the_product_graph(monkeypatch):
+    """Large k switch from the product graphs to the maps of η(Σ^k); force that route everywhere."""
+    import importlib
+
+    classify_module = importlib.import_module("formal_rope.classes.classify")  # the module, not the function
+
+    for dfa in RANDOM[:100]:
+        monoid = transition_monoid(dfa)
+        sets = length_sets(monoid)
+        for k in range(1, len(sets.levels)):
+            maps = monoid.elements[sets.elements(k)]
+            assert is_podfa(dfa, k, block_maps=maps) == is_podfa(dfa, k)
+    monkeypatch.setattr(classify_module, "_GRAPH_BUDGET", 0)
+    for position, dfa in enumerate(RANDOM[:100]):
+        assert classify(dfa).to_dict() == classified(position).to_dict()
