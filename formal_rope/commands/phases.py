@@ -158,7 +158,7 @@ def _render(summary: dict) -> None:
             )
         else:
             verdict = "nothing to check"
-        recompute = "" if head["recompute_error"] is None else f"; hook check (attention output recomputed from q, k, v) {head['recompute_error']:.1e}"
+        recompute = "" if head["recompute_error"] is None else f"\n  hook check: the layer's attention output recomputed from the captured q, k, v differs by {head['recompute_error']:.1e}"
         console.print(
             f"  reconstruction, all {visible} (i, j) with j < i: max |error| {head['max_abs_error']:.2e}, "
             f"relative to scale·Σρ {head['max_rel_error']:.2e}{recompute}\n"
