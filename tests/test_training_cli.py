@@ -1,0 +1,75 @@
+"""`formalrope train`: JSON output, checkpoint, summary table, user errors (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from formal_rope.commands.train import parse_length_range, parse_periods
+from formal_rope.errors import FormalRopeError
+
+TINY_ARGS = ["--steps", "5", "--layers", "1", "--d-model", "16", "--heads", "2", "--batch-size", "8",
+             "--n-per-length", "4", "--test-lengths", "41..43"]
+
+
+def _run(argv, capsys):
+    from formal_rope.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+        raise SystemExit(0)
+    captured = capsys.readouterr()
+    return exit_info.value.code or 0, captured.out, captured.err
+
+
+def test_train_json_and_checkpoint(tmp_path, capsys):
+    out = tmp_path / "model.zip"
+    code, stdout, _ = _run(["train", "--lang", "(ab)*", "--pe", "rope_p", "--periods", "auto", *TINY_ARGS,
+                            "--out", str(out), "--json"], capsys)
+    assert code == 0
+    payload = json.loads(stdout)
+    assert payload["status"] == "ok" and payload["resolved_periods"] == [2]
+    assert [r["length"] for r in payload["per_length"]] == [41, 42, 43]
+    assert payload["checkpoint"] == str(out) and out.exists()
+    from formal_rope.training.checkpoint import load_checkpoint
+
+    assert len(load_checkpoint(out).classify(["ab", "ba"])) == 2
+
+
+def test_train_summary_table(tmp_path, capsys):
+    code, stdout, _ = _run(["train", "--lang", "(aa)*", "--pe", "nope", *TINY_ARGS, "--no-save", "--quiet"], capsys)
+    assert code == 0
+    assert "N*" in stdout and "first failing string" in stdout and "per-length accuracy" in stdout
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pe", "alibi"], "unknown positional encoding"),
+        (["--pe", "rope", "--base", "0"], "base"),
+        (["--pe", "rope", "--base", "-5"], "base"),
+        (["--pe", "rope_p", "--periods", "0,2"], "periods"),
+        (["--pe", "rope_p", "--periods", "x"], "periods"),
+        (["--pe", "rope", "--scale", "huge"], "scale"),
+        (["--pe", "rope", "--test-lengths", "50..40"], "test-lengths"),
+    ],
+)
+def test_user_errors_exit_2(argv, message, capsys):
+    code, _, stderr = _run(["train", "--lang", "(ab)*", *argv, "--no-save"], capsys)
+    assert code == 2
+    assert message in stderr
+    assert "Traceback" not in stderr
+
+
+def test_unknown_language_exits_2(capsys):
+    code, _, stderr = _run(["train", "--lang", "(ab", "--no-save"], capsys)
+    assert code == 2 and "error" in stderr
+
+
+def test_option_parsers():
+    assert parse_periods(None) is None and parse_periods("auto") is None and parse_periods("AUTO") is None
+    assert parse_periods("2") == (2,) and parse_periods("2,3") == (2, 3)
+    assert parse_length_range("41..500") == (41, 500) and parse_length_range("7") == (7, 7)
+    with pytest.raises(FormalRopeError):
+        parse_length_range("a..b")
