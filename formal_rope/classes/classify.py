@@ -28,6 +28,7 @@ from formal_rope.classes.monoid import (
     l_classes,
     nontrivial_pair,
     r_classes,
+    strongly_connected_labels,
     transition_monoid,
 )
 from formal_rope.classes.podfa import access_word, block_cycle, cycle_structure, is_podfa
@@ -244,11 +245,10 @@ def _stable_witness(minimal: DFA, monoid: TransitionMonoid, sets: LengthSets) ->
     k0 = sets.bound
     stable = sets.stable_semigroup
     maps = monoid.elements[stable]  # (|S|, n_states)
-    n_states = minimal.n_states
-    reach = np.zeros((n_states, n_states), dtype=bool)
-    reach[np.broadcast_to(np.arange(n_states), maps.shape).ravel(), maps.ravel()] = True
-    mutual = reach & reach.T & ~np.eye(n_states, dtype=bool)
-    q, p = (int(v) for v in np.argwhere(np.triu(mutual))[0])
+    # S·S = S, so reachability under S is a single step and its SCCs are the mutual pairs.
+    pair = nontrivial_pair(strongly_connected_labels(minimal.n_states, [np.ascontiguousarray(maps.T)]))
+    assert pair is not None
+    q, p = pair
     forward_element = int(stable[np.flatnonzero(maps[:, q] == p)[0]])
     backward_element = int(stable[np.flatnonzero(maps[:, p] == q)[0]])
     forward = format_word(sets.block_word(k0, forward_element), minimal.alphabet)

@@ -28,6 +28,7 @@ from formal_rope.automata.dfa import DFA
 from formal_rope.errors import FormalRopeError
 
 DEFAULT_MAX_MONOID_SIZE = 200_000
+MAX_TABLE_CELLS = 10**8  # elements × states kept in memory (≈ 0.8 GB as int64), whatever the size cap
 
 
 class MonoidTooLargeError(FormalRopeError):
@@ -124,6 +125,11 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
             raise MonoidTooLargeError(
                 f"the transition monoid has more than {max_size} elements (automaton with {n_states} states over "
                 f"{n_symbols} symbols); raise the monoid size cap to classify this language"
+            )
+        if (size + new.size) * n_states > MAX_TABLE_CELLS:
+            raise MonoidTooLargeError(
+                f"the transition monoid has more than {size + new.size} elements on {n_states} states, more than "
+                f"{MAX_TABLE_CELLS:.0e} table cells; this language is too large to classify in memory"
             )
         if new.size == 0:
             break

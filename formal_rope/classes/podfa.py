@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formal_rope.automata.dfa import DFA
-from formal_rope.classes.monoid import strongly_connected_labels
+from formal_rope.classes.monoid import nontrivial_pair, strongly_connected_labels
 
 
 @dataclass(frozen=True)
@@ -99,17 +99,14 @@ def _path(dfa: DFA, k: int, source: int, target: int) -> tuple[int, ...]:
 def block_cycle(dfa: DFA, k: int = 1) -> StateCycle | None:
     """Two distinct mutually reachable states of A_k with connecting words, or None for a PODFA_k.
 
-    The pair is the one whose states have the smallest indices (the minimal DFA numbers states in
-    BFS order, so these are the states nearest the start).
+    The pair has small state indices (the minimal DFA numbers states in BFS order, so these are
+    states near the start): the two smallest states of the cycle whose second state is smallest.
     """
-    labels = block_state_labels(dfa, k)
-    for first in range(dfa.n_states):
-        partners = np.flatnonzero(labels == labels[first])
-        partners = partners[partners > first]
-        if partners.size:
-            second = int(partners[0])
-            return StateCycle(k, (first, second), _path(dfa, k, first, second), _path(dfa, k, second, first))
-    return None
+    pair = nontrivial_pair(block_state_labels(dfa, k))
+    if pair is None:
+        return None
+    first, second = pair
+    return StateCycle(k, (first, second), _path(dfa, k, first, second), _path(dfa, k, second, first))
 
 
 def least_podfa_block_length(dfa: DFA, bound: int) -> int | None:
