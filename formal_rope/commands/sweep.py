@@ -31,7 +31,12 @@ def _floats(text: str | None, what: str) -> list[float]:
 
 
 def sweeps_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "sweeps"
+    """The paper's sweep files: the checkout's sweeps/ folder, or the copy an installed wheel carries."""
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package.parent / "sweeps", package / "paper_sweeps"):
+        if (candidate / "table2.toml").is_file():
+            return candidate
+    raise FormalRopeError("the paper's sweep files (sweeps/table2.toml, ...) were not found")
 
 
 def _overrides(**values) -> dict:
