@@ -163,9 +163,12 @@ def test_autotune_candidates_follow_length_dtype_and_head_dim():
     assert {(m, n) for m, n, *_ in training} == {(32, 32), (64, 32), (64, 64)}
     assert {pad for _, _, use_dot, pad in training if not use_dot} == {4}
     assert {pad for _, _, use_dot, pad in training if use_dot} == {16}
-    assert all(use_dot for _, _, use_dot, _ in tiles(512, 4, "tf32"))  # bf16/tf32: tensor cores only
-    assert all(use_dot for _, _, use_dot, _ in tiles(512, 32, "ieee"))  # d = 64: always tl.dot
-    assert (128, 128, True, 32) in tiles(512, 32, "ieee")
+    evaluation_bf16 = tiles(512, 4, "tf32")  # T = 502, d = 8, bf16: tensor cores only, all tiles
+    assert all(use_dot for _, _, use_dot, _ in evaluation_bf16) and (128, 128, True, 16) in evaluation_bf16
+    evaluation_fp32 = tiles(512, 4, "ieee")  # exact fp32: no spilling 128-row tl.dot tiles
+    assert max(m * n for m, n, use_dot, _ in evaluation_fp32 if use_dot) == 64 * 64
+    assert tiles(512, 32, "ieee") == {(32, 32, True, 32), (64, 32, True, 32)}  # d = 64: tl.dot, small tiles
+    assert tiles(512, 64, "ieee") == {(32, 32, True, 64)}  # d = 128: the smallest tile only
     assert tiles(16, 4, "tf32") == {(32, 32, True, 16)}  # nothing fits a 16-long bucket: smallest tile
 
 

@@ -85,16 +85,25 @@ def _dot_pair(even, odd, dot_ty: tl.constexpr, UPCAST_DOT: tl.constexpr):
 def _pair_scores(a_even, a_odd, b_even, b_odd, acc, USE_DOT: tl.constexpr, PRECISION: tl.constexpr):
     """acc + a_even @ b_even^T + a_odd @ b_odd^T: (M, N) from (M, HALF_PAD) and (N, HALF_PAD) tiles.
 
-    USE_DOT=False is the small-head path: broadcast products summed over the (unpadded, possibly
-    < 16) pair axis on CUDA cores, in fp32 from the already rounded operands, like a tensor-core dot.
+    USE_DOT=False is the small-head path: HALF_PAD (a power of two, possibly < 16) rank-1 updates
+    on CUDA cores, in fp32 from the already rounded operands, like a tensor-core dot. Columns are
+    pulled out of the register tiles with a masked row sum (O((M + N) HALF_PAD) per column, small
+    next to the M N update), which keeps every intermediate 2-D: a 3-D broadcast product spilled
+    registers heavily when compiled for sm_90.
     """
     if USE_DOT:
         acc = tl.dot(a_even, tl.trans(b_even), acc=acc, input_precision=PRECISION)
         acc = tl.dot(a_odd, tl.trans(b_odd), acc=acc, input_precision=PRECISION)
     else:
-        products = a_even.to(tl.float32)[:, None, :] * b_even.to(tl.float32)[None, :, :]
-        products += a_odd.to(tl.float32)[:, None, :] * b_odd.to(tl.float32)[None, :, :]
-        acc += tl.sum(products, axis=2)
+        HALF_PAD: tl.constexpr = a_even.shape[1]
+        offs_p = tl.arange(0, HALF_PAD)
+        for p in tl.static_range(HALF_PAD):
+            column = (offs_p == p)[None, :]
+            a_e = tl.sum(tl.where(column, a_even.to(tl.float32), 0.0), axis=1)
+            a_o = tl.sum(tl.where(column, a_odd.to(tl.float32), 0.0), axis=1)
+            b_e = tl.sum(tl.where(column, b_even.to(tl.float32), 0.0), axis=1)
+            b_o = tl.sum(tl.where(column, b_odd.to(tl.float32), 0.0), axis=1)
+            acc += a_e[:, None] * b_e[None, :] + a_o[:, None] * b_o[None, :]
     return acc
 
 
@@ -105,9 +114,15 @@ def _pair_accumulate(weights, b_even, b_odd, acc_even, acc_odd, USE_DOT: tl.cons
         acc_even = tl.dot(weights, b_even, acc=acc_even, input_precision=PRECISION)
         acc_odd = tl.dot(weights, b_odd, acc=acc_odd, input_precision=PRECISION)
     else:
-        w = weights.to(tl.float32)[:, :, None]
-        acc_even += tl.sum(w * b_even.to(tl.float32)[None, :, :], axis=1)
-        acc_odd += tl.sum(w * b_odd.to(tl.float32)[None, :, :], axis=1)
+        HALF_PAD: tl.constexpr = b_even.shape[1]
+        offs_p = tl.arange(0, HALF_PAD)
+        w = weights.to(tl.float32)
+        for p in tl.static_range(HALF_PAD):
+            column = (offs_p == p)[None, :]
+            b_e = tl.sum(tl.where(column, b_even.to(tl.float32), 0.0), axis=1)
+            b_o = tl.sum(tl.where(column, b_odd.to(tl.float32), 0.0), axis=1)
+            acc_even += tl.where(column, tl.sum(w * b_e[None, :], axis=1)[:, None], 0.0)
+            acc_odd += tl.where(column, tl.sum(w * b_o[None, :], axis=1)[:, None], 0.0)
     return acc_even, acc_odd
 
 
@@ -417,6 +432,10 @@ _FMA_TILES = ((32, 32, 4, 2), (64, 32, 4, 2), (64, 64, 8, 2))
 # Half head dims up to this skip the pad to 16 on the fp32-exact path (d = 8 pads 4 -> 16 otherwise,
 # quadrupling CUDA-core work, since IEEE fp32 products cannot use tensor cores).
 _FMA_MAX_HALF = 8
+# Exact fp32 tl.dot is lowered to CUDA-core FMAs that hold whole tiles in registers: compiled for
+# sm_90, tiles above this BLOCK_M * BLOCK_N * HALF_PAD volume spill kilobytes per thread (and take
+# 15-55 s to compile), so the autotuner does not try them.
+_IEEE_DOT_MAX_VOLUME = 64 * 64 * 16
 # Set to False (with a warning) if the small-head path ever fails to build on a GPU; see _launch.
 _FMA_AUTOTUNE = {"enabled": True}
 
@@ -443,12 +462,17 @@ def _autotune_candidates(configs, named_args, **kwargs) -> list[triton.Config]:
     """The configs worth timing for this call (triton's early_config_prune hook).
 
     Tiles longer than the power-of-two length bucket are dropped (T <= 42 training times 3 tilings,
-    not 5); the small-head path joins for exact-fp32 calls with d/2 <= 8. HALF_PAD and USE_DOT
-    travel inside the config because they must agree with each other.
+    not 5), exact-fp32 tl.dot tiles that spill are dropped, and the small-head path joins for
+    exact-fp32 calls with d/2 <= 8. HALF_PAD and USE_DOT travel inside the config because they must
+    agree with each other.
     """
     bucket, half = named_args["T_BUCKET"], named_args["HALF"]
-    candidates = [(tile, True) for tile in _DOT_TILES]
-    if kwargs.get("PRECISION") == "ieee" and half <= _FMA_MAX_HALF and _FMA_AUTOTUNE["enabled"]:
+    exact_fp32 = kwargs.get("PRECISION") == "ieee"
+    dot_pad = _half_pad(half, True)
+    candidates = [
+        (tile, True) for tile in _DOT_TILES if not exact_fp32 or tile[0] * tile[1] * dot_pad <= _IEEE_DOT_MAX_VOLUME
+    ]
+    if exact_fp32 and half <= _FMA_MAX_HALF and _FMA_AUTOTUNE["enabled"]:
         candidates += [(tile, False) for tile in _FMA_TILES]
     fitting = [(tile, use_dot) for tile, use_dot in candidates if max(tile[:2]) <= bucket] or candidates[:1]
     return [
