@@ -65,11 +65,12 @@ def _y_offsets(dag: FormulaDag) -> list[int]:
 
 
 def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: int) -> YScaleChoice:
-    """A scale C for the Y heads: the power of two (≤ 2^(M+2), above which one ulp of a score
-    exceeds 1) with the largest realized certified range for the smallest offset, ties → smaller C.
+    """A scale C for the Y heads: among powers of two from 2·f_large up to 2^(M+9) (and below
+    max_finite/4), the one with the largest *realized* certified range for the smallest offset.
 
-    Ideal ranges are scanned for every candidate (cheap); the realized range is computed for the
-    few candidates with the best ideal ranges.
+    Ideal ranges (cheap) are computed for every candidate; realized ranges (brute force) are
+    computed in order of decreasing ideal range (smaller C first among ties), at most six times,
+    stopping at the first candidate whose realized range reaches its ideal one.
     """
     from formal_rope.certify import certified_range
     from formal_rope.precision.formats import f_large, parse_format
@@ -78,25 +79,20 @@ def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: in
     large = f_large(fmt_obj)
     k = min(offsets)
     low = math.ceil(math.log2(2 * large))
-    high = min(fmt_obj.mantissa_bits + 2, math.floor(math.log2(fmt_obj.max_finite)) - 2)
+    high = min(fmt_obj.mantissa_bits + 9, math.floor(math.log2(fmt_obj.max_finite)) - 2)
     scanned = []
     for exponent in range(low, max(low, high) + 1):
         scale = float(2**exponent)
         scanned.append((scale, certified_range(k, freq, scale, fmt_obj, "ideal").n_max))
-    # Best ideal ranges first, smaller C first among ties (smaller rounding errors).
-    order = sorted(scanned, key=lambda item: (-item[1], item[0]))
-    best_scale, best_realized = order[0][0], -1
-    seen_ideal: set[int] = set()
-    for scale, ideal in order:
-        if ideal in seen_ideal:
-            continue
-        seen_ideal.add(ideal)
-        if ideal <= best_realized:
+    best_scale, best_realized = scanned[0][0], -1
+    for evaluated, (scale, ideal) in enumerate(sorted(scanned, key=lambda item: (-item[1], item[0]))):
+        if evaluated >= 6 or ideal <= best_realized:
             break
-        realized = certified_range(k, freq, scale, fmt_obj, "realized", max_length=min(max_length, ideal + 2)).n_max
+        cap = min(max_length, max(ideal, k) + 2)
+        realized = certified_range(k, freq, scale, fmt_obj, "realized", max_length=cap).n_max
         if realized > best_realized:
             best_scale, best_realized = scale, realized
-        if len(seen_ideal) >= 4:
+        if realized >= ideal:
             break
     return YScaleChoice(scale=best_scale, chosen=True, candidates=tuple(scanned))
 
