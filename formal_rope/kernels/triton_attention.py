@@ -4,6 +4,8 @@ Layout: q, k, v, out are (batch, heads, T, d) with any strides; the rotary pair 
 pair (2i, 2i+1). Every kernel therefore works on two "half" tiles per operand, the even and the odd
 coordinates, loaded with stride 2 along the head dim and zero-padded to HALF_PAD = max(16, pow2(d/2))
 columns so that every tl.dot has all dimensions >= 16 (a GPU rule the interpreter does not enforce).
+The small-head path (USE_DOT=False, autotuned for exact fp32 with d <= 16) skips tl.dot and the pad
+to 16: HALF_PAD = pow2(d/2) rank-1 updates on CUDA cores.
 
 Forward (one program per (batch*head, query block)): rotate the query tile once, stream key/value
 blocks left to right, rotate each key (and value) tile in registers, online softmax in base 2 with
