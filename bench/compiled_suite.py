@@ -52,7 +52,8 @@ def main() -> None:
                 else:
                     cells.append(f"**first failure at length {result.first_disagreement.length}** "
                                  f"({result.disagreements}/{result.verified_strings})")
-            print(f"| `{example.formula}` | {''.join(example.alphabet)} | {shape[0]} | {shape[1]} | {shape[2]} | "
+            cell = example.formula.replace("|", "\\|")  # a | inside a Markdown table cell
+            print(f"| `{cell}` | {''.join(example.alphabet)} | {shape[0]} | {shape[1]} | {shape[2]} | "
                   + " | ".join(cells) + " |", flush=True)
         print()
 
