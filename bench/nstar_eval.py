@@ -28,7 +28,7 @@ from formal_rope.training.train import evaluate_model, resolve_dfa, run_training
 
 
 def naive_nstar(model, config: RunConfig, dfa) -> tuple[int, list[float]]:
-    from formal_rope.sampling.datasets import test_set
+    from formal_rope.sampling import test_set
 
     model.eval()
     lengths, accuracies = [], []

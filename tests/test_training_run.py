@@ -153,3 +153,24 @@ def test_scales_keep_test_lengths_and_list_what_quick_shrinks():
     assert quick.steps < paper.steps and quick.n_per_length < paper.n_per_length and QUICK_SHRINKS
     with pytest.raises(FormalRopeError):
         apply_scale(quick, "huge")
+
+
+def test_near_miss_training_negatives_are_real_near_misses():
+    from formal_rope.automata import accepts
+    from formal_rope.sampling import decode, training_batch
+
+    dfa = training.resolve_dfa(RunConfig(language="(ab)*"))
+    rng = np.random.default_rng(5)
+    batch = training_batch(dfa, rng, 64, 0, 40)
+    mixed = training.mix_near_misses(batch, dfa, rng, 0.5, 0, 40)
+    strings = decode(mixed.symbols, dfa.alphabet, mixed.lengths)
+    assert np.array_equal(accepts(dfa, strings), mixed.labels)  # labels stay true
+    changed = np.flatnonzero((mixed.lengths != batch.lengths) | np.any(mixed.symbols != batch.symbols, axis=1))
+    assert len(changed) == 16 and not mixed.labels[changed].any()  # half of the 32 negatives
+    # A near-miss is one substitution away from a positive: for (ab)*, even length and one bad symbol.
+    for row in changed.tolist():
+        text = strings[row]
+        assert len(text) % 2 == 0
+        assert sum(c != "ab"[i % 2] for i, c in enumerate(text)) == 1
+    with pytest.raises(FormalRopeError):
+        run_training(_tiny(train_near_miss_fraction=1.5), progress=False)

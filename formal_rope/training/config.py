@@ -52,6 +52,7 @@ class RunConfig:
     eval_seed: int = 0  # test sets depend on this only, so runs with different seeds share them
     lr_schedule: str = "constant"  # constant | cosine (decay to 10% of lr)
     warmup_steps: int = 0  # linear learning-rate warm-up
+    train_near_miss_fraction: float = 0.0  # share of training negatives replaced by near-misses
 
     def to_dict(self) -> dict:
         data = asdict(self)

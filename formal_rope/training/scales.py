@@ -35,10 +35,11 @@ SCALES: dict[str, dict] = {
         "steps": 1000,
         "batch_size": 64,
         "n_per_length": 16,
-        "lr": 1e-3,
+        "lr": 5e-3,
         "lr_schedule": "cosine",
         "warmup_steps": 50,
-        "lrs": (1e-3,),
+        "train_near_miss_fraction": 0.5,
+        "lrs": (5e-3,),
         "seeds": (0,),
         "test_min_length": 41,
         "test_max_length": 500,
@@ -50,8 +51,9 @@ GRID_KEYS = ("lrs", "seeds")
 
 QUICK_SHRINKS: tuple[str, ...] = (
     "model: 2 layers, d_model 32, 4 heads (paper: 5 layers, d_model 64, 8 heads)",
-    "training: 1,000 steps of batch 64, lr 1e-3 with warm-up and cosine decay (paper: 10^6 steps of batch 128, constant lr)",
-    "learning rates: 1e-3 only (paper: 1e-4, 3e-4, 5e-4)",
+    "training: 1,000 steps of batch 64, lr 5e-3 with 50 warm-up steps and cosine decay (paper: 10^6 steps of batch 128, constant lr)",
+    "training negatives: half are near-misses (one substitution from a positive), as in the test sets (paper: uniform negatives)",
+    "learning rates: 5e-3 only (paper: 1e-4, 3e-4, 5e-4)",
     "seeds: 1 (paper: 5)",
     "test strings per length: 16 (paper: 512); test lengths unchanged (41..500)",
 )

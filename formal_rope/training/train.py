@@ -79,6 +79,8 @@ def validate_config(config: RunConfig) -> None:
             raise FormalRopeError(f"{name} must be positive, got {getattr(config, name)}")
     if not config.lr > 0:
         raise FormalRopeError(f"the learning rate must be positive, got {config.lr}")
+    if not 0.0 <= config.train_near_miss_fraction <= 1.0:
+        raise FormalRopeError(f"train_near_miss_fraction must lie in [0, 1], got {config.train_near_miss_fraction}")
     if config.train_min_length > config.train_max_length:
         raise FormalRopeError("train_min_length must not exceed train_max_length")
     if config.test_min_length > config.test_max_length:
@@ -241,6 +243,32 @@ class _Reporter:
             self.bar.stop()
 
 
+def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_length: int, max_length: int):
+    """Replace round(fraction * #negatives) negatives by near-misses (a positive with one symbol
+    substituted so that it leaves L), uniform over such strings at a length drawn uniformly from
+    the lengths in [min_length, max_length] where near-misses exist. Returns a new batch."""
+    from formal_rope.sampling import PAD, TrainingBatch, count_table, walk
+
+    negatives = np.flatnonzero(~np.asarray(batch.labels, dtype=bool))
+    count = int(round(fraction * len(negatives)))
+    if count == 0:
+        return batch
+    counts = count_table(dfa, "near_miss", max_length)
+    candidates = np.arange(min_length, max_length + 1)
+    allowed = candidates[counts.nonempty(candidates)]
+    if allowed.size == 0:
+        return batch  # no near-miss of a training length exists (e.g. L = Σ*): keep uniform negatives
+    chosen = allowed[rng.integers(0, allowed.size, size=count)]
+    drawn = walk(counts, chosen, rng.random((max(1, int(chosen.max())), count)))
+    symbols = np.array(batch.symbols, copy=True)
+    lengths = np.array(batch.lengths, copy=True)
+    rows = negatives[:count]  # the batch is already shuffled
+    symbols[rows] = PAD
+    symbols[rows, : drawn.shape[1]] = drawn
+    lengths[rows] = chosen
+    return TrainingBatch(symbols, lengths, batch.labels)
+
+
 def train_model(
     model: Classifier,
     config: RunConfig,
@@ -251,7 +279,7 @@ def train_model(
     log_every: int = 25,
 ) -> tuple[str, float | None, int]:
     """Optimise in place. Returns (status "ok" | "diverged", final mean loss, steps done)."""
-    from formal_rope.sampling.datasets import training_batch
+    from formal_rope.sampling import training_batch
 
     rng = np.random.default_rng(np.random.SeedSequence([int(config.seed), 1]))
     optimizer = make_optimizer(model, config)
@@ -262,6 +290,10 @@ def train_model(
     started = time.perf_counter()
     for step in range(config.steps):
         batch = training_batch(dfa, rng, config.batch_size, config.train_min_length, config.train_max_length)
+        if config.train_near_miss_fraction > 0:
+            batch = mix_near_misses(
+                batch, dfa, rng, config.train_near_miss_fraction, config.train_min_length, config.train_max_length
+            )
         tokens, readout = encode_padded(batch.symbols, batch.lengths, n_symbols)
         labels = torch.from_numpy(np.asarray(batch.labels, dtype=np.int64))
         tokens, readout, labels = tokens.to(device), readout.to(device), labels.to(device)
@@ -296,7 +328,7 @@ def train_model(
 
 def test_length_blocks(dfa, config: RunConfig):
     """Labelled test sets in increasing length, sampled lazily in blocks (bounded memory)."""
-    from formal_rope.sampling.datasets import test_sets
+    from formal_rope.sampling import test_sets
 
     lengths = list(range(config.test_min_length, config.test_max_length + 1))
     block: list[int] = []
@@ -314,7 +346,7 @@ def test_length_blocks(dfa, config: RunConfig):
 def evaluate_model(
     model: Classifier, config: RunConfig, dfa, *, report=None, device="cpu", mode: str | None = None
 ) -> Evaluation:
-    from formal_rope.sampling.text import decode
+    from formal_rope.sampling import decode
 
     total = config.test_max_length - config.test_min_length + 1
     state = {"done": 0, "n_star": 0, "perfect": True}
