@@ -24,6 +24,7 @@ Gradients w.r.t. cos/sin are derived in torch from the fp32 dq/dk/dv (see `_tabl
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -460,7 +461,7 @@ def _half_pad(half: int, use_dot: bool) -> int:
     return _pow2_at_least(half, 16 if use_dot else 1)
 
 
-def _autotune_candidates(configs, named_args, **kwargs) -> list[triton.Config]:
+def _autotune_candidates(configs, named_args, ieee_max_volume: int = _IEEE_DOT_MAX_VOLUME, **kwargs) -> list[triton.Config]:
     """The configs worth timing for this call (triton's early_config_prune hook).
 
     Tiles longer than the power-of-two length bucket are dropped (T <= 42 training times 3 tilings,
@@ -472,7 +473,7 @@ def _autotune_candidates(configs, named_args, **kwargs) -> list[triton.Config]:
     exact_fp32 = kwargs.get("PRECISION") == "ieee"
     dot_pad = _half_pad(half, True)
     candidates = [
-        (tile, True) for tile in _DOT_TILES if not exact_fp32 or tile[0] * tile[1] * dot_pad <= _IEEE_DOT_MAX_VOLUME
+        (tile, True) for tile in _DOT_TILES if not exact_fp32 or tile[0] * tile[1] * dot_pad <= ieee_max_volume
     ]
     if exact_fp32 and half <= _FMA_MAX_HALF and _FMA_AUTOTUNE["enabled"]:
         candidates += [(tile, False) for tile in _FMA_TILES]
@@ -492,15 +493,17 @@ def _autotune_candidates(configs, named_args, **kwargs) -> list[triton.Config]:
 _AUTOTUNE_KEY = ["T_BUCKET", "HALF", "ROTATE_V", "PRECISION"]
 
 
-def _tuned(kernel):
+def _tuned(kernel, ieee_max_volume: int = _IEEE_DOT_MAX_VOLUME):
     placeholders = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}) for bm, bn, _, _ in _DOT_TILES]
-    return triton.autotune(
-        configs=placeholders, key=_AUTOTUNE_KEY, prune_configs_by={"early_config_prune": _autotune_candidates}
-    )(kernel)
+    prune = functools.partial(_autotune_candidates, ieee_max_volume=ieee_max_volume)
+    return triton.autotune(configs=placeholders, key=_AUTOTUNE_KEY, prune_configs_by={"early_config_prune": prune})(
+        kernel
+    )
 
 
 _fwd_tuned = _tuned(_attention_fwd_kernel)
-_dkdv_tuned = _tuned(_attention_bwd_dkdv_kernel)
+# dk/dv keeps four (BLOCK_N, HALF_PAD) tiles live: exact-fp32 tl.dot spills from 64x32 up (944 B).
+_dkdv_tuned = _tuned(_attention_bwd_dkdv_kernel, ieee_max_volume=32 * 32 * 16)
 _dq_tuned = _tuned(_attention_bwd_dq_kernel)
 
 
