@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -88,3 +90,48 @@ def test_padding_value_past_length_is_ignored():
     dfa = DFA(("a", "b"), np.array([[1, 0], [1, 1]]), 0, np.array([False, True]))
     symbols = np.array([[1, -1, -1], [0, 7, 7], [1, 1, 0]])
     assert accepts_encoded(dfa, symbols, np.array([1, 1, 3])).tolist() == [False, True, True]
+
+
+# ------------------------------------------------------------------ packed path vs blocked
+from formal_rope.automata.membership import _run_blocked  # noqa: E402
+
+
+@pytest.mark.parametrize("n_symbols", [1, 2, 3, 4, 5, 16, 17, 200])
+@pytest.mark.parametrize("n_states", [1, 3, 9, 70, 300])
+def test_packed_runs_match_blocked_runs(n_symbols, n_states):
+    rng = np.random.default_rng(n_symbols * 1000 + n_states)
+    dfa = DFA(tuple(f"s{i}" for i in range(n_symbols)), rng.integers(0, n_states, (n_states, n_symbols)), int(rng.integers(n_states)), rng.random(n_states) < 0.5)
+    # Equal lengths (16-bit codes plus a tail), a few lengths (dense groups), many (stay column).
+    for lengths in ([53] * 40, [0, 17, 17, 64, 5] * 6, list(range(45))):
+        lengths = np.array(lengths)
+        symbols = rng.integers(0, n_symbols, (lengths.size, int(lengths.max())))
+        symbols[np.arange(symbols.shape[1])[None, :] >= lengths[:, None]] = -1  # garbage padding
+        expected = _run_blocked(dfa, symbols, lengths)
+        assert run_encoded(dfa, symbols, lengths).tolist() == expected.tolist()
+        assert run_encoded(dfa, symbols.astype(np.int16), lengths).tolist() == expected.tolist()
+    walked = [dfa.run(row[:k]) for row, k in zip(symbols, lengths)]
+    assert expected.tolist() == walked
+
+
+@pytest.mark.parametrize("alphabet", [("0", "1"), ("b", "a"), ("a", "b", "c"), tuple("abcdefghij"), ("a",), (" ", "!")])
+def test_character_batches_of_long_equal_strings(alphabet):
+    rng = np.random.default_rng(len(alphabet))
+    dfa = DFA(alphabet, rng.integers(0, 5, (5, len(alphabet))), 0, np.array([True, False, True, False, False]))
+    for lengths in ([301] * 700, [300, 301] * 350, [5, 0, 31, 130] * 100):
+        words = ["".join(rng.choice(alphabet, size=k)) for k in lengths]
+        expected = [walk(dfa, w) for w in words[:60]]
+        verdicts = accepts(dfa, words)
+        assert verdicts[:60].tolist() == expected
+        symbols, encoded_lengths = encode_strings(words, alphabet)
+        assert accepts_encoded(dfa, symbols, encoded_lengths).tolist() == verdicts.tolist()
+
+
+@pytest.mark.parametrize("stranger, column", [("\x00", 7), ("c", 300), ("`", 1), ("é", 150), ("\x7f", 2)])
+def test_strangers_in_long_equal_strings_are_named(stranger, column):
+    dfa = DFA(("a", "b"), np.zeros((1, 2), dtype=np.int64), 0, np.array([True]))
+    words = ["ab" * 150] * 900
+    bad = list(words[613])
+    bad[column - 1] = stranger
+    words[613] = "".join(bad)
+    with pytest.raises(FormalRopeError, match=re.escape(f"{stranger!r} at column {column}")):
+        accepts(dfa, words)

@@ -91,16 +91,127 @@ def trim_unreachable(dfa: DFA) -> DFA:
 def minimize(dfa: DFA) -> DFA:
     """The minimal complete DFA of the same language, canonically numbered.
 
-    Unreachable states are dropped, then Moore partition refinement runs vectorized: each round
-    assigns every state the signature (its block, the blocks of its successors) and renumbers the
-    distinct signatures with one `np.unique`; it stops when no block splits. Finally the
-    quotient is renumbered in BFS discovery order, so equal languages give identical tables.
+    Unreachable states are dropped, Hopcroft's partition refinement (O(n·|Σ|·log n), see
+    `_hopcroft_blocks`) finds the Myhill-Nerode classes, and the quotient is renumbered in BFS
+    discovery order, so equal languages over the same alphabet order give identical tables.
+    """
+    reachable = trim_unreachable(dfa)
+    return _quotient(reachable, _hopcroft_blocks(reachable.transitions, reachable.accepting))
+
+
+def _quotient(reachable: DFA, block: np.ndarray) -> DFA:
+    """The DFA on the blocks of a congruence `block` (dense ids 0..k-1), canonically numbered."""
+    _, representative = np.unique(block, return_index=True)
+    quotient = DFA(
+        alphabet=reachable.alphabet,
+        transitions=block[reachable.transitions[representative]],
+        start=int(block[reachable.start]),
+        accepting=reachable.accepting[representative],
+    )
+    return trim_unreachable(quotient)
+
+
+def _inverse_transitions(transitions: np.ndarray) -> tuple[list[list[int]], list[list[int]]]:
+    """Per symbol, the predecessors as CSR lists: predecessors of t on a are
+    sources[a][offsets[a][t]:offsets[a][t + 1]]."""
+    n_states = transitions.shape[0]
+    sources, offsets = [], []
+    for column in transitions.T:
+        order = np.argsort(column, kind="stable")
+        counts = np.bincount(column, minlength=n_states)
+        offsets.append(np.concatenate([[0], np.cumsum(counts)]).tolist())
+        sources.append(order.tolist())
+    return sources, offsets
+
+
+def _hopcroft_blocks(transitions: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Coarsest partition compatible with `accepting` and the transitions (dense block ids).
+
+    Hopcroft's algorithm on array-based partition refinement: the states of each block are a
+    contiguous slice of `elements`; a splitter (block B, symbol a) marks the a-predecessors of B
+    by swapping them to the front of their blocks, then every touched block splits into marked
+    and unmarked parts. For each symbol, when (X, a) was still waiting both halves wait,
+    otherwise only the smaller half is queued; so each state enters a splitter O(log n) times
+    per symbol and the total work is O(n·|Σ|·log n). The loops are plain Python over lists:
+    every step touches only a few states, where numpy's per-call cost would dominate.
+    """
+    n_states, n_symbols = transitions.shape
+    accepting_states = np.flatnonzero(accepting).tolist()
+    rejecting_states = np.flatnonzero(~accepting).tolist()
+    initial = [part for part in (accepting_states, rejecting_states) if part]
+    elements = initial[0] + (initial[1] if len(initial) > 1 else [])
+    location = [0] * n_states
+    for position, state in enumerate(elements):
+        location[state] = position
+    block_of = [0] * n_states
+    first = [0]
+    end = [len(initial[0])]
+    if len(initial) > 1:
+        for state in initial[1]:
+            block_of[state] = 1
+        first.append(len(initial[0]))
+        end.append(n_states)
+    marked = [0] * len(first)
+    if n_symbols == 0 or len(first) == 1:
+        return np.asarray(block_of, dtype=np.int64)
+    sources, offsets = _inverse_transitions(transitions)
+    smaller = 0 if end[0] - first[0] <= end[1] - first[1] else 1
+    waiting = [(smaller, symbol) for symbol in range(n_symbols)]
+    is_waiting = set(waiting)
+    while waiting:
+        splitter, symbol = waiting.pop()
+        is_waiting.discard((splitter, symbol))
+        symbol_sources, symbol_offsets = sources[symbol], offsets[symbol]
+        touched = []
+        for target in elements[first[splitter] : end[splitter]]:
+            for predecessor in symbol_sources[symbol_offsets[target] : symbol_offsets[target + 1]]:
+                block = block_of[predecessor]
+                boundary = first[block] + marked[block]
+                position = location[predecessor]
+                if position < boundary:
+                    continue  # already marked
+                # Swap the predecessor to the end of the marked prefix of its block.
+                other = elements[boundary]
+                elements[boundary], elements[position] = predecessor, other
+                location[predecessor], location[other] = boundary, position
+                if marked[block] == 0:
+                    touched.append(block)
+                marked[block] += 1
+        for block in touched:
+            size_marked = marked[block]
+            marked[block] = 0
+            if size_marked == end[block] - first[block]:
+                continue  # every state of the block has an a-successor in the splitter
+            new_block = len(first)
+            first.append(first[block])
+            end.append(first[block] + size_marked)
+            marked.append(0)
+            first[block] += size_marked
+            for state in elements[first[new_block] : end[new_block]]:
+                block_of[state] = new_block
+            new_is_smaller = size_marked <= end[block] - first[block]
+            for any_symbol in range(n_symbols):
+                if (block, any_symbol) in is_waiting:
+                    queued = new_block
+                else:
+                    queued = new_block if new_is_smaller else block
+                waiting.append((queued, any_symbol))
+                is_waiting.add((queued, any_symbol))
+    return np.asarray(block_of, dtype=np.int64)
+
+
+def _minimize_moore(dfa: DFA) -> DFA:
+    """Reference minimization by Moore's round-based refinement (quadratic on long chains).
+
+    Kept for cross-checking `minimize` in tests: each round gives every state the signature
+    (its block, its successors' blocks), renumbered densely with `np.unique`, until no block splits.
     """
     reachable = trim_unreachable(dfa)
     transitions = reachable.transitions
     n_states = reachable.n_states
-    block = reachable.accepting.astype(np.int64)
-    n_blocks = int(np.unique(block).size)
+    _, block = np.unique(reachable.accepting, return_inverse=True)
+    block = np.asarray(block, dtype=np.int64).reshape(-1)
+    n_blocks = int(block.max()) + 1
     while True:
         # Fold the signature in one successor column at a time: pair (key, successor block)
         # -> one int64 -> dense rank via a 1-D unique (much faster than unique over rows).
@@ -113,14 +224,7 @@ def minimize(dfa: DFA) -> DFA:
         if n_refined == n_blocks:
             break
         n_blocks = n_refined
-    _, representative = np.unique(block, return_index=True)
-    quotient = DFA(
-        alphabet=reachable.alphabet,
-        transitions=block[transitions[representative]],
-        start=int(block[reachable.start]),
-        accepting=reachable.accepting[representative],
-    )
-    return trim_unreachable(quotient)
+    return _quotient(reachable, block)
 
 
 # ------------------------------------------------------------------------- basic automata

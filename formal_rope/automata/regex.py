@@ -128,6 +128,8 @@ def _children(node: Regex) -> tuple[Regex, ...]:
 
 
 def _epsilon(alphabet: tuple[str, ...]) -> DFA:
+    if not alphabet:  # no symbol leads to the sink: ε is all of Σ* = {ε}
+        return DFA(alphabet, np.zeros((1, 0), dtype=np.int64), 0, np.array([True]))
     transitions = np.ones((2, len(alphabet)), dtype=np.int64)
     return DFA(alphabet, transitions, 0, np.array([True, False]))
 
