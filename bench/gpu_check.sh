@@ -135,7 +135,7 @@ timeout "$PARALLEL_TIMEOUT" "$PY" "$SMOKE_PY" >"$LOGS/gpu_smoke.log" 2>&1 &
 SMOKE_PID=$!
 XDIST=()
 if "$PY" -c "import xdist" 2>/dev/null; then XDIST=(-n "$XDIST_WORKERS"); fi
-timeout "$PARALLEL_TIMEOUT" "$PY" -m pytest tests/test_kernels_triton.py tests/test_kernels_dispatch.py -o addopts= -q -rfE \
+timeout "$PARALLEL_TIMEOUT" "$PY" -m pytest tests/test_kernels_*.py -o addopts= -q -rfE \
   -p no:cacheprovider ${XDIST[@]+"${XDIST[@]}"} >"$LOGS/gpu_tests.log" 2>&1 &
 TEST_PID=$!
 WARM_DIR=$(mktemp -d /tmp/gpu_warm_XXXX)
