@@ -2,10 +2,14 @@
 
 For each language, n strings of length L (default 10^4 x 500; half members, half near-misses
 or uniform strings) are classified three ways, timed in this run (best of --repeats):
-  dfa (strings)   formal_rope.automata.accepts on the Python strings (encoding included)
-  dfa (encoded)   accepts_encoded on a matrix from encode_strings (the sampling/training path)
-  re loop         [pattern.fullmatch(s) is not None for s in strings] with an equivalent pattern
-The verdicts must agree; the ratios re / dfa are printed.
+  dfa (strings)   formal_rope.automata.accepts on the list of Python strings: everything from
+                  the list to the bool verdicts is timed (type checks, string -> byte
+                  conversion, validation, packing, the run, the accepting lookup)
+  dfa (encoded)   accepts_encoded on the int64 matrix from encode_strings (the sampling/training
+                  path; encoding not timed, index validation and the run timed)
+  re loop         [pattern.fullmatch(s) is not None for s in strings] with an equivalent compiled
+                  pattern on the same strings (compilation not timed)
+The verdicts must agree; the ratios re / dfa are printed. The DFA is built (not timed) once.
 
     python bench/membership.py [--strings 10000] [--length 500] [--repeats 3]
 """

@@ -24,9 +24,9 @@ from formal_rope.automata import (
     shortest_accepted,
     universal_language,
 )
-from formal_rope.automata.ops import _minimize_moore
+from formal_rope.automata.ops import _hopcroft_blocks, _minimize_moore, _moore_rounds, _quotient, trim_unreachable
 from formal_rope.errors import FormalRopeError
-from formal_rope.lang.ast import Epsilon, Repeat, Star, Symbol
+from formal_rope.lang.ast import AnySymbol, Concat, Epsilon, Repeat, Star, Symbol
 
 automata_lib = pytest.importorskip("automata.fa.dfa", reason="automata-lib is a test dependency")
 
@@ -64,6 +64,35 @@ def to_lib(dfa: DFA):
 @given(random_dfas())
 def test_hopcroft_equals_moore_reference(dfa):
     assert same_table(minimize(dfa), _minimize_moore(dfa))
+
+
+@settings(max_examples=80, deadline=None)
+@given(random_dfas(), st.integers(0, 3))
+def test_hopcroft_from_a_partially_refined_partition(dfa, rounds):
+    # minimize hands Hopcroft the partition left by a few Moore rounds on large automata.
+    reachable = trim_unreachable(dfa)
+    block = reachable.accepting.astype(np.int64)
+    block = np.unique(block, return_inverse=True)[1].reshape(-1)
+    if rounds:
+        block, _ = _moore_rounds(reachable.transitions, block, rounds)
+    assert same_table(_quotient(reachable, _hopcroft_blocks(reachable.transitions, block)), _minimize_moore(dfa))
+
+
+def test_large_automata_take_the_moore_then_hopcroft_route():
+    rng = np.random.default_rng(5)
+    # Random part (Moore rounds refine it a lot) feeding a long chain (refined one state per
+    # round, so minimize switches to Hopcroft with many blocks already split).
+    n_random, n_chain = 5000, 3000
+    random_part = rng.integers(0, n_random, (n_random, 2))
+    random_part[rng.random((n_random, 2)) < 0.01] = n_random  # some arcs enter the chain
+    chain = np.repeat((np.arange(n_random + 1, n_random + n_chain + 1) % (n_random + n_chain))[:, None], 2, axis=1)
+    accepting = np.concatenate([rng.random(n_random) < 0.3, np.arange(n_chain) == n_chain - 1])
+    dfa = DFA(("a", "b"), np.concatenate([random_part, chain]), 0, accepting)
+    assert same_table(minimize(dfa), _minimize_moore(dfa))
+    # Shallow and wide: Moore rounds alone finish.
+    shallow = regex_to_dfa(Concat(Concat(Star(AnySymbol()), Symbol("a")), Repeat(AnySymbol(), 12, 12)), ("a", "b"))
+    assert shallow.n_states == 2**13
+    assert same_table(minimize(shallow), _minimize_moore(shallow))
 
 
 @settings(max_examples=40, deadline=None)
@@ -104,12 +133,13 @@ def test_long_counter_chain():
 
 
 def test_chain_with_redundant_copies_merges():
-    # Two interleaved copies of a mod-500 counter: the minimal DFA is one copy.
-    n = 500
-    successor = np.concatenate([np.arange(n, 2 * n), (np.arange(n) + 1) % n])  # state i -> copy, copy -> i+1
-    doubled = DFA(("a",), successor[:, None], 0, np.concatenate([np.arange(n) == 0, np.arange(n) == n - 1]))
+    # Two interleaved copies of a mod-501 counter (A_i -> B_i+1 -> A_i+2 ...): all 1002 states
+    # are reachable and a^k is accepted iff k = 0 mod 501, so the minimal DFA is one copy.
+    n = 501
+    successor = np.concatenate([n + (np.arange(n) + 1) % n, (np.arange(n) + 1) % n])
+    doubled = DFA(("a",), successor[:, None], 0, np.tile(np.arange(n) == 0, 2))
     minimal = minimize(doubled)
-    assert minimal.n_states == len(to_lib(doubled).minify().states)
+    assert minimal.n_states == n == len(to_lib(doubled).minify().states)
     assert equivalent(minimal, doubled).equivalent
 
 

@@ -355,7 +355,11 @@ def _run_packed_rows(dfa: DFA, grid: np.ndarray, lengths: np.ndarray) -> np.ndar
         states = np.empty(n_rows, dtype=np.int64)
         for length in distinct.tolist():
             rows = np.flatnonzero(lengths == length)
-            states[rows] = _run_packed(dfa.transitions, dfa.start, grid[rows, :length])
+
+            def read(first: int, stop: int, rows: np.ndarray = rows, length: int = length) -> np.ndarray:
+                return grid[rows[first:stop], :length].astype(np.uint8, copy=False)
+
+            states[rows] = _run_packed_chunks(dfa.transitions, dfa.start, rows.size, length, read)
         return states
     stay = dfa.n_symbols
     table = np.concatenate([dfa.transitions, np.arange(dfa.n_states, dtype=np.int64)[:, None]], axis=1)

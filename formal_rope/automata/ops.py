@@ -91,12 +91,52 @@ def trim_unreachable(dfa: DFA) -> DFA:
 def minimize(dfa: DFA) -> DFA:
     """The minimal complete DFA of the same language, canonically numbered.
 
-    Unreachable states are dropped, Hopcroft's partition refinement (O(n·|Σ|·log n), see
-    `_hopcroft_blocks`) finds the Myhill-Nerode classes, and the quotient is renumbered in BFS
-    discovery order, so equal languages over the same alphabet order give identical tables.
+    Unreachable states are dropped and the Myhill-Nerode classes are found by partition
+    refinement in O(n·|Σ|·log n): on large automata a few vectorized Moore rounds first (each
+    one `np.unique` per symbol; they finish shallow automata such as Σ*aΣ^k outright), and
+    Hopcroft's algorithm (`_hopcroft_blocks`) from there. The quotient is then renumbered in
+    BFS discovery order, so equal languages over the same alphabet order give identical tables.
     """
     reachable = trim_unreachable(dfa)
-    return _quotient(reachable, _hopcroft_blocks(reachable.transitions, reachable.accepting))
+    _, block = np.unique(reachable.accepting, return_inverse=True)
+    block = np.asarray(block, dtype=np.int64).reshape(-1)
+    if reachable.n_states >= _MOORE_MIN_STATES:
+        block, stable = _moore_rounds(reachable.transitions, block, _MOORE_MAX_ROUNDS)
+        if stable:
+            return _quotient(reachable, block)
+    return _quotient(reachable, _hopcroft_blocks(reachable.transitions, block))
+
+
+# Moore rounds are vectorized (fast per state) but there can be n of them; Hopcroft's Python loop
+# is slow per state but O(n log n) in all. Large automata get at most a constant number of
+# rounds, and leave early when a round barely refines, so the total stays O(n·|Σ|·log n).
+_MOORE_MIN_STATES = 4096
+_MOORE_MAX_ROUNDS = 32
+
+
+def _moore_rounds(transitions: np.ndarray, block: np.ndarray, max_rounds: int) -> tuple[np.ndarray, bool]:
+    """Refine dense block ids by Moore rounds: (refined blocks, whether they are stable).
+
+    Stops after `max_rounds`, or early (unstable) once a round neither multiplies the number of
+    blocks by 5/4 nor adds n/256 of them.
+    """
+    n_states = transitions.shape[0]
+    n_blocks = int(block.max()) + 1
+    for _ in range(max_rounds):
+        # Fold the signature in one successor column at a time: pair (key, successor block)
+        # -> one int64 -> dense rank via a 1-D unique (much faster than unique over rows).
+        key = block
+        for column in range(transitions.shape[1]):
+            _, key = np.unique(key * n_states + block[transitions[:, column]], return_inverse=True)
+            key = np.asarray(key, dtype=np.int64).reshape(-1)
+        n_refined = int(key.max()) + 1
+        block = key
+        if n_refined == n_blocks:
+            return block, True
+        if 4 * n_refined < 5 * n_blocks and n_refined - n_blocks < max(1, n_states // 256):
+            return block, False  # neither geometric nor large progress: a long chain, say
+        n_blocks = n_refined
+    return block, False
 
 
 def _quotient(reachable: DFA, block: np.ndarray) -> DFA:
@@ -124,39 +164,38 @@ def _inverse_transitions(transitions: np.ndarray) -> tuple[list[list[int]], list
     return sources, offsets
 
 
-def _hopcroft_blocks(transitions: np.ndarray, accepting: np.ndarray) -> np.ndarray:
-    """Coarsest partition compatible with `accepting` and the transitions (dense block ids).
+def _hopcroft_blocks(transitions: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """Coarsest partition refining `initial` (dense block ids, at least the accepting split)
+    that is compatible with the transitions (dense block ids).
 
     Hopcroft's algorithm on array-based partition refinement: the states of each block are a
     contiguous slice of `elements`; a splitter (block B, symbol a) marks the a-predecessors of B
     by swapping them to the front of their blocks, then every touched block splits into marked
     and unmarked parts. For each symbol, when (X, a) was still waiting both halves wait,
     otherwise only the smaller half is queued; so each state enters a splitter O(log n) times
-    per symbol and the total work is O(n·|Σ|·log n). The loops are plain Python over lists:
-    every step touches only a few states, where numpy's per-call cost would dominate.
+    per symbol and the total work is O(n·|Σ|·log n). Initially every block but the largest
+    waits (stability against all the others and against Q implies it against the last one).
+    The loops are plain Python over lists: every step touches only a few states, where numpy's
+    per-call cost would dominate.
     """
     n_states, n_symbols = transitions.shape
-    accepting_states = np.flatnonzero(accepting).tolist()
-    rejecting_states = np.flatnonzero(~accepting).tolist()
-    initial = [part for part in (accepting_states, rejecting_states) if part]
-    elements = initial[0] + (initial[1] if len(initial) > 1 else [])
+    n_initial = int(initial.max()) + 1
+    order = np.argsort(initial, kind="stable")
+    sizes = np.bincount(initial, minlength=n_initial)
+    boundaries = np.concatenate([[0], np.cumsum(sizes)])
+    elements = order.tolist()
     location = [0] * n_states
     for position, state in enumerate(elements):
         location[state] = position
-    block_of = [0] * n_states
-    first = [0]
-    end = [len(initial[0])]
-    if len(initial) > 1:
-        for state in initial[1]:
-            block_of[state] = 1
-        first.append(len(initial[0]))
-        end.append(n_states)
-    marked = [0] * len(first)
-    if n_symbols == 0 or len(first) == 1:
+    block_of = initial.tolist()
+    first = boundaries[:-1].tolist()
+    end = boundaries[1:].tolist()
+    marked = [0] * n_initial
+    if n_symbols == 0 or n_initial == 1:
         return np.asarray(block_of, dtype=np.int64)
     sources, offsets = _inverse_transitions(transitions)
-    smaller = 0 if end[0] - first[0] <= end[1] - first[1] else 1
-    waiting = [(smaller, symbol) for symbol in range(n_symbols)]
+    largest = int(np.argmax(sizes))
+    waiting = [(block, symbol) for block in range(n_initial) if block != largest for symbol in range(n_symbols)]
     is_waiting = set(waiting)
     while waiting:
         splitter, symbol = waiting.pop()
@@ -213,8 +252,6 @@ def _minimize_moore(dfa: DFA) -> DFA:
     block = np.asarray(block, dtype=np.int64).reshape(-1)
     n_blocks = int(block.max()) + 1
     while True:
-        # Fold the signature in one successor column at a time: pair (key, successor block)
-        # -> one int64 -> dense rank via a 1-D unique (much faster than unique over rows).
         key = block
         for column in range(transitions.shape[1]):
             _, key = np.unique(key * n_states + block[transitions[:, column]], return_inverse=True)
