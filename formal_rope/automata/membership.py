@@ -32,7 +32,8 @@ def _unknown_symbol(symbol: str, column: int, string: str, alphabet: Sequence[st
 
 
 def _all_plain_strings(strings: Sequence[Word]) -> bool:
-    return all(isinstance(s, str) for s in strings)
+    # One isinstance check per distinct type, not per string.
+    return all(issubclass(kind, str) for kind in set(map(type, strings)))
 
 
 def split_symbols(string: str, alphabet: Sequence[str]) -> list[str]:
@@ -131,7 +132,8 @@ def _run_characters(dfa: DFA, strings: list[str]) -> np.ndarray:
     batches are encoded to symbol indices first.
     """
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    distinct = np.unique(lengths)
+    equal = lengths.size == 0 or int(lengths.min()) == int(lengths.max())
+    distinct = lengths[:1] if equal else np.unique(lengths)
     raw = _raw_byte_table(dfa)
     if raw is None or distinct.size > 4:
         symbols, lengths = _encode_characters(strings, dfa.alphabet, np.uint8)
