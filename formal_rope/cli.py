@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> None:
     except FormalRopeError as error:
         print(error.render(), file=sys.stderr)
         sys.exit(error.exit_code)
+    except SystemExit as exit_:
+        # Standalone mode always ends in SystemExit; success returns normally so that callers
+        # (tests, scripts) can use main() as a function.
+        if exit_.code not in (0, None):
+            raise
 
 
 if __name__ == "__main__":
