@@ -15,10 +15,13 @@ def _run(capsys, argv, stdin=None, monkeypatch=None):
         import io
 
         monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    with pytest.raises(SystemExit) as exit_info:
+    try:
         main(argv)
+        code = 0  # main() returns normally on success
+    except SystemExit as exit_:
+        code = exit_.code
     out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
+    return code, out, err
 
 
 def test_compile_json_save_and_run(tmp_path, capsys, monkeypatch):
