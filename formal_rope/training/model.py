@@ -81,12 +81,22 @@ class Block(nn.Module):
             ).view(batch, self.heads, length, head_dim)
         else:
             out = rotary_attention(q, k, v, cos, sin, rotate_values=rotate_values, impl=impl)
-        return self.attention_out(out.transpose(1, 2).reshape(batch, length, d_model))
+        return out.transpose(1, 2).reshape(batch, length, d_model)
 
-    def forward(self, x: torch.Tensor, positional: PositionalEncoding, layer: int, impl: str) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, positional: PositionalEncoding, layer: int, impl: str, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The block's output at every position, or only at (batch index, position) `rows` when given.
+
+        The last block is only read at eos, and everything after attention is per-position, so the
+        output projection and FFN run on the readout rows alone (same values, less work).
+        """
         normed = self.attention_norm(x)
         rotation = positional.rotation(layer, x.shape[1], x)
-        x = x + self.attend(normed, rotation, positional.rotate_values, impl)
+        attended = self.attend(normed, rotation, positional.rotate_values, impl)
+        if rows is not None:
+            x, attended = x[rows], attended[rows]
+        x = x + self.attention_out(attended)
         return x + self.ffn_out(F.gelu(self.ffn_in(self.ffn_norm(x))))
 
 
@@ -120,7 +130,9 @@ class Classifier(nn.Module):
         additive = self.positional.embedding(length, tokens.device)
         if additive is not None:
             x = x + additive.to(x.dtype)
+        rows = (torch.arange(tokens.shape[0], device=tokens.device), readout_index)
+        last = len(self.blocks) - 1
         for layer, block in enumerate(self.blocks):
-            x = block(x, self.positional, layer, self.attention_impl)
-        final = x[torch.arange(tokens.shape[0], device=tokens.device), readout_index]
+            x = block(x, self.positional, layer, self.attention_impl, rows if layer == last else None)
+        final = x if last >= 0 else x[rows]
         return self.readout(self.final_norm(final))
