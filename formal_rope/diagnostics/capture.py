@@ -188,7 +188,13 @@ def capture_trained(
             recomputed = rotary_attention_reference(
                 q_heads, k_heads, v[0][:, None], cos_h, sin_h, rotate_values=positional.rotate_values
             )[:, 0]  # (H, T, d)
-            captured = attention_outputs[layer][0].view(length, block.heads, head_dim).transpose(0, 1)
+            raw = attention_outputs[layer]
+            if raw.dim() == 2:
+                # The last block projects only its readout row (the eos, the last position here).
+                captured = raw.view(-1, block.heads, head_dim).transpose(0, 1)
+                recomputed = recomputed[:, -captured.shape[1]:]
+            else:
+                captured = raw[0].view(length, block.heads, head_dim).transpose(0, 1)
             recompute_error = float((recomputed.float() - captured.float()).abs().max()) if length else 0.0
         kinds, frequencies = _trained_pair_kinds(positional, layer, n_pairs)
         angles = _angles(cos_h, sin_h)  # (H, T, P)
