@@ -100,6 +100,11 @@ def test_paper_sweep_files_load_at_both_scales(name):
         configs = expand_grid(spec_)
         assert all(c.test_min_length == 41 and c.test_max_length == 500 for c in configs)
     assert len(expand_grid(quick)) < len(expand_grid(paper))
+    from formal_rope.training.scales import SCALES
+
+    # Grid axes the file leaves out come from the scale preset.
+    assert quick.lrs == tuple(SCALES["quick"]["lrs"])
+    assert quick.seeds == tuple(SCALES["quick"]["seeds"])
     assert quick.reference["rows"]
 
 
