@@ -6,6 +6,7 @@ import os
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
+from formal_rope.kernels.torch_fast import rotary_attention_fast
 
 ATTENTION_IMPLS = ("auto", "triton", "torch")
 
@@ -51,10 +52,11 @@ def rotary_attention(q, k, v, cos, sin, *, rotate_values: bool = False, impl: st
     Query i attends to keys j < i; query 0 (bos) returns zeros. With rotate_values, values are
     rotated by R_j and the output by R_i^T (JoFormer transport). scale defaults to 1/sqrt(d).
     impl: auto (Triton on CUDA, torch elsewhere) | triton | torch. Differentiable w.r.t. q, k, v,
-    cos and sin with every implementation. The output has q's dtype.
+    cos and sin with every implementation. The output has q's dtype. "torch" runs the fused-SDPA path
+    (`torch_fast.py`), tested against the readable oracle `rotary_attention_reference`.
     """
     if resolve_impl(impl, q.is_cuda) == "torch":
-        return rotary_attention_reference(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
+        return rotary_attention_fast(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
     return _triton_module().rotary_attention_triton(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
 
 
@@ -64,5 +66,6 @@ __all__ = [
     "apply_rotary",
     "resolve_impl",
     "rotary_attention",
+    "rotary_attention_fast",
     "rotary_attention_reference",
 ]
