@@ -114,33 +114,35 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
         return payload
 
     table = Table(title=title or f"results in {out}", show_lines=False)
-    for name, justify in [("Language", "left"), ("PE", "left"), ("Base", "right"), ("Runs", "right"),
-                          ("Acc max", "right"), ("Acc mean", "right"), ("Acc std", "right"),
-                          ("N* max", "right"), ("N* mean", "right"), ("N* std", "right")]:
-        table.add_column(name, justify=justify)
+    for name, justify in [("language", "left"), ("PE", "left"), ("base", "right"), ("runs", "right"),
+                          ("acc max", "right"), ("acc mean±std", "right"), ("N* max", "right"), ("N* mean±std", "right")]:
+        table.add_column(name, justify=justify, no_wrap=True)
     if ref_rows:
-        table.add_column("paper acc max", justify="right", style="dim")
-        table.add_column("paper N* max / mean", justify="right", style="dim")
+        table.add_column("paper: acc max / N* max (mean)", justify="right", style="dim", no_wrap=True)
     for row in rows:
         cells = [row.language, PE_LABELS.get(row.pe, row.pe), format_base(row.base),
                  f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
-                 f"{row.accuracy_max:.3f}", f"{row.accuracy_mean:.3f}", f"{row.accuracy_std:.4f}",
-                 f"{row.n_star_max:.0f}", f"{row.n_star_mean:.1f}", f"{row.n_star_std:.1f}"]
+                 f"{row.accuracy_max:.3f}", f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
+                 f"{row.n_star_max:.0f}", f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}"]
         if ref_rows:
             ref = ref_rows.get((row.language, row.pe, row.base))
             if ref is None:
-                cells += ["", ""]
+                cells.append("")
             else:
-                mean = "" if ref[6] is None or (isinstance(ref[6], float) and math.isnan(ref[6])) else f" / {ref[6]:.1f}"
-                cells += [f"{ref[3]:.3f}", f"{ref[5]:.0f}{mean}"]
+                mean = "" if ref[6] is None or (isinstance(ref[6], float) and math.isnan(ref[6])) else f" ({ref[6]:.1f})"
+                cells.append(f"{ref[3]:.3f} / {ref[5]:.0f}{mean}")
         table.add_row(*cells)
+    # Tables are wider than the 80 columns Rich assumes off a terminal; never squeeze their cells.
+    narrow = console.width
+    console.width = max(narrow, 124)
     console.print(table)
+    console.width = narrow
     failures = runs[runs["first_failure"].notna()]
     if len(failures):
         console.print("[dim]first failing strings (shortest failing length) per run:[/]")
         for _, run in failures.head(12).iterrows():
             text = str(run["first_failure"])
-            shown = text if len(text) <= 60 else text[:57] + "..."
+            shown = text if len(text) <= 40 else text[:37] + "..."
             console.print(f"  [dim]{run['language']} {run['pe']} seed={run['seed']} N*={run['n_star']}: {shown!r} (len {len(text)})[/]")
     if plot is not None:
         console.print(f"plot written to {payload['plot']}")

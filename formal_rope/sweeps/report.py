@@ -99,6 +99,8 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> 
     import matplotlib.pyplot as plt
 
     languages = list(dict.fromkeys(r.language for r in rows))
+    if all(r.base is None for r in rows):
+        return _plot_base_free(rows, languages, path, title)
     fig, axes = plt.subplots(1, len(languages), figsize=(4.2 * len(languages), 3.4), squeeze=False)
     for ax, language in zip(axes[0], languages):
         mine = [r for r in rows if r.language == language]
@@ -132,6 +134,41 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> 
         ax.legend(fontsize=7, loc="best")
     if title:
         fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | Path, title: str) -> Path:
+    """Table 2 style grids have no base axis: bars of mean N* (±1 std) per encoding, max as a dot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pes = list(dict.fromkeys(r.pe for r in rows))
+    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * len(languages) * max(1, len(pes)) / 2, 3.4))
+    width = 0.8 / max(1, len(pes))
+    for index, pe in enumerate(pes):
+        xs, means, stds, maxima = [], [], [], []
+        for position, language in enumerate(languages):
+            match = [r for r in rows if r.language == language and r.pe == pe]
+            if match:
+                xs.append(position + (index - (len(pes) - 1) / 2) * width)
+                means.append(match[0].n_star_mean)
+                stds.append(match[0].n_star_std)
+                maxima.append(match[0].n_star_max)
+        ax.bar(xs, means, width=width * 0.95, yerr=stds, capsize=3, label=f"{PE_LABELS.get(pe, pe)} (mean ±1 std)", color=f"C{index}")
+        ax.scatter(xs, maxima, marker="D", s=22, color="black", zorder=3, label="max over runs" if index == 0 else None)
+    ax.set_xticks(range(len(languages)), languages)
+    ax.set_ylabel("N*")
+    ax.set_ylim(0, max([r.n_star_max for r in rows] + [1]) * 1.1)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if title:
+        ax.set_title(title)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
