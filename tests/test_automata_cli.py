@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
-import sys
 
 import pytest
 
-from formal_rope.cli import main
+from cli_support import main_call, run_main, torch_free_stdout
 
 
 def run(capsys, monkeypatch, *argv, stdin: str | None = None):
-    if stdin is not None:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_main(capsys, argv, stdin=stdin, monkeypatch=monkeypatch)
 
 
 def test_dfa_json(capsys, monkeypatch):
@@ -86,19 +75,7 @@ def test_equiv_over_att_file(capsys, monkeypatch, mlregtest_dir):
 
 @pytest.mark.parametrize("command", [["accepts", "re:(ab)*", "ab"], ["dfa", "P(a)", "--json"], ["equiv", "re:a", "re:b"]])
 def test_commands_do_not_import_torch(command):
-    script = (
-        "import sys\n"
-        "from formal_rope.cli import main\n"
-        "try:\n"
-        f"    main({command!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "assert 'torch' not in sys.modules, 'torch was imported'\n"
-        "print('torch-free')\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "torch-free" in result.stdout
+    torch_free_stdout(main_call(command))
 
 
 def test_dfa_table_is_capped_for_large_automata(capsys, monkeypatch):

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from formal_rope.cli import main
+from cli_support import main_call, run_main, torch_free_stdout
 
 REQUIRED_KEYS = {
     "expression", "kind", "alphabet", "states", "monoid_size", "ltl_p", "ltl_p_mod", "mod_k",
@@ -17,13 +15,7 @@ REQUIRED_KEYS = {
 
 
 def run(capsys, *argv):
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return run_main(capsys, argv)
 
 
 @pytest.mark.parametrize(
@@ -87,17 +79,6 @@ def test_classify_does_not_import_torch(entry):
             "run = lambda: app(['classify', '(ab)*', '--json'], standalone_mode=False)\n"
         )
     else:  # the real entry point, which registers every command group
-        call = "from formal_rope.cli import main\nrun = lambda: main(['classify', '(ab)*', '--json'])\n"
-    script = (
-        "import sys\n"
-        + call
-        + "try:\n"
-        "    run()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "assert 'torch' not in sys.modules, 'torch was imported'\n"
-        "print('torch-free')\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "torch-free" in result.stdout and '"mod_k": 2' in result.stdout
+        call = main_call(["classify", "(ab)*", "--json"])
+    stdout = torch_free_stdout(call)
+    assert '"mod_k": 2' in stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 
-import pytest
 
 from formal_rope.cli import main
 

@@ -4,11 +4,10 @@ stderr notes, caret errors, JSON), plus a subprocess check that they do not impo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from cli_support import main_call, torch_free_stdout
 from formal_rope.cli import main
 
 
@@ -109,14 +108,4 @@ def test_languages_table_without_classes(capsys):
 
 
 def test_cli_language_commands_do_not_import_torch():
-    script = (
-        "import sys\n"
-        "from formal_rope.cli import main\n"
-        "try:\n"
-        "    main(['parse', 'P(a)', '--json'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
+    torch_free_stdout(main_call(["parse", "P(a)", "--json"]))

@@ -9,7 +9,7 @@ import pytest
 
 from formal_rope.errors import ExpressionError, FormalRopeError
 from formal_rope.lang import Language, parse_alphabet, parse_regex, registry_entries, resolve_language
-from formal_rope.lang.ast import And, Atom, Mod, Past, Star, Symbol, Concat
+from formal_rope.lang.ast import And, Atom, Mod, Past, Symbol
 from formal_rope.lang.registry import lookup, lookup_ast
 from formal_rope.lang.source import READ_AS_LTL, READ_AS_REGEX, att_alphabet
 

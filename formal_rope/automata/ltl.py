@@ -33,6 +33,7 @@ from formal_rope.automata.dfa import DFA
 from formal_rope.automata.ops import DEFAULT_MAX_STATES, check_state_limit, minimize
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import (
+    FORMULA_TYPES,
     And,
     Atom,
     Const,
@@ -46,30 +47,13 @@ from formal_rope.lang.ast import (
     Past,
     Since,
     Yesterday,
+    children,
 )
 
-_CHILDREN = {
-    Not: ("child",),
-    Past: ("child",),
-    Historically: ("child",),
-    Yesterday: ("child",),
-    And: ("left", "right"),
-    Or: ("left", "right"),
-    Implies: ("left", "right"),
-    Iff: ("left", "right"),
-    Since: ("left", "right"),
-    Atom: (),
-    Const: (),
-    Mod: (),
-}
-
-
 def _children(node: Formula) -> tuple[Formula, ...]:
-    try:
-        names = _CHILDREN[type(node)]
-    except KeyError:
-        raise FormalRopeError(f"error: not an LTL formula node: {node!r}") from None
-    return tuple(getattr(node, name) for name in names)
+    if not isinstance(node, FORMULA_TYPES):
+        raise FormalRopeError(f"error: not an LTL formula node: {node!r}")
+    return children(node)
 
 
 def subformulas(formula: Formula) -> list[Formula]:

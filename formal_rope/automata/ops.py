@@ -114,6 +114,20 @@ _MOORE_MIN_STATES = 4096
 _MOORE_MAX_ROUNDS = 32
 
 
+def _moore_round(block: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+    """One Moore refinement: dense block ids of (block, successor blocks) signatures.
+
+    The signature is folded in one successor column at a time: pair (key, successor block) -> one
+    int64 -> dense rank via a 1-D unique (much faster than unique over rows).
+    """
+    n_states = transitions.shape[0]
+    key = block
+    for column in range(transitions.shape[1]):
+        _, key = np.unique(key * n_states + block[transitions[:, column]], return_inverse=True)
+        key = np.asarray(key, dtype=np.int64).reshape(-1)
+    return key
+
+
 def _moore_rounds(transitions: np.ndarray, block: np.ndarray, max_rounds: int) -> tuple[np.ndarray, bool]:
     """Refine dense block ids by Moore rounds: (refined blocks, whether they are stable).
 
@@ -123,14 +137,8 @@ def _moore_rounds(transitions: np.ndarray, block: np.ndarray, max_rounds: int) -
     n_states = transitions.shape[0]
     n_blocks = int(block.max()) + 1
     for _ in range(max_rounds):
-        # Fold the signature in one successor column at a time: pair (key, successor block)
-        # -> one int64 -> dense rank via a 1-D unique (much faster than unique over rows).
-        key = block
-        for column in range(transitions.shape[1]):
-            _, key = np.unique(key * n_states + block[transitions[:, column]], return_inverse=True)
-            key = np.asarray(key, dtype=np.int64).reshape(-1)
-        n_refined = int(key.max()) + 1
-        block = key
+        block = _moore_round(block, transitions)
+        n_refined = int(block.max()) + 1
         if n_refined == n_blocks:
             return block, True
         if 4 * n_refined < 5 * n_blocks and n_refined - n_blocks < max(1, n_states // 256):
@@ -247,17 +255,12 @@ def _minimize_moore(dfa: DFA) -> DFA:
     """
     reachable = trim_unreachable(dfa)
     transitions = reachable.transitions
-    n_states = reachable.n_states
     _, block = np.unique(reachable.accepting, return_inverse=True)
     block = np.asarray(block, dtype=np.int64).reshape(-1)
     n_blocks = int(block.max()) + 1
     while True:
-        key = block
-        for column in range(transitions.shape[1]):
-            _, key = np.unique(key * n_states + block[transitions[:, column]], return_inverse=True)
-            key = np.asarray(key, dtype=np.int64).reshape(-1)
-        n_refined = int(key.max()) + 1
-        block = key
+        block = _moore_round(block, transitions)
+        n_refined = int(block.max()) + 1
         if n_refined == n_blocks:
             break
         n_blocks = n_refined

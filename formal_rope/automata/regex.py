@@ -40,6 +40,7 @@ from formal_rope.lang.ast import (
     Symbol,
     Union_,
 )
+from formal_rope.lang.ast import children as ast_children
 
 
 def regex_to_dfa(regex: Regex, alphabet: Sequence[str], max_states: int = DEFAULT_MAX_STATES) -> DFA:
@@ -63,7 +64,7 @@ class _Builder:
             current, expanded = stack.pop()
             if current in self.cache:
                 continue
-            children = _children(current)
+            children = ast_children(current)
             if expanded or not children:
                 self.cache[current] = self._combine(current)
                 continue
@@ -117,14 +118,6 @@ class _Builder:
         transitions = np.full((3, len(self.alphabet)), 2, dtype=np.int64)
         transitions[0, hit] = 1
         return minimize(DFA(self.alphabet, transitions, 0, np.array([False, True, False])))
-
-
-def _children(node: Regex) -> tuple[Regex, ...]:
-    if isinstance(node, (Concat, Union_, Intersect)):
-        return (node.left, node.right)
-    if isinstance(node, (Star, Plus, Optional_, Repeat, Complement)):
-        return (node.child,)
-    return ()
 
 
 def _epsilon(alphabet: tuple[str, ...]) -> DFA:

@@ -44,7 +44,9 @@ def _overrides(**values) -> dict:
 
 
 def _describe_config(config) -> str:
-    base = "" if config.pe in ("nope", "rope_p", "sipe_p") else f" β={config.base:g}"
+    from formal_rope.sweeps.grid import BASE_FREE_PES
+
+    base = "" if config.pe in BASE_FREE_PES else f" β={config.base:g}"
     return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}"
 
 

@@ -7,17 +7,24 @@ import math
 import torch
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
-    """Rotate interleaved pairs (2i, 2i+1) of x (batch, heads, T, d) by angles given as cos/sin.
+def broadcast_tables(cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin tables of shape (T, d/2) or (batch, T, d/2), viewed to broadcast over (batch, heads, T, d/2).
 
-    cos/sin are (T, d/2) (shared) or (batch, T, d/2) (per batch element). inverse applies R^T.
+    inverse negates sin (R^T).
     """
     if cos.dim() == 2:
         cos_b, sin_b = cos[None, None], sin[None, None]
     else:
         cos_b, sin_b = cos[:, None], sin[:, None]
-    if inverse:
-        sin_b = -sin_b
+    return cos_b, (-sin_b if inverse else sin_b)
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """Rotate interleaved pairs (2i, 2i+1) of x (batch, heads, T, d) by angles given as cos/sin.
+
+    cos/sin are (T, d/2) (shared) or (batch, T, d/2) (per batch element). inverse applies R^T.
+    """
+    cos_b, sin_b = broadcast_tables(cos, sin, inverse)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]
     rotated_even = x_even * cos_b - x_odd * sin_b
     rotated_odd = x_even * sin_b + x_odd * cos_b

@@ -14,18 +14,13 @@ import math
 import torch
 from torch.nn import functional as F
 
+from formal_rope.kernels.reference import broadcast_tables, rotary_attention_reference
+
 
 def rotate_complex(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
     """Rotate interleaved pairs of x (B, H, T, d) in float32/float64 via complex multiplication."""
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
-    if cos.dim() == 2:
-        cos_b, sin_b = cos[None, None], sin[None, None]
-    else:
-        cos_b, sin_b = cos[:, None], sin[:, None]
-    cos_b = cos_b.to(work.dtype)
-    sin_b = sin_b.to(work.dtype)
-    if inverse:
-        sin_b = -sin_b
+    cos_b, sin_b = broadcast_tables(cos.to(work.dtype), sin.to(work.dtype), inverse)
     pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], -1, 2).contiguous())
     rotated = pairs * torch.complex(cos_b, sin_b)
     return torch.view_as_real(rotated).flatten(-2)
@@ -52,8 +47,6 @@ def rotary_attention_fast(
     k_rot = rotate_complex(k, cos, sin)
     v_in = rotate_complex(v, cos, sin) if rotate_values else v.float()
     if length <= 1:
-        from formal_rope.kernels.reference import rotary_attention_reference
-
         return rotary_attention_reference(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
     rows = F.scaled_dot_product_attention(
         q_rot[..., 1:, :], k_rot[..., :-1, :], v_in[..., :-1, :], is_causal=True, scale=scale

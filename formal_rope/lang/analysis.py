@@ -27,12 +27,10 @@ from formal_rope.lang.ast import (
     Since,
     Symbol,
     Yesterday,
+    children,
 )
 
 FRAGMENTS = ("LTL[P]", "LTL[P,MOD]", "LTL[P,Y]", "LTL[P,Y,MOD]", "LTL[P,Y,S,MOD]")
-
-_CHILD_FIELDS = ("child", "left", "right")
-
 
 def iter_nodes(ast: Formula | Regex) -> Iterator[Formula | Regex]:
     """Every node of the AST, parents before children, left before right."""
@@ -40,8 +38,7 @@ def iter_nodes(ast: Formula | Regex) -> Iterator[Formula | Regex]:
     while stack:
         node = stack.pop()
         yield node
-        children = [getattr(node, field) for field in _CHILD_FIELDS if hasattr(node, field)]
-        stack.extend(reversed(children))
+        stack.extend(reversed(children(node)))
 
 
 def is_formula(ast: object) -> bool:
@@ -128,10 +125,10 @@ def fold_ast(ast: Formula | Regex, combine) -> object:
     stack: list[tuple[object, bool]] = [(ast, False)]
     while stack:
         node, expanded = stack.pop()
-        children = [getattr(node, field) for field in _CHILD_FIELDS if hasattr(node, field)]
+        direct = children(node)
         if expanded:
-            results[id(node)] = combine(node, [results[id(child)] for child in children])
+            results[id(node)] = combine(node, [results[id(child)] for child in direct])
             continue
         stack.append((node, True))
-        stack.extend((child, False) for child in reversed(children) if id(child) not in results)
+        stack.extend((child, False) for child in reversed(direct) if id(child) not in results)
     return results[id(ast)]

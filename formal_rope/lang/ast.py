@@ -175,3 +175,11 @@ class Complement:
 
 Regex = Union[Symbol, Epsilon, EmptySet, AnySymbol, CharClass, Concat, Union_, Star, Plus, Optional_, Repeat, Intersect, Complement]
 REGEX_TYPES = (Symbol, Epsilon, EmptySet, AnySymbol, CharClass, Concat, Union_, Star, Plus, Optional_, Repeat, Intersect, Complement)
+
+
+_CHILD_FIELDS = ("child", "left", "right")
+
+
+def children(node: Formula | Regex) -> tuple:
+    """The direct sub-expressions of a formula or regex node, left before right."""
+    return tuple(getattr(node, field) for field in _CHILD_FIELDS if hasattr(node, field))

@@ -226,7 +226,7 @@ class _RegexBuilder(_Builder):
     def class_range(self, children):
         low, high = children[0], children[2]
         if ord(str(low)) > ord(str(high)):
-            raise _SemanticError(f"empty range {low}-{high} in a character class", low.column, f"a range x-y with x <= y")
+            raise _SemanticError(f"empty range {low}-{high} in a character class", low.column, "a range x-y with x <= y")
         if ord(str(high)) - ord(str(low)) >= MAX_CLASS_RANGE:
             raise _SemanticError(f"range {low}-{high} spans more than {MAX_CLASS_RANGE} characters", low.column, "a small range such as a-z or 0-9")
         symbols = [chr(code) for code in range(ord(str(low)), ord(str(high)) + 1)]
@@ -258,7 +258,7 @@ class _RegexBuilder(_Builder):
     def repeat(self, children):
         child, brace, (low, high) = children[0], children[1], children[2]
         if high is not None and high < low:
-            raise _SemanticError(f"repetition {{{low},{high}}} has its upper bound below its lower bound", brace.column, f"{{n,m}} with n <= m")
+            raise _SemanticError(f"repetition {{{low},{high}}} has its upper bound below its lower bound", brace.column, "{n,m} with n <= m")
         return Repeat(child, low, high)
 
     def complement(self, children):

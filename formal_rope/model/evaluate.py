@@ -385,7 +385,6 @@ class _NativeForward:
         return self.torch.as_tensor(np.array(array, dtype=np.float64)).to(self.dtype)
 
     def rotate(self, vectors, head: AttentionHead):
-        torch = self.torch
         length = vectors.shape[1]
         out = vectors.clone()
         for index, pair in enumerate(head.rotary):

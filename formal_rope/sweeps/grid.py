@@ -170,8 +170,9 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     )
 
 
-def scale_overrides(scale: str) -> dict:
-    """RunConfig overrides (and grid defaults `seeds`, `lrs`) for a named scale."""
+def _scale_preset(scale: str) -> dict:
+    """A named scale's RunConfig overrides plus its grid defaults `seeds` and `lrs`
+    (training.scales.scale_overrides gives the RunConfig part alone)."""
     from formal_rope.training.scales import SCALES
 
     if scale not in SCALES:
@@ -198,7 +199,7 @@ def build_spec(
 
     seeds: an int n means seeds 0..n-1; a list means exactly those seeds.
     """
-    preset = scale_overrides(scale)
+    preset = _scale_preset(scale)
     preset_seeds = preset.pop("seeds", 1)
     preset_lrs = preset.pop("lrs", (3e-4,))
     preset = {k: v for k, v in preset.items() if k in _RUNCONFIG_KEYS}

@@ -134,6 +134,12 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> 
         ax.legend(fontsize=7, loc="best")
     if title:
         fig.suptitle(title)
+    return _save_figure(fig, path)
+
+
+def _save_figure(fig, path: str | Path) -> Path:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -169,9 +175,4 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
         ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_figure(fig, path)
