@@ -428,8 +428,10 @@ def _attention_bwd_dq_kernel(
 # Launch configuration
 # ---------------------------------------------------------------------------------------------
 
-# (BLOCK_M, BLOCK_N, num_warps, num_stages) candidates for the GPU autotuner.
-_DOT_TILES = ((32, 32, 4, 2), (64, 32, 4, 3), (64, 64, 4, 2), (128, 64, 4, 2), (128, 128, 8, 2))
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) candidates for the GPU autotuner. Compiled for sm_90
+# (bench/sm90_compile.py), 64x64 and 128x64 tiles spill registers with 4 warps (forward: bf16 32-48 B,
+# exact fp32 136 B per thread) and do not with 8, so those two tiles get 8 warps.
+_DOT_TILES = ((32, 32, 4, 2), (64, 32, 4, 3), (64, 64, 8, 2), (128, 64, 8, 2), (128, 128, 8, 2))
 # The small-head CUDA-core path holds (BLOCK_M, BLOCK_N, HALF_PAD) products in registers: smaller tiles.
 _FMA_TILES = ((32, 32, 4, 2), (64, 32, 4, 2), (64, 64, 8, 2))
 # Half head dims up to this skip the pad to 16 on the fp32-exact path (d = 8 pads 4 -> 16 otherwise,
