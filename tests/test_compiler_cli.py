@@ -68,3 +68,53 @@ def test_compile_errors_exit_2(capsys, tmp_path):
     junk.write_text("junk")
     code, _, err = _run(capsys, ["run", str(junk), "a"])
     assert code == 2 and "not a formal-rope model file" in err
+
+
+# ------------------------------------------------------------------------------ regressions
+def test_narrow_format_gets_a_finite_y_scale(capsys):
+    # e3m4 (max 15.5): 2·f_large = 10 exceeds max_finite/4, so the power-of-two range was empty and the
+    # compiler picked C = 16, which overflows ("scale 16 overflows e3m4") although C = 12 works.
+    code, out, err = _run(capsys, ["compile", "Y(a)", "-a", "ab", "-F", "e3m4", "--verify-to", "0",
+                                   "--exhaustive", "3", "--json"])
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["y_scale"] <= 15.5 and report["certified_length"] >= 1
+
+
+def test_lower_bound_certified_length_is_marked(capsys):
+    # fp64: the realized scan stops at --certify-max-length without a failure; the length is only
+    # a lower bound and used to be printed as if exact.
+    argv = ["compile", "Y(a)", "-a", "ab", "-F", "fp64", "--verify-to", "0", "--exhaustive", "2",
+            "--certify-max-length", "30"]
+    code, out, _ = _run(capsys, argv + ["--json"])
+    report = json.loads(out)
+    assert code == 0 and report["certified_length"] == 30 and report["certified_length_is_lower_bound"] is True
+    code, out, _ = _run(capsys, argv)
+    assert "certified length: >= 30" in out
+    code, out, _ = _run(capsys, ["compile", "Y(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "2", "--json"])
+    assert json.loads(out)["certified_length_is_lower_bound"] is False
+
+
+def test_max_states_option_and_early_mode_checks(capsys):
+    # The DFA-size error tells users to pass --max-states, which compile did not accept.
+    code, _, err = _run(capsys, ["compile", "Y^12(a)", "-a", "ab", "--verify-to", "0", "--max-states", "100"])
+    assert code == 2 and "more than 100 states" in err and "Traceback" not in err
+    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--mode", "native", "-F", "fp8e4m3"])
+    assert code == 2 and "no native torch dtype" in err
+    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--mode", "fast"])
+    assert code == 2 and "unknown evaluation mode" in err
+
+
+def test_run_refuses_weights_that_overflow_and_notes_uncertified_lengths(tmp_path, capsys):
+    model = tmp_path / "y.zip"
+    code, _, _ = _run(capsys, ["compile", "Y(a)", "-a", "ab", "--freq", "0.8985979", "--scale", "1024",
+                               "--verify-to", "0", "--exhaustive", "2", "--out", str(model)])
+    assert code == 0
+    # N_max = 6 here: the 8-symbol string is beyond it and gets a note on stderr.
+    code, out, err = _run(capsys, ["run", str(model), "ab", "aaaaaaab", "--json"])
+    assert code == 0 and len(json.loads(out)) == 2
+    assert "1 of 2 strings are longer than the model's certified length 6" in err
+    # C = 1024 fits fp16 but not e3m2 (max 14): an overflowed weight made every score NaN and every
+    # verdict "rejected"; now it is a user error.
+    code, out, err = _run(capsys, ["run", str(model), "ab", "-F", "e3m2"])
+    assert code == 2 and "do not fit in e3m2" in err and out == ""

@@ -149,3 +149,20 @@ def test_verification_lengths_and_budget():
     assert exhaustive_length(2, 10) == 10 and exhaustive_length(3, 10) == 7 and exhaustive_length(26, 10) == 2
     lengths = sampled_lengths(10, 2000, extra=(709, 710, 711, 5000))
     assert lengths[0] > 10 and lengths[-1] == 2000 and {709, 710, 711} <= set(lengths) and 5000 not in lengths
+
+
+def test_p_heads_in_narrow_formats_report_where_the_softmax_denominator_overflows():
+    # Regression: in formats with max_finite < 2^(M+1) the sum of the tied exp(0) = 1 terms of a
+    # P head overflows (1/inf = 0 wipes the weights), yet the model claimed exactness at every length.
+    from formal_rope.compiler.build import ones_sum_overflow
+    from formal_rope.precision.formats import parse_format
+
+    assert ones_sum_overflow(parse_format("fp16")) is None and ones_sum_overflow(parse_format("bf16")) is None
+    assert ones_sum_overflow(parse_format("fp8e4m3")) is None  # stalls at 16 < 240
+    assert ones_sum_overflow(parse_format("e3m4")) == 16 and ones_sum_overflow(parse_format("e4m10")) == 256
+    compiled = compile_formula(parse_ltl("P(a)", ("a", "b")), ("a", "b"), fmt="e3m4")
+    assert compiled.certified_length == 14 and not compiled.certified_length_is_lower_bound
+    # Tight: bos plus 14 ψ-positions still count exactly, 15 overflow.
+    got = evaluate(compiled.ir, ["a" * 14, "a" * 15, "b" * 15 + "a"], fmt="e3m4").to_list()
+    assert got == [True, False, True]
+    assert compile_formula(parse_ltl("P(a)", ("a", "b")), ("a", "b"), fmt="fp16").certified_length is None

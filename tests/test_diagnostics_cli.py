@@ -122,6 +122,11 @@ def test_table_output(app, compiled_path):
         (("--query", 7), "outside the input"),
         (("--top", 0), "--top"),
         (("--format", "fp8e4m3"), "natively"),
+        # Regressions: layer 2 holds only the Y snap's feed-forward block (it used to print an
+        # empty report), and the fp32 Y scale 2^22 overflows fp16 (it used to print NaN scores
+        # and "the bound fails").
+        (("--layer", 2), "--layer 2 has no attention heads"),
+        (("--format", "fp16"), "do not fit in fp16"),
     ],
 )
 def test_user_errors(app, compiled_path, args, message):

@@ -163,3 +163,22 @@ def test_multi_character_symbols_are_split_like_the_automata_stage():
     alphabet = ("long", "b")
     compiled = compile_formula(parse_ltl("P('long') & MOD_2^1", alphabet=alphabet), alphabet)
     assert evaluate(compiled.ir, ["long b", "b b b", "long", ""]).to_list() == [True, False, False, False]
+
+
+def test_directory_is_not_reported_as_missing(tmp_path):
+    with pytest.raises(FormalRopeError, match="is a directory"):
+        read_metadata(tmp_path)
+
+
+def test_parameters_that_overflow_the_format_are_a_user_error():
+    # Regression: an overflowed weight became inf, inf·0 = NaN spread through the residual stream
+    # and every verdict silently read "rejected".
+    model = _counting_model()
+    scaled = AttentionHead(**{**model.layers[0].heads[0].__dict__, "b_value": np.array([300.0])})
+    big = TransformerIR(model.coordinates, model.vocabulary, model.embedding, (Layer(heads=(scaled,)),),
+                        model.readout)
+    assert evaluate(big, ["ab"], fmt="fp16").to_list() == [True]  # 300 fits fp16
+    with pytest.raises(FormalRopeError, match=r"do not fit in fp8e4m3.*uniform\.b_value holds 300"):
+        evaluate(big, ["ab"], fmt="fp8e4m3")  # max finite 240
+    with pytest.raises(FormalRopeError, match="do not fit"):
+        evaluate(big, ["ab"], fmt="e4m3", mode="emulated")

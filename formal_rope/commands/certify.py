@@ -39,16 +39,22 @@ def certify_command(
     if mode == "realized" and not json_output:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-        with Progress(
+        bar = Progress(
             TextColumn("scanning query positions"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TimeRemainingColumn(), transient=True,
-        ) as bar:
-            task = bar.add_task("scan", total=None)
+        )
+        task = bar.add_task("scan", total=None)
 
-            def report(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+        def report(done: int, total: int) -> None:
+            # Started on the first report, so argument errors raised before the scan leave no bar behind.
+            if not bar.live.is_started:
+                bar.start()
+            bar.update(task, completed=done, total=total)
 
+        try:
             result = certified_range(offset, freq, scale, format_name, mode=mode, max_length=max_length, progress=report)
+        finally:
+            bar.stop()
     else:
         result = certified_range(offset, freq, scale, format_name, mode=mode, max_length=max_length)
 

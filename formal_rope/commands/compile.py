@@ -39,6 +39,10 @@ def compile_command(
         4096, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²))."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the sampled verification strings."),
+    max_states: int = typer.Option(
+        10**6, "--max-states", min=1,
+        help="Refuse to build the formula's DFA (for the verification labels) with more states than this.",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Compile a formula into an exact finite-precision transformer and verify it against the DFA.
@@ -53,10 +57,12 @@ def compile_command(
         raise FormalRopeError(
             "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
         )
+    _check_mode(mode, format_name)  # before compiling, which can take a while
     language = resolve_language(formula, alphabet, force_kind="ltl")
     compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
                                certify_mode=certify_mode, certify_max_length=certify_max_length)
-    verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, show_progress=not json_output)
+    verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states,
+                           show_progress=not json_output)
     if out is not None:
         save_model(compiled.ir, out)
     if json_output:
@@ -67,22 +73,39 @@ def compile_command(
         raise typer.Exit(1)
 
 
-def _verify(compiled, mode, exhaustive, verify_to, per_length, seed, show_progress: bool):
+def _check_mode(mode: str, format_name: str) -> None:
+    from formal_rope.model.evaluate import MODES, _torch_dtype
+
+    if mode not in MODES:
+        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
+    if mode == "native":
+        _torch_dtype(format_name)  # FormalRopeError for formats without a torch dtype
+
+
+def _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states, show_progress: bool):
     from formal_rope.compiler.verify import verify_compiled
 
     if not show_progress:
         return verify_compiled(compiled, mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to,
-                               per_length=per_length, seed=seed)
+                               per_length=per_length, seed=seed, max_states=max_states)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    with Progress(TextColumn("verifying against the DFA"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  transient=True, console=_stderr_console()) as bar:
-        task = bar.add_task("verify", total=None)
+    bar = Progress(TextColumn("verifying against the DFA"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   transient=True, console=_stderr_console())
+    task = bar.add_task("verify", total=None)
+
+    def on_total(total: int) -> None:
+        # Started once the strings are known, so errors before that (DFA too large) leave no bar behind.
+        bar.start()
+        bar.update(task, total=total)
+
+    try:
         return verify_compiled(
             compiled, mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to, per_length=per_length, seed=seed,
-            on_total=lambda total: bar.update(task, total=total),
-            on_progress=lambda done: bar.advance(task, done),
+            max_states=max_states, on_total=on_total, on_progress=lambda done: bar.advance(task, done),
         )
+    finally:
+        bar.stop()
 
 
 def _stderr_console():
@@ -107,6 +130,7 @@ def _json_report(compiled, verification, out: Path | None) -> dict:
         "freq": compiled.options.freq,
         "y_scale": None if compiled.y_scale is None else compiled.y_scale.scale,
         "certified_length": compiled.certified_length,
+        "certified_length_is_lower_bound": compiled.certified_length_is_lower_bound,
         "constructs": [c.to_json() for c in compiled.constructs],
         "mode": verification.mode,
         "verified_strings": verification.verified_strings,
@@ -155,9 +179,13 @@ def _print_report(compiled, verification, out: Path | None) -> None:
         how = "chosen by the compiler (best realized range among powers of two)" if compiled.y_scale.chosen else "given by --scale"
         console.print(f"Y heads: g = {compiled.options.freq:g}, C = {compiled.y_scale.scale:g} ({how})")
     certified = compiled.certified_length
-    console.print(
-        "certified length: " + ("unbounded (no Y heads: exact at every length)" if certified is None else f"{certified}")
-    )
+    if certified is None:
+        certified_text = "unbounded (no Y heads: exact at every length)"  # and no P head can overflow
+    elif compiled.certified_length_is_lower_bound:
+        certified_text = f">= {certified} (the realized scan found no failure up to that length; --certify-max-length)"
+    else:
+        certified_text = f"{certified}"
+    console.print("certified length: " + certified_text)
     console.print(
         f"verification ({verification.mode} {verification.format}): {verification.verified_strings} strings, all up to "
         f"length {verification.exhaustive_up_to}, sampled at {len(verification.sampled_lengths)} lengths up to "
@@ -200,6 +228,7 @@ def run_command(
         return
     runnable = load_runnable(model_path, mode=mode)
     verdicts = runnable.classify(list(strings), fmt=format_name)
+    _note_beyond_certified(metadata, strings)
     if json_output:
         print(json.dumps([bool(v) for v in verdicts]))
         return
@@ -212,6 +241,20 @@ def run_command(
     for string, verdict in zip(strings, verdicts):
         table.add_row(repr(string), "yes" if verdict else "no")
     Console().print(table)
+
+
+def _note_beyond_certified(metadata: dict, strings: list[str]) -> None:
+    """Y heads are exact only up to the certified length (appendix D): say so on stderr."""
+    certified = metadata.get("certified_length") if metadata.get("kind") == "compiled" else None
+    if certified is None or metadata.get("certified_length_is_lower_bound"):
+        return
+    beyond = sum(len(string) > certified for string in strings)
+    if beyond:
+        print(
+            f"note: {beyond} of {len(strings)} strings are longer than the model's certified length {certified} "
+            f"in {metadata.get('format', 'fp32')}; verdicts there are not guaranteed",
+            file=sys.stderr,
+        )
 
 
 def _trace(model, string: str, format_name: str | None, mode: str, json_output: bool) -> None:

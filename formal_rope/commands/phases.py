@@ -49,6 +49,7 @@ def phases_command(
     Lemma 1 of paper 003 at every (i, j) where all contributing |δ_p| ≤ ε.
     """
     from formal_rope.diagnostics import capture_heads, load_model_any, model_layout, phases_summary, resolve_heads
+    from formal_rope.diagnostics.report import check_query
 
     if top is not None and top < 1:
         raise FormalRopeError(f"--top must be at least 1 (got {top})")
@@ -57,6 +58,7 @@ def phases_command(
     model = load_model_any(model_path)
     heads = resolve_heads(model_layout(model), layer, head)
     captured = capture_heads(model, string, heads=heads, fmt=format_name)
+    query = check_query(captured, query)  # before the progress bar, so a bad --query leaves none behind
     shown = top if (top is not None or json_output) else _DEFAULT_TOP
     if json_output or len(captured.heads) < 2:
         summary = phases_summary(captured, query, epsilon, shown)

@@ -60,7 +60,7 @@ class ConstructReport:
     margin: float | None  # smallest realized winner-vs-loser score gap (None: not a hard-selection head)
     f_large: float
     detail: str = ""
-    certified_length: int | None = None  # Y heads: N_max^(k)(g, C, F)
+    certified_length: int | None = None  # Y heads: N_max^(k)(g, C, F); P heads in narrow formats (ones_sum_overflow)
     certified_mode: str | None = None
     certified_ideal: int | None = None
     certified_is_lower_bound: bool = False
@@ -246,6 +246,24 @@ def mod_parameters(m: int, r: int, fmt) -> dict[str, float]:
     )
 
 
+# ------------------------------------------------------------------------ softmax denominator
+def ones_sum_overflow(fmt) -> int | None:
+    """The least n for which a left-to-right sum of n ones overflows to inf in ``fmt``, or None.
+
+    Each key that ties at the row maximum contributes exp(0) = 1 to the softmax denominator. Where
+    2^(M+1) <= max_finite the running sum stalls at 2^(M+1) (adding 1 is then a tie that rounds to
+    even) and never overflows. Narrow formats (max_finite < 2^(M+1): e3m4, e4m10, e5m15, …) count
+    exactly up to max_finite and the next integer rounds to inf, so 1/inf = 0 wipes the weights.
+    """
+    from formal_rope.model.evaluate import make_rounder
+
+    if 2.0 ** (fmt.mantissa_bits + 1) <= fmt.max_finite:
+        return None
+    n = math.floor(fmt.max_finite) + 1
+    assert math.isinf(make_rounder(fmt)(np.asarray([float(n)]))[0])
+    return n
+
+
 # ----------------------------------------------------------------------------------- build IR
 def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float | None) -> tuple[TransformerIR, list[ConstructReport]]:
     from formal_rope.precision.formats import f_large, parse_format
@@ -304,8 +322,18 @@ def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float |
             )
             plan.hidden.append(_Hidden({TRUE: 1.0}, 0.0, {out: 1.0}))
             plan.hidden.append(_Hidden({TRUE: 1.0, raw: -4.0}, 0.0, {out: -1.0}))
-            reports.append(ConstructReport("P", node.text, layer, name, large, large, large,
-                                           "scores 0 / -f_large; output c/(c+1) snapped at 1/4"))
+            overflow = ones_sum_overflow(fmt)
+            if overflow is None:
+                reports.append(ConstructReport("P", node.text, layer, name, large, large, large,
+                                               "scores 0 / -f_large; output c/(c+1) snapped at 1/4"))
+            else:
+                # bos and up to N ψ-positions tie at score 0: their count N+1 must stay below `overflow`.
+                reports.append(ConstructReport(
+                    "P", node.text, layer, name, large, large, large,
+                    f"scores 0 / -f_large; output c/(c+1) snapped at 1/4; the softmax denominator (up to N+1 "
+                    f"ones) overflows {fmt.name} at {overflow}, so exact up to N = {overflow - 2}",
+                    certified_length=overflow - 2, certified_mode="exact", certified_ideal=overflow - 2,
+                ))
         elif node.kind == "mod":
             m, r = node.modulus, node.residue
             params = mod_parameters(m, r, fmt)

@@ -39,9 +39,20 @@ class CompiledModel:
 
     @property
     def certified_length(self) -> int | None:
-        """min over Y heads of N_max^(k)(g, C, F); None without Y heads (exact at every length)."""
-        lengths = [c.certified_length for c in self.constructs if c.construct == "Y"]
+        """min over Y heads of N_max^(k)(g, C, F) and, in formats whose softmax denominator can
+        overflow (``ones_sum_overflow``), over P heads; None otherwise (exact at every length)."""
+        lengths = [c.certified_length for c in self.constructs if c.certified_length is not None]
         return min(lengths) if lengths else None
+
+    @property
+    def certified_length_is_lower_bound(self) -> bool:
+        """True when the realized scans of the Y heads attaining the minimum stopped without a
+        failure (--certify-max-length): the true certified length is then at least that long."""
+        lengths = [c for c in self.constructs if c.certified_length is not None]
+        if not lengths:
+            return False
+        shortest = min(c.certified_length for c in lengths)
+        return all(c.certified_is_lower_bound for c in lengths if c.certified_length == shortest)
 
     def metadata(self) -> dict[str, Any]:
         from formal_rope.precision.formats import f_large
@@ -56,6 +67,7 @@ class CompiledModel:
             "y_scale": None if self.y_scale is None else self.y_scale.scale,
             "y_scale_chosen_by_compiler": None if self.y_scale is None else self.y_scale.chosen,
             "certified_length": self.certified_length,
+            "certified_length_is_lower_bound": self.certified_length_is_lower_bound,
             "constructs": [c.to_json() for c in self.constructs],
         }
 
@@ -67,6 +79,8 @@ def _y_offsets(dag: FormulaDag) -> list[int]:
 def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: int) -> YScaleChoice:
     """A scale C for the Y heads: among powers of two from 2·f_large up to 2^(M+9) (and below
     max_finite/4), the one with the largest *realized* certified range for the smallest offset.
+    Formats too narrow for that range (2·f_large > max_finite/4) scan the powers of two and their
+    1.5 multiples in (f_large/2, max_finite] instead.
 
     Ideal ranges (cheap) are computed for every candidate; realized ranges (brute force) are
     computed in order of decreasing ideal range (smaller C first among ties), at most six times,
@@ -80,10 +94,23 @@ def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: in
     k = min(offsets)
     low = math.ceil(math.log2(2 * large))
     high = min(fmt_obj.mantissa_bits + 9, math.floor(math.log2(fmt_obj.max_finite)) - 2)
-    scanned = []
-    for exponent in range(low, max(low, high) + 1):
-        scale = float(2**exponent)
-        scanned.append((scale, certified_range(k, freq, scale, fmt_obj, "ideal").n_max))
+    candidates = [float(2**exponent) for exponent in range(low, high + 1)]
+    if not candidates:
+        # Narrow exponent ranges (e3m4, e4m20, …): 2·f_large does not fit under max_finite/4. Fall
+        # back to the powers of two and their 1.5 multiples that can still win (C > f_large/2) and
+        # are finite in F: with so few finite values the coarser grid often misses every good C.
+        top = math.floor(math.log2(fmt_obj.max_finite))
+        candidates = sorted(
+            scale
+            for exponent in range(math.floor(math.log2(large / 2)), top + 1)
+            for scale in (float(2**exponent), 1.5 * 2**exponent)
+            if large / 2 < scale <= fmt_obj.max_finite
+        )
+        if not candidates:
+            raise FormalRopeError(
+                f"no Y scale C with f_large/2 < C <= max_finite fits {fmt_obj.describe()}; pass --scale"
+            )
+    scanned = [(scale, certified_range(k, freq, scale, fmt_obj, "ideal").n_max) for scale in candidates]
     best_scale, best_realized = scanned[0][0], -1
     for evaluated, (scale, ideal) in enumerate(sorted(scanned, key=lambda item: (-item[1], item[0]))):
         if evaluated >= 6 or ideal <= best_realized:

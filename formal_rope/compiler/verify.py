@@ -123,6 +123,7 @@ def verify_compiled(
     verify_to: int = 2000,
     per_length: int = 8,
     seed: int = 0,
+    max_states: int | None = None,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> VerificationResult:
@@ -132,7 +133,10 @@ def verify_compiled(
 
     fmt = fmt or compiled.options.fmt
     alphabet = compiled.alphabet
-    dfa = ltl_to_dfa(compiled.formula, alphabet)
+    # The expected labels need the formula's DFA, which can be large (Y^k remembers k symbols).
+    dfa = ltl_to_dfa(compiled.formula, alphabet) if max_states is None else ltl_to_dfa(
+        compiled.formula, alphabet, max_states=max_states
+    )
     exhaustive_n = exhaustive_length(len(alphabet), exhaustive_up_to)
     words = _all_strings(alphabet, exhaustive_n)
     certified = compiled.certified_length

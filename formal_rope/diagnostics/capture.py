@@ -359,6 +359,9 @@ def capture_compiled(
         fmt = str(model.metadata.get("format", "fp32"))
         fmt = fmt if fmt in _NATIVE_FORMATS else "fp64"
     dtype = _torch_dtype(fmt)
+    from formal_rope.model.evaluate import check_parameters_fit
+
+    check_parameters_fit(model, fmt)  # an overflowed weight would make every score NaN
     symbols = _symbols(string, model.alphabet)
     tokens = model.encode(tuple(symbols))
     layout = tuple(tuple(head.name for head in layer.heads) for layer in model.layers)

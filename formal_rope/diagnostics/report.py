@@ -31,6 +31,10 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
     if layer is not None and not 1 <= layer <= n_layers:
         raise FormalRopeError(f"--layer {layer} does not exist: the model has layers 1..{n_layers}")
     layers = range(n_layers) if layer is None else [layer - 1]
+    if layer is not None and not layout[layer - 1]:
+        # Compiled models have feed-forward-only layers (e.g. the snap after a Y gate).
+        with_heads = ", ".join(str(l + 1) for l in range(n_layers) if layout[l]) or "none"
+        raise FormalRopeError(f"--layer {layer} has no attention heads (layers with heads: {with_heads})")
     if head is None:
         return None if layer is None else [(l, h) for l in layers for h in range(len(layout[l]))]
     head = head.strip()
@@ -39,7 +43,7 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
         chosen = [(l, number - 1) for l in layers if 1 <= number <= len(layout[l])]
         if not chosen:
             where = f"layer {layer}" if layer is not None else "any layer"
-            counts = ", ".join(f"layer {l + 1}: 1..{len(layout[l])}" for l in layers)
+            counts = ", ".join(f"layer {l + 1}: " + (f"1..{len(layout[l])}" if layout[l] else "none") for l in layers)
             raise FormalRopeError(f"--head {number} does not exist in {where} (heads per layer: {counts})")
         return chosen
     candidates = [(l, h) for l in layers for h, name in enumerate(layout[l])]

@@ -434,6 +434,45 @@ class _NativeForward:
 
 
 # ------------------------------------------------------------------------------------ interface
+def _named_parameters(model: TransformerIR):
+    yield "embedding", model.embedding
+    for number, layer in enumerate(model.layers, start=1):
+        for head in layer.heads:
+            for name in ("w_query", "b_query", "w_key", "b_key", "w_value", "b_value", "w_out"):
+                yield f"{head.name}.{name}", getattr(head, name)
+            yield f"{head.name}.score_scale", np.asarray(head.score_scale)
+        if layer.feed_forward is not None:
+            for name in ("w_in", "b_in", "w_out", "b_out"):
+                yield f"layer {number} FFN {name}", getattr(layer.feed_forward, name)
+    if model.readout.weights is not None:
+        yield "readout weights", model.readout.weights
+
+
+def check_parameters_fit(model: TransformerIR, fmt) -> None:
+    """FormalRopeError when a stored parameter overflows ``fmt``.
+
+    An overflowed weight becomes ±inf, and inf·0 = NaN then spreads through every later sum, so the
+    model would print NaN traces and read "rejected" everywhere: a format problem, not a verdict.
+    This happens when a model compiled for a wide format (a Y scale 2²² for fp32) runs in a narrow
+    one (fp16, max 65504).
+    """
+    from formal_rope.precision.formats import parse_format
+
+    fmt = parse_format(fmt)
+    if fmt.is_binary64:
+        return
+    rounder = make_rounder(fmt)
+    for name, values in _named_parameters(model):
+        magnitude = float(np.max(np.abs(values), initial=0.0))
+        if np.isfinite(magnitude) and np.isinf(rounder(np.asarray([magnitude]))[0]):
+            compiled_for = model.metadata.get("format")
+            hint = f"; the model was compiled for {compiled_for}, compile it again with --format {fmt.name}" if compiled_for else ""
+            raise FormalRopeError(
+                f"the model's parameters do not fit in {fmt.describe()}: {name} holds {magnitude:g}, which "
+                f"overflows to inf (max finite {fmt.max_finite:g}), so every score it touches would be NaN{hint}"
+            )
+
+
 def attention_scores(model: TransformerIR, string, layer: int, head: int, fmt="fp32") -> np.ndarray:
     """The emulated, unmasked score matrix S[i, j] of head ``head`` in layer ``layer`` (0-based) on
     ``string`` (positions bos..eos), exactly as the evaluator computes it in ``fmt``."""
@@ -478,6 +517,7 @@ def evaluate(
     fmt = parse_format(fmt)
     if mode not in MODES:
         raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
+    check_parameters_fit(model, fmt)
     encoded = [model.encode(string) for string in strings]
     runner = _EmulatedForward(model, fmt) if mode == "emulated" else _NativeForward(model, fmt)
     by_length: dict[int, list[int]] = defaultdict(list)

@@ -107,7 +107,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     """The ``metadata.json`` of a model file; FormalRopeError when missing/corrupt."""
     path = Path(path)
     if not path.is_file():
-        raise FormalRopeError(f"model file {path} does not exist")
+        raise FormalRopeError(f"model file {path} " + ("is a directory, not a file" if path.is_dir() else "does not exist"))
     try:
         with zipfile.ZipFile(path) as archive:
             metadata = json.loads(archive.read("metadata.json").decode("utf-8"))
