@@ -10,7 +10,7 @@
 
 The expected label is the DFA's; the model runs in the chosen format and mode. A disagreement
 counts as *inside the certified range* when the string is no longer than the model's certified
-length (always, for models without Y heads).
+length (always, for models without a certified length: no Y heads and no P head that can overflow).
 """
 
 from __future__ import annotations
