@@ -228,7 +228,7 @@ def run_command(
         return
     runnable = load_runnable(model_path, mode=mode)
     verdicts = runnable.classify(list(strings), fmt=format_name)
-    _note_beyond_certified(metadata, strings)
+    _note_beyond_certified(metadata, strings, getattr(runnable, "model", None))
     if json_output:
         print(json.dumps([bool(v) for v in verdicts]))
         return
@@ -243,12 +243,13 @@ def run_command(
     Console().print(table)
 
 
-def _note_beyond_certified(metadata: dict, strings: list[str]) -> None:
+def _note_beyond_certified(metadata: dict, strings: list[str], model) -> None:
     """Y heads are exact only up to the certified length (appendix D): say so on stderr."""
     certified = metadata.get("certified_length") if metadata.get("kind") == "compiled" else None
-    if certified is None or metadata.get("certified_length_is_lower_bound"):
+    if certified is None or model is None or metadata.get("certified_length_is_lower_bound"):
         return
-    beyond = sum(len(string) > certified for string in strings)
+    # Lengths in symbols (multi-character symbols count once), as the model reads them: bos w eos.
+    beyond = sum(len(model.encode(string)) - 2 > certified for string in strings)
     if beyond:
         print(
             f"note: {beyond} of {len(strings)} strings are longer than the model's certified length {certified} "
