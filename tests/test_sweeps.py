@@ -185,3 +185,148 @@ def test_report_rejects_a_folder_that_is_not_results(tmp_path):
         load_results(tmp_path)
     with pytest.raises(FormalRopeError, match="not a results folder"):
         load_results(tmp_path / "missing")
+
+
+# ----------------------------------------------------------------------------------------------
+# Regressions found in the acceptance pass
+
+
+def resolving_runner(config: RunConfig) -> RunResult:
+    """What the real trainer records: the alphabet and periods it resolved."""
+    from dataclasses import replace
+
+    return replace(fake_runner(config), alphabet=("a", "b"), resolved_periods=(2,) if config.pe == "rope_p" else None)
+
+
+def dying_runner(config: RunConfig) -> RunResult:
+    import os
+
+    if config.seed == 1:
+        os._exit(3)  # a worker killed (e.g. for memory) mid-run
+    return fake_runner(config)
+
+
+def test_results_record_the_resolved_alphabet_and_periods(tmp_path):
+    # Regression: with periods "auto" and the language's own alphabet, both columns were null.
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["rope_p", "nope"], bases=[1e4], seeds=1, lrs=[1e-4]))
+    assert all(c.periods is None and c.alphabet is None for c in configs)
+    run_sweep(configs, tmp_path, runner=resolving_runner)
+    runs = load_results(tmp_path)[0].set_index("pe")
+    assert runs.loc["rope_p", "periods"] == "2" and runs.loc["rope_p", "alphabet"] == "a,b"
+    assert pd.isna(runs.loc["nope", "periods"])
+
+
+def test_failed_runs_are_retried_on_rerun_and_finished_ones_skipped(tmp_path):
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=3, lrs=[1e-4]))
+    run_sweep(configs, tmp_path, runner=crashing_runner)
+    calls = []
+
+    def counting_runner(config):
+        calls.append(config.seed)
+        return fake_runner(config)
+
+    summary = run_sweep(configs, tmp_path, runner=counting_runner)
+    assert calls == [1] and summary.skipped == 2
+    runs = load_results(tmp_path)[0]
+    assert len(runs) == 3 and set(runs["status"]) == {"ok"}
+
+
+def test_a_dead_worker_fails_its_run_and_the_sweep_goes_on(tmp_path):
+    # Regression: BrokenProcessPool escaped run_sweep (a traceback) and the rest of the grid never ran.
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=4, lrs=[1e-4]))
+    summary = run_sweep(configs, tmp_path, runner=dying_runner, workers=2)
+    runs = load_results(tmp_path)[0].set_index("seed")
+    assert summary.completed == 4 and len(runs) == 4
+    assert runs.loc[1, "status"] == "failed" and "worker process died" in runs.loc[1, "error"]
+    assert runs.loc[3, "status"] == "ok"  # a run queued after the crash ran in a fresh pool
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('[quick]\nsteps = "many"\n', r"x.toml:4: 'steps' in \[quick\] must be an integer"),
+        ("[quick]\nlr = 1e-3\n", r"'lr' in \[quick\] is a grid axis; set 'lrs'"),
+        ('[quick]\nseeds = [0, "x"]\n', "'seeds' must be a count"),
+        ('bases = ["big"]\n', "'bases' must hold numbers"),
+        ("periods = [2.5]\n", "'periods' must be"),
+        ("[reference]\nrows = [[1, 2]]\n", "every \\[reference\\] row must be"),
+    ],
+)
+def test_toml_values_of_the_wrong_type_are_user_errors(tmp_path, body, message):
+    # Regression: these raised ValueError tracebacks or were silently accepted (lr ignored).
+    path = tmp_path / "x.toml"
+    path.write_text('name = "x"\nlanguages = ["(ab)*"]\n' + body)
+    with pytest.raises(FormalRopeError, match=message):
+        load_sweep_file(path)
+
+
+def test_toml_alphabet_string_is_split_into_symbols(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text('languages = ["(ab)*"]\nalphabet = "ab"\n')
+    assert load_sweep_file(path)[0].alphabet == ("a", "b")
+
+
+def _cli(capsys, argv):
+    from cli_support import run_main
+
+    return run_main(capsys, argv)
+
+
+def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
+    # Regression: a bad language or setting became one `failed` run per grid point.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('languages = ["(ab)*"]\n[quick]\nlayers = 0\n')
+    for argv, message in [
+        (["sweep", "--lang", "(ab", "--out", str(tmp_path / "r1")], "unbalanced parentheses"),
+        (["sweep", "--config", str(bad), "--out", str(tmp_path / "r2")], "layers must be positive"),
+        (["sweep", "--lang", "(ab)*", "--eval", "some", "--dry-run"], "unknown eval mode"),
+        (["sweep", "--lang", "(ab)*", "--pe", "rope_p", "--periods", "x", "--dry-run"], "--periods"),
+    ]:
+        code, _, stderr = _cli(capsys, argv)
+        assert code == 2 and message in stderr and "Traceback" not in stderr, (argv, stderr)
+    assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+    # --alphabet is read like `train --alphabet`: 'ab' is two symbols, not one symbol "ab".
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--alphabet", "ab", "--seeds", "1", "--dry-run", "--json"])
+    assert code == 0 and json.loads(stdout)[0]["alphabet"] == ["a", "b"]
+
+
+def test_sweep_and_reproduce_json_are_single_strict_documents(tmp_path, capsys, monkeypatch):
+    # Regression: `reproduce all --json` printed three JSON documents one after another, and NaN
+    # (diverged runs) was printed as a bare token.
+    import formal_rope.sweeps.runner as runner_module
+
+    real_run_sweep = runner_module.run_sweep
+
+    def diverging_runner(config):
+        from dataclasses import replace
+
+        result = fake_runner(config)
+        return replace(result, status="diverged", accuracy=float("nan")) if config.pe == "nope" else result
+
+    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": diverging_runner}))
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard JSON token {token}"))
+
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope,rope", "--seeds", "1",
+                                    "--out", str(tmp_path / "s"), "--json"])
+    payload = strict(stdout)
+    assert code == 0 and payload["sweep"]["completed"] == 2 and payload["statuses"] == {"diverged": 1, "ok": 1}
+    code, stdout, _ = _cli(capsys, ["reproduce", "all", "--seeds", "1", "--out", str(tmp_path / "r"), "--json"])
+    payload = strict(stdout)
+    assert code == 0 and set(payload) == {"table2", "table4", "table5"}
+    assert all(table["rows"] for table in payload.values())
+    assert (tmp_path / "r" / "table5" / "table5.png").exists()
+
+
+def test_report_table_is_not_squeezed_and_bad_plot_path_is_a_user_error(tmp_path, capsys):
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope"], bases=[1e4], seeds=2, lrs=[1e-4]))
+    run_sweep(configs, tmp_path, runner=fake_runner)
+    reference = REPO / "sweeps" / "table4.toml"
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--reference", str(reference)])
+    # Off a terminal Rich assumes 80 columns; the 9-column table with the paper column was cut.
+    assert code == 0 and "language" in stdout and "paper: acc max / N* max (mean)" in stdout and "…" not in stdout
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--plot", str(blocker / "fig.png")])
+    assert code == 2 and "cannot write the plot" in stderr and "Traceback" not in stderr

@@ -73,3 +73,51 @@ def test_option_parsers():
     assert parse_length_range("41..500") == (41, 500) and parse_length_range("7") == (7, 7)
     with pytest.raises(FormalRopeError):
         parse_length_range("a..b")
+
+
+def _strict_json(text: str):
+    """json.loads that rejects the non-standard NaN/Infinity tokens, as strict parsers (jq, JS) do."""
+
+    def reject(token):
+        raise ValueError(f"non-standard JSON token {token}")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_diverged_run_prints_strict_json(capsys):
+    # Regression: a diverged run's NaN accuracy/loss used to be printed as the bare token NaN.
+    code, stdout, _ = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--lr", "1e6", "--no-save", "--json"], capsys)
+    payload = _strict_json(stdout)
+    assert code == 0 and payload["status"] == "diverged"
+    assert payload["accuracy"] is None and payload["final_loss"] is None and payload["per_length"] == []
+
+
+def test_environment_errors_exit_2_before_training(tmp_path, monkeypatch, capsys):
+    """Regression: a checkpoint path that cannot be written, a device or attention implementation
+    this machine lacks, and a bad partial_rope fraction were recorded as a failed run (exit 1, or a
+    traceback after training for the checkpoint) instead of a user error up front."""
+    import torch
+
+    import formal_rope.kernels as kernels
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    cases = [
+        (["--out", str(blocker / "model.zip")], "cannot write the checkpoint"),
+        (["--out", str(tmp_path)], "is a folder"),
+        (["--pe", "partial_rope", "--rope-fraction", "2", "--no-save"], "fraction"),
+        (["--device", "nodevice", "--no-save"], "unknown torch device"),
+    ]
+    if not torch.cuda.is_available():
+        cases.append((["--device", "cuda", "--no-save"], "no CUDA device"))
+    for extra, message in cases:
+        code, stdout, stderr = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--quiet", *extra], capsys)
+        assert code == 2 and message in stderr and "Traceback" not in stderr, (extra, stderr)
+        assert "status" not in stdout  # nothing was trained
+
+    def no_triton():
+        raise kernels.AttentionImplError("attention impl 'triton' needs the triton package")
+
+    monkeypatch.setattr(kernels, "_triton_module", no_triton)
+    code, _, stderr = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--attention", "triton", "--no-save"], capsys)
+    assert code == 2 and "triton" in stderr

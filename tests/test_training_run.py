@@ -174,3 +174,20 @@ def test_near_miss_training_negatives_are_real_near_misses():
         assert sum(c != "ab"[i % 2] for i, c in enumerate(text)) == 1
     with pytest.raises(FormalRopeError):
         run_training(_tiny(train_near_miss_fraction=1.5), progress=False)
+
+
+def test_test_lengths_are_generated_lazily():
+    # Regression: the whole test range was materialised as a Python list before the first set was
+    # sampled, so a huge --test-lengths range exhausted memory before evaluating anything.
+    config = _tiny(test_min_length=41, test_max_length=10**13, n_per_length=2)
+    first = next(training.test_length_blocks(training.resolve_dfa(config), config))
+    assert first.length == 41
+
+
+def test_unwritable_checkpoint_fails_before_training(tmp_path):
+    events = []
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(FormalRopeError, match="cannot write the checkpoint"):
+        run_training(_tiny(), progress=events.append, checkpoint_path=blocker / "sub" / "model.zip")
+    assert events == []  # no training step ran

@@ -30,6 +30,25 @@ def _floats(text: str | None, what: str) -> list[float]:
     return values
 
 
+def _alphabet(text: str | None):
+    """--alphabet like `train`: 'ab' or 'a,b' -> ('a', 'b'); None keeps each language's own."""
+    if not text:
+        return None
+    from formal_rope.lang.source import parse_alphabet
+
+    return parse_alphabet(text)
+
+
+def _periods(text: str | None, default):
+    """--periods 'auto' or '2,3' (the same parser as `train`); None keeps `default`."""
+    if not text:
+        return default
+    from formal_rope.commands.train import parse_periods
+
+    parsed = parse_periods(text)
+    return "auto" if parsed is None else list(parsed)
+
+
 def sweeps_dir() -> Path:
     """The paper's sweep files: the checkout's sweeps/ folder, or the copy an installed wheel carries."""
     package = Path(__file__).resolve().parents[1]
@@ -90,7 +109,16 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
         return run_sweep(configs, out, workers=workers, on_event=on_event)
 
 
-def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "") -> dict:
+def _print_json(payload) -> None:
+    from formal_rope.commands.train import json_ready
+
+    print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
+
+
+def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
+            quiet: bool = False) -> dict:
+    """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet."""
+    from rich.measure import Measurement
     from rich.table import Table
 
     from formal_rope.sweeps.report import PE_LABELS, aggregate, format_base, plot_n_star
@@ -112,7 +140,9 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     if plot is not None:
         payload["plot"] = str(plot_n_star(rows, plot, title=title))
     if json_output:
-        print(json.dumps(payload, indent=2))
+        _print_json(payload)
+        return payload
+    if quiet:
         return payload
 
     table = Table(title=title or f"results in {out}", show_lines=False)
@@ -134,9 +164,11 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
                 mean = "" if ref[6] is None or (isinstance(ref[6], float) and math.isnan(ref[6])) else f" ({ref[6]:.1f})"
                 cells.append(f"{ref[3]:.3f} / {ref[5]:.0f}{mean}")
         table.add_row(*cells)
-    # Tables are wider than the 80 columns Rich assumes off a terminal; never squeeze their cells.
+    # Tables are wider than the 80 columns Rich assumes off a terminal; never squeeze their cells:
+    # print at the table's natural width (measured with room to spare).
     narrow = console.width
-    console.width = max(narrow, 124)
+    console.width = max(narrow, 1000)
+    console.width = max(narrow, Measurement.get(console, console.options, table).maximum)
     console.print(table)
     console.width = narrow
     failures = runs[runs["first_failure"].notna()]
@@ -178,7 +210,7 @@ def register(app: typer.Typer) -> None:
         """Run a grid of training runs (languages × PEs × bases × seeds × lrs); rerunning skips finished runs."""
         from rich.console import Console
 
-        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file
+        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file, validate_grid
 
         console = Console(stderr=json_output)
         run_settings = _overrides(steps=steps, batch_size=batch_size, layers=layers, d_model=d_model, heads=heads,
@@ -192,8 +224,8 @@ def register(app: typer.Typer) -> None:
                 bases=_floats(base, "--base") or spec.bases,
                 seeds=seeds if seeds is not None else spec.seeds,
                 lrs=_floats(lrs, "--lrs") or spec.lrs,
-                periods=(periods if periods == "auto" else _split(periods)) if periods else spec.periods,
-                alphabet=_split(alphabet) or spec.alphabet,
+                periods=_periods(periods, spec.periods),
+                alphabet=_alphabet(alphabet) or spec.alphabet,
                 scale=chosen,
                 overrides={**spec.overrides, **run_settings},
                 description=spec.description,
@@ -210,12 +242,13 @@ def register(app: typer.Typer) -> None:
                 bases=_floats(base, "--base") or [1e4],
                 seeds=seeds,
                 lrs=_floats(lrs, "--lrs") or None,
-                periods=(periods if periods == "auto" else _split(periods)) if periods else "auto",
-                alphabet=_split(alphabet) or None,
+                periods=_periods(periods, "auto"),
+                alphabet=_alphabet(alphabet),
                 scale=chosen,
                 overrides=run_settings,
             )
         configs = expand_grid(spec)
+        validate_grid(configs)
         if dry_run:
             listing = [{"run_id": c.run_id(), **c.to_dict()} for c in configs]
             if json_output:
@@ -228,14 +261,19 @@ def register(app: typer.Typer) -> None:
         console.print(f"[bold]{spec.name}[/]: {len(configs)} runs at {chosen} scale → {out}")
         summary = _run_with_progress(configs, out, workers, console, quiet=False)
         console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
-        _report(out, console, json_output, None, spec.reference, title=spec.name)
+        payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output)
+        if json_output:
+            payload["sweep"] = {"name": spec.name, "total": summary.total, "skipped": summary.skipped,
+                                "completed": summary.completed, "statuses": summary.statuses,
+                                "wall_s": summary.wall_s}
+            _print_json(payload)
 
     @app.command()
     def report(
         results: Path = typer.Argument(..., help="Results folder written by `sweep` or `reproduce`."),
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
         plot: Optional[Path] = typer.Option(None, "--plot", help="Write a Figure 2/3-style plot (mean N* vs base, ±1 std; NoPE band) to this PNG."),
-        reference: Optional[Path] = typer.Option(None, "--reference", help="Sweep TOML whose [reference] rows (the paper's numbers) are shown beside ours."),
+        reference: Optional[Path] = typer.Option(None, "--reference", help="Sweep TOML whose \\[reference] rows (the paper's numbers) are shown beside ours."),
     ) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5 (max/mean/std of accuracy and N*)."""
         from rich.console import Console
@@ -261,7 +299,7 @@ def register(app: typer.Typer) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
         from rich.console import Console
 
-        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file
+        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file, validate_grid
 
         if table not in TABLES + ("all",):
             raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(TABLES)} or all")
@@ -285,8 +323,11 @@ def register(app: typer.Typer) -> None:
                 )
             target = out if out is not None and table != "all" else (out / name if out is not None else Path("results") / f"{name}-{scale}")
             configs = expand_grid(spec)
+            validate_grid(configs)
             console.print(f"[bold]{name}[/] ({spec.description}): {len(configs)} runs at {scale} scale → {target}")
             _run_with_progress(configs, target, workers, console, quiet=False)
-            payloads[name] = _report(target, console, json_output, target / f"{name}.png", spec.reference, title=f"{name} ({scale})")
-        if json_output and table == "all":
-            pass  # each table's JSON was printed as it finished
+            payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
+                                     title=f"{name} ({scale})", quiet=json_output)
+        if json_output:
+            # One JSON document: the table's payload, or {table: payload} for `all`.
+            _print_json(payloads[table] if table != "all" else payloads)

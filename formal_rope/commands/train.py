@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Optional
@@ -39,6 +40,18 @@ def parse_length_range(text: str) -> tuple[int, int]:
     return low, high
 
 
+def json_ready(value):
+    """NaN/inf (a diverged or failed run's accuracy, a diverged loss) -> None, so --json output is
+    strict JSON that every parser accepts (json.dumps would write the non-standard token NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    return value
+
+
 def _length_runs(per_length) -> list[tuple[int, int, float]]:
     """Consecutive lengths with equal accuracy collapsed into (first, last, accuracy) runs."""
     runs: list[tuple[int, int, float]] = []
@@ -68,15 +81,18 @@ def _render(result, checkpoint: Path | None) -> None:
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
     summary.add_row("N*", str(result.n_star))
-    summary.add_row("accuracy", f"{result.accuracy:.4f} (mean over {len(result.per_length)} lengths"
-                    + ("" if result.eval_complete else ", stopped at the first imperfect length") + ")")
+    if result.per_length:
+        stopped = "" if result.eval_complete else ", stopped at the first imperfect length"
+        summary.add_row("accuracy", f"{result.accuracy:.4f} (mean over {len(result.per_length)} lengths{stopped})")
+    else:
+        summary.add_row("accuracy", "- (not evaluated)")
     summary.add_row("first failing string", result.first_failure if result.first_failure is not None else "none")
     summary.add_row("wall time", f"{result.wall_s:.1f} s")
     if checkpoint is not None:
         summary.add_row("checkpoint", str(checkpoint))
     console.print(summary)
     if result.per_length:
-        lengths = Table(title="per-length accuracy (consecutive lengths merged)")
+        lengths = Table()
         lengths.add_column("lengths", justify="right")
         lengths.add_column("accuracy", justify="right")
         runs = _length_runs(result.per_length)
@@ -87,6 +103,8 @@ def _render(result, checkpoint: Path | None) -> None:
                 continue
             first, last, accuracy = run
             lengths.add_row(str(first) if first == last else f"{first}..{last}", f"{accuracy:.4f}")
+        # The title on its own line: as the table's title it would wrap to the narrow table's width.
+        console.print(" per-length accuracy (consecutive lengths merged)", style="table.title", highlight=False)
         console.print(lengths)
 
 
@@ -165,7 +183,7 @@ def register(app: typer.Typer) -> None:
         if json_output:
             payload = result.to_dict()
             payload["checkpoint"] = str(checkpoint) if checkpoint is not None else None
-            print(json.dumps(payload))
+            print(json.dumps(json_ready(payload), allow_nan=False))
         else:
             _render(result, checkpoint)
         if result.status == "failed":

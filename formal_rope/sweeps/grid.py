@@ -24,6 +24,13 @@ SCALE_NAMES = ("quick", "paper")
 _GRID_KEYS = {"name", "description", "languages", "alphabet", "pes", "bases", "periods", "seeds", "lrs", "scale"}
 _SCALE_EXTRA_KEYS = {"seeds", "lrs"}
 _RUNCONFIG_KEYS = {f.name for f in fields(RunConfig)}
+# RunConfig fields that are grid axes: a [quick]/[paper] table naming them would be ignored, so it is
+# an error that points to the grid key instead.
+_AXIS_FIELDS = {"language": "languages", "pe": "pes", "base": "bases", "seed": "seeds", "lr": "lrs",
+                "periods": "periods", "alphabet": "alphabet"}
+# The value type of every other RunConfig field, from its default (all are int, float or str).
+_FIELD_TYPES = {f.name: type(f.default) for f in fields(RunConfig) if f.name not in _AXIS_FIELDS}
+_REFERENCE_ROW = "[language, pe, base, accuracy max, accuracy mean, N* max, N* mean]"
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,19 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     return configs
 
 
+def validate_grid(configs: list[RunConfig]) -> None:
+    """Check every run's settings and language before the first run starts (FormalRopeError), so a
+    typo stops the sweep at once instead of being recorded as one failed run per grid point."""
+    from formal_rope.training.train import resolve_dfa, validate_config
+
+    languages_seen: set = set()
+    for config in configs:
+        validate_config(config)
+        if (config.language, config.alphabet) not in languages_seen:
+            languages_seen.add((config.language, config.alphabet))
+            resolve_dfa(config)
+
+
 def _line_of_key(text: str, key: str) -> int | None:
     pattern = re.compile(rf"^\s*{re.escape(key)}\s*=", re.MULTILINE)
     match = pattern.search(text)
@@ -109,11 +129,78 @@ def _unknown_key_error(path: Path, text: str, key: str, where: str, allowed: set
 
 
 def _as_tuple(value, kind, key: str, path: Path) -> tuple:
-    if isinstance(value, (list, tuple)):
-        return tuple(kind(v) for v in value)
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        return (kind(value),)
-    raise FormalRopeError(f"{path}: key {key!r} must be a value or a list, got {value!r}")
+    items = value if isinstance(value, (list, tuple)) else [value]
+    converted = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, float, str)):
+            raise FormalRopeError(f"{path}: key {key!r} must be a value or a list of values, got {value!r}")
+        if kind is float and isinstance(item, str):
+            raise FormalRopeError(f"{path}: key {key!r} must hold numbers, got {item!r}")
+        try:
+            converted.append(kind(item))
+        except ValueError:
+            raise FormalRopeError(f"{path}: key {key!r}: {item!r} is not a valid {kind.__name__}") from None
+    return tuple(converted)
+
+
+def _seeds_value(value, path: Path):
+    """`seeds = n` (seeds 0..n-1) or a list of integer seeds."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return value
+    raise FormalRopeError(f"{path}: key 'seeds' must be a count like 5 or a list of integers like [0, 3], got {value!r}")
+
+
+def _periods_value(value, path: Path):
+    """`periods = "auto"`, one integer, or a list of integers."""
+    if value == "auto" or value is None:
+        return "auto"
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        raise FormalRopeError(f"{path}: key 'periods' must be \"auto\" or positive integers like [2, 3], got {value!r}")
+    return items
+
+
+def _checked_section(path: Path, text: str, where: str, section: dict) -> dict:
+    """A [quick]/[paper] table with every RunConfig value checked against the field's type."""
+    checked = {}
+    for key, value in section.items():
+        if key in _SCALE_EXTRA_KEYS:
+            checked[key] = value
+            continue
+        if key in _AXIS_FIELDS:
+            line = _line_of_key(text, key)
+            raise FormalRopeError(
+                f"{path}:{line or '?'}: {key!r} in [{where}] is a grid axis; "
+                f"set {_AXIS_FIELDS[key]!r} (a list) instead"
+            )
+        expected = _FIELD_TYPES[key]
+        valid = (
+            isinstance(value, expected) and not isinstance(value, bool)
+            or expected is float and isinstance(value, int) and not isinstance(value, bool)
+        )
+        if not valid:
+            line = _line_of_key(text, key)
+            raise FormalRopeError(
+                f"{path}:{line or '?'}: {key!r} in [{where}] must be {'a number' if expected is float else 'an integer' if expected is int else 'a string'}, got {value!r}"
+            )
+        checked[key] = float(value) if expected is float else value
+    return checked
+
+
+def _checked_reference(path: Path, reference) -> dict:
+    if not isinstance(reference, dict):
+        raise FormalRopeError(f"{path}: [reference] must be a table with rows = [{_REFERENCE_ROW}, ...]")
+    rows = reference.get("rows", [])
+    for row in rows if isinstance(rows, list) else [rows]:
+        well_formed = (
+            isinstance(row, list) and len(row) == 7 and all(isinstance(v, str) for v in row[:2])
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row[2:])
+        )
+        if not well_formed:
+            raise FormalRopeError(f"{path}: every [reference] row must be {_REFERENCE_ROW}, got {row!r}")
+    return reference
 
 
 def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSpec, str]:
@@ -140,16 +227,27 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     if chosen not in SCALE_NAMES:
         raise FormalRopeError(f"{path}: scale must be one of {', '.join(SCALE_NAMES)}, got {chosen!r}")
 
-    section_allowed = _RUNCONFIG_KEYS | _SCALE_EXTRA_KEYS
+    section_allowed = (_RUNCONFIG_KEYS - set(_AXIS_FIELDS)) | _SCALE_EXTRA_KEYS
+    sections = {}
     for scale_name in SCALE_NAMES:
+        if not isinstance(data.get(scale_name, {}), dict):
+            raise FormalRopeError(f"{path}: {scale_name!r} must be a table ([{scale_name}])")
         for key in data.get(scale_name, {}):
-            if key not in section_allowed:
+            if key not in section_allowed and key not in _AXIS_FIELDS:  # axis fields: a pointed error below
                 raise _unknown_key_error(path, text, key, f"[{scale_name}]", section_allowed)
-    section = dict(data.get(chosen, {}))
+        sections[scale_name] = _checked_section(path, text, scale_name, data.get(scale_name, {}))
+    section = dict(sections[chosen])
     grid = {k: v for k, v in data.items() if k in _GRID_KEYS}
     for key in _SCALE_EXTRA_KEYS:
         if key in section:
             grid[key] = section.pop(key)
+    alphabet = grid.get("alphabet")
+    if alphabet is not None:
+        from formal_rope.lang.source import parse_alphabet
+
+        if not isinstance(alphabet, (str, list)) or not all(isinstance(v, str) for v in alphabet):
+            raise FormalRopeError(f"{path}: key 'alphabet' must be a string like \"ab\" or a list of symbols, got {alphabet!r}")
+        alphabet = parse_alphabet(alphabet)
 
     return (
         build_spec(
@@ -157,14 +255,14 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             languages=_as_tuple(grid.get("languages", ()), str, "languages", path),
             pes=_as_tuple(grid.get("pes", ("rope",)), str, "pes", path),
             bases=_as_tuple(grid.get("bases", (1e4,)), float, "bases", path),
-            seeds=grid.get("seeds"),  # None: the scale preset's seeds
+            seeds=_seeds_value(grid["seeds"], path) if "seeds" in grid else None,  # None: the preset's
             lrs=_as_tuple(grid["lrs"], float, "lrs", path) if "lrs" in grid else None,
-            periods=grid.get("periods", "auto"),
-            alphabet=grid.get("alphabet"),
+            periods=_periods_value(grid.get("periods", "auto"), path),
+            alphabet=alphabet,
             scale=chosen,
             overrides=section,
             description=str(data.get("description", "")),
-            reference=data.get("reference", {}),
+            reference=_checked_reference(path, data.get("reference", {})),
         ),
         chosen,
     )

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.grid import BASE_FREE_PES
 
 PE_LABELS = {
@@ -53,7 +54,7 @@ def aggregate(runs) -> list[AggregateRow]:
     rows: list[AggregateRow] = []
     language_order = list(dict.fromkeys(frame["language"]))
     for (language, pe, base_key), group in frame.groupby(["language", "pe", "base_key"], dropna=False, sort=False):
-        accuracy = group["accuracy"].astype(float)
+        accuracy = group["accuracy"].astype(float)  # NaN for diverged runs: left out of max/mean/std
         n_star = group["n_star"].astype(float)
         rows.append(
             AggregateRow(
@@ -64,7 +65,7 @@ def aggregate(runs) -> list[AggregateRow]:
                 ok_runs=int((group["status"] == "ok").sum()),
                 accuracy_max=float(accuracy.max()),
                 accuracy_mean=float(accuracy.mean()),
-                accuracy_std=float(accuracy.std()) if len(group) > 1 else 0.0,
+                accuracy_std=float(accuracy.std()) if accuracy.count() > 1 else 0.0,
                 n_star_max=float(n_star.max()),
                 n_star_mean=float(n_star.mean()),
                 n_star_std=float(n_star.std()) if len(group) > 1 else 0.0,
@@ -142,9 +143,13 @@ def _save_figure(fig, path: str | Path) -> Path:
 
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    except (OSError, ValueError) as error:  # unwritable folder, or an extension matplotlib cannot write
+        raise FormalRopeError(f"cannot write the plot {str(path)!r}: {getattr(error, 'strerror', None) or error}") from None
+    finally:
+        plt.close(fig)
     return path
 
 

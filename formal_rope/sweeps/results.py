@@ -31,10 +31,21 @@ def ensure_results_dir(out: str | Path) -> Path:
 
 
 def finished_run_ids(out: str | Path) -> set[str]:
+    """Ids of the runs a rerun skips: every written run except those with status `failed` (an error
+    or a dead worker, which a rerun should retry; ok and diverged runs are results)."""
+    import pyarrow.parquet as pq
+
     runs = Path(out) / RUNS
     if not runs.is_dir():
         return set()
-    return {path.stem for path in runs.glob("*.parquet") if not path.name.startswith((".", "_"))}
+    finished = set()
+    for path in runs.glob("*.parquet"):
+        if path.name.startswith((".", "_")):
+            continue
+        statuses = pq.read_table(path, columns=["status"]).column("status").to_pylist()
+        if statuses and statuses[0] != "failed":
+            finished.add(path.stem)
+    return finished
 
 
 def git_commit() -> str | None:
@@ -52,14 +63,17 @@ def git_commit() -> str | None:
 
 
 def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
-    resolved = result.config if result.config is not None else config
+    # The alphabet and periods the run actually used (config None = the language's own alphabet /
+    # periods "auto"); the config's values only when the run failed before resolving them.
+    alphabet = result.alphabet if result.alphabet is not None else config.alphabet
+    periods = result.resolved_periods if result.resolved_periods is not None else config.periods
     return {
         "run_id": run_id,
         "language": config.language,
-        "alphabet": ",".join(resolved.alphabet) if resolved.alphabet else None,
+        "alphabet": ",".join(alphabet) if alphabet else None,
         "pe": config.pe,
         "base": float(config.base),
-        "periods": ",".join(str(p) for p in resolved.periods) if resolved.periods else None,
+        "periods": ",".join(str(p) for p in periods) if periods else None,
         "seed": int(config.seed),
         "lr": float(config.lr),
         "steps": int(config.steps),

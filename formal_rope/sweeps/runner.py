@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, git_commit, write_run
 from formal_rope.training.config import RunConfig, RunResult
+
+
+WORKER_DIED = "a worker process died while this run was in flight (killed for memory or crashed); rerun the sweep to retry it"
+
+
+class WorkerDied(RuntimeError):
+    """Recorded as the error of the runs in flight when a worker process dies."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,9 @@ def run_sweep(
 ) -> SweepSummary:
     """Run every config not already finished in `out`; each result is written as soon as it ends.
 
-    Interrupting (Ctrl-C) loses at most the runs in flight. on_event(kind, config, result) is called
+    Interrupting (Ctrl-C) loses at most the runs in flight; so does a worker process dying (its runs
+    in flight are recorded as failed, a fresh pool runs the rest). Failed runs count as unfinished:
+    the next call reruns them (ok and diverged runs are skipped). on_event(kind, config, result) is called
     with kind in {"skip", "start", "done"} for progress display.
     """
     start = time.perf_counter()
@@ -91,28 +101,44 @@ def run_sweep(
             notify("start", config, None)
             record(config, _run_safely(runner, config))
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {}
-            queue = list(pending)
-            try:
-                while queue or futures:
-                    while queue and len(futures) < workers:
-                        config = queue.pop(0)
-                        notify("start", config, None)
-                        futures[pool.submit(_run_safely, runner, config)] = config
+        pool = ProcessPoolExecutor(max_workers=workers)
+        futures = {}
+        queue = list(pending)
+        try:
+            while queue or futures:
+                while queue and len(futures) < workers:
+                    try:
+                        future = pool.submit(_run_safely, runner, queue[0])
+                    except BrokenProcessPool:
+                        break  # the runs in flight report the breakage below
+                    config = queue.pop(0)
+                    notify("start", config, None)
+                    futures[future] = config
+                broken = not futures
+                if futures:
                     finished, _ = wait(list(futures), return_when=FIRST_COMPLETED)
                     for future in finished:
                         config = futures.pop(future)
                         try:
                             result = future.result()
-                        except Exception as error:  # worker died (e.g. out of memory)
+                        except BrokenProcessPool:
+                            # A worker died (killed for memory, crashed): every run in flight is lost
+                            # with it, and which one killed it is unknown.
+                            broken = True
+                            result = _failed_result(config, WorkerDied(WORKER_DIED), 0.0)
+                        except Exception as error:
                             result = _failed_result(config, error, 0.0)
                         record(config, result)
-            except KeyboardInterrupt:
-                for future in futures:
-                    future.cancel()
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+                if broken:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = ProcessPoolExecutor(max_workers=workers)
+            pool.shutdown(wait=True)
+        except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()
+            raise
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # no-op after a normal end
     return SweepSummary(
         total=len(configs),
         skipped=skipped,

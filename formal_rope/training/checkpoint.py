@@ -30,12 +30,36 @@ STATE_NAME = "state_dict.pt"
 CLASSIFY_FORMATS = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+def _temporary_path(path: Path) -> Path:
+    return path.with_name(path.name + ".tmp")
+
+
+def _unwritable(path: Path, error: OSError) -> FormalRopeError:
+    return FormalRopeError(f"cannot write the checkpoint {str(path)!r}: {error.strerror or error}; choose another --out or use --no-save")
+
+
+def check_checkpoint_path(path: str | Path) -> Path:
+    """Create the checkpoint's folder and probe that a file can be written there (FormalRopeError if
+    not), so a bad --out is reported before training rather than after it."""
+    path = Path(path)
+    if path.is_dir():
+        raise FormalRopeError(f"the checkpoint path {str(path)!r} is a folder; give a file name such as {str(path / 'model.zip')!r}")
+    probe = _temporary_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as error:
+        raise _unwritable(path, error) from None
+    return path
+
+
 def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, result: RunResult) -> Path:
     """Write the archive atomically (temporary file + rename). Returns the path."""
     from formal_rope.training.train import software_versions
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = check_checkpoint_path(path)
     summary = result.to_dict()
     metadata = {
         "kind": CHECKPOINT_KIND,
@@ -49,11 +73,14 @@ def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, resu
     }
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)
-    temporary = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2, allow_nan=True))
-        archive.writestr(STATE_NAME, buffer.getvalue())
-    os.replace(temporary, path)
+    temporary = _temporary_path(path)
+    try:
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2, allow_nan=True))
+            archive.writestr(STATE_NAME, buffer.getvalue())
+        os.replace(temporary, path)
+    except OSError as error:  # e.g. the disk filled up during training
+        raise _unwritable(path, error) from None
     return path
 
 

@@ -85,10 +85,26 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError("train_min_length must not exceed train_max_length")
     if config.test_min_length > config.test_max_length:
         raise FormalRopeError("test_min_length must not exceed test_max_length")
+    if config.pe == "partial_rope" and not 0.0 <= config.rope_fraction <= 1.0:
+        raise FormalRopeError(f"partial_rope: the rotated fraction must lie in [0, 1], got {config.rope_fraction}")
     if config.d_model % config.heads or (config.d_model // config.heads) % 2:
         raise FormalRopeError(
             f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
         )
+
+
+def validate_device(config: RunConfig, device: str | torch.device) -> None:
+    """Raise FormalRopeError when the torch device or the attention implementation cannot run here
+    (checked before any work, so the CLI reports it as a user error rather than a failed run)."""
+    from formal_rope.kernels import resolve_impl
+
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise FormalRopeError(f"unknown torch device {str(device)!r}: {error}") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise FormalRopeError(f"device {str(device)!r} was requested but torch sees no CUDA device; use --device cpu")
+    resolve_impl(config.attention, on_cuda=resolved.type == "cuda")
 
 
 def resolve_dfa(config: RunConfig):
@@ -330,7 +346,7 @@ def test_length_blocks(dfa, config: RunConfig):
     """Labelled test sets in increasing length, sampled lazily in blocks (bounded memory)."""
     from formal_rope.sampling import test_sets
 
-    lengths = list(range(config.test_min_length, config.test_max_length + 1))
+    lengths = range(config.test_min_length, config.test_max_length + 1)  # lazy: ranges may be huge
     block: list[int] = []
     size = 0
     for length in lengths:
@@ -396,6 +412,11 @@ def run_training(
     The model is None only when the run failed before it was built.
     """
     validate_config(config)
+    validate_device(config, device)
+    if checkpoint_path is not None:
+        from formal_rope.training.checkpoint import check_checkpoint_path
+
+        check_checkpoint_path(checkpoint_path)  # before training: an unwritable path must not cost a run
     if dfa is None:
         dfa = resolve_dfa(config)
     periods = resolve_periods(config, dfa)
