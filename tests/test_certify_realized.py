@@ -142,3 +142,13 @@ def test_cli_user_errors_exit_2(capsys):
         main(["certify", "--scale", "1e4", "--format", "fp99"])
     assert exit_.value.code == 2
     assert "valid formats" in capsys.readouterr().err
+
+
+def test_overflowing_realized_scores_give_valid_json_and_say_so():
+    # Regression: in e3m4 (max 15.5) C = 15.5 makes rotated scores overflow; the gap was inf, printed
+    # as the invalid JSON token Infinity and explained as "trails the target by inf < f_large".
+    result = certified_range(1, 1.0, 15.5, "e3m4", mode="realized", max_length=40)
+    assert result.n_max == 2 and math.isinf(result.violation_gap)
+    assert "overflow e3m4" in result.explanation()
+    text = json.dumps(result.to_dict(), allow_nan=False)  # raises on inf/NaN
+    assert json.loads(text)["violation_gap"] is None

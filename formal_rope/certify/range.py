@@ -49,9 +49,12 @@ class CertifiedRange:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values; a non-finite gap (overflowed realized scores) becomes None, since JSON
+        has no inf and json.dumps would write the invalid token Infinity."""
         data = asdict(self)
         data["convergent_denominators"] = list(self.convergent_denominators)
-        return data
+        return {key: None if isinstance(value, float) and not math.isfinite(value) else value
+                for key, value in data.items()}
 
     def explanation(self) -> str:
         """One line on the binding competitor."""
@@ -61,6 +64,11 @@ class CertifiedRange:
                 f"(scan capped at --max-length {self.max_length})"
             )
         i, j, n = self.violation_query, self.violation_key, self.violation_offset
+        if self.violation_gap is not None and not math.isfinite(self.violation_gap):
+            return (
+                f"first failure at query i={i}: the realized scores overflow {self.format} (target j={i - self.offset} "
+                f"vs key j={j}: gap {self.violation_gap}), so the softmax there is NaN; use a smaller scale C"
+            )
         where = "the bos key" if j == 0 else (f"the later key j={j}" if n is not None and n < 0 else f"key j={j}")
         return (
             f"first failure at query i={i}: {where} (competitor offset n={n}) trails the target j={i - self.offset} "
