@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
+import pytest
 
 from formal_rope.cli import main
 
@@ -118,3 +120,17 @@ def test_run_refuses_weights_that_overflow_and_notes_uncertified_lengths(tmp_pat
     # verdict "rejected"; now it is a user error.
     code, out, err = _run(capsys, ["run", str(model), "ab", "-F", "e3m2"])
     assert code == 2 and "do not fit in e3m2" in err and out == ""
+
+
+def test_trace_json_stays_valid_when_scores_overflow(tmp_path, capsys):
+    # C = 15.5 fits e3m4 but its rotated scores overflow (certified length 2): the NaNs reached the
+    # trace as the invalid JSON token NaN, with numpy RuntimeWarnings on stderr.
+    model = tmp_path / "y.zip"
+    code, _, _ = _run(capsys, ["compile", "Y(a)", "-a", "ab", "-F", "e3m4", "-C", "15.5", "--verify-to", "0",
+                               "--exhaustive", "2", "--out", str(model)])
+    assert code == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        code, out, err = _run(capsys, ["run", str(model), "--trace", "abab", "--json"])
+    trace = json.loads(out, parse_constant=lambda token: pytest.fail(f"invalid JSON token {token}"))
+    assert code == 0 and None in trace["coordinates"]["Y(a)"] and "RuntimeWarning" not in err

@@ -259,6 +259,8 @@ def _note_beyond_certified(metadata: dict, strings: list[str], model) -> None:
 
 
 def _trace(model, string: str, format_name: str | None, mode: str, json_output: bool) -> None:
+    import numpy as np
+
     from formal_rope.model.evaluate import evaluate
 
     fmt = format_name or str(model.metadata.get("format", "fp32"))
@@ -270,7 +272,8 @@ def _trace(model, string: str, format_name: str | None, mode: str, json_output: 
         print(json.dumps({
             "string": string, "accepted": bool(result.accepted[0]), "format": fmt, "mode": mode,
             "positions": symbols,
-            "coordinates": {name: [float(v) for v in residual[:, i]] for i, name in shown},
+            # JSON has no NaN/inf (overflowed scores): those values are null.
+            "coordinates": {name: [float(v) if np.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
         }, ensure_ascii=False))
         return
     from rich.console import Console

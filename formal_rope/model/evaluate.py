@@ -531,7 +531,9 @@ def evaluate(
         for start in range(0, len(indices), chunk):
             batch_indices = indices[start : start + chunk]
             tokens = np.stack([encoded[i] for i in batch_indices])
-            final = runner.run(tokens)
+            # Overflow to ±inf and the NaNs it breeds are the format's IEEE semantics, not warnings.
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                final = runner.run(tokens)
             values[batch_indices] = readout_values(model, final[:, -1, :])
             if trace:
                 for row, index in enumerate(batch_indices):
