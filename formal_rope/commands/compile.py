@@ -176,7 +176,7 @@ def _print_report(compiled, verification, out: Path | None) -> None:
         )
     console.print(constructs)
     if compiled.y_scale is not None:
-        how = "chosen by the compiler (best realized range among powers of two)" if compiled.y_scale.chosen else "given by --scale"
+        how = "chosen by the compiler: best realized range among the candidate scales" if compiled.y_scale.chosen else "given by --scale"
         console.print(f"Y heads: g = {compiled.options.freq:g}, C = {compiled.y_scale.scale:g} ({how})")
     certified = compiled.certified_length
     if certified is None:
