@@ -152,3 +152,12 @@ def test_overflowing_realized_scores_give_valid_json_and_say_so():
     assert "overflow e3m4" in result.explanation()
     text = json.dumps(result.to_dict(), allow_nan=False)  # raises on inf/NaN
     assert json.loads(text)["violation_gap"] is None
+
+
+def test_offset_beyond_the_scan_reports_the_vacuous_bound():
+    # k > max_length: no query is scanned; lengths L < k pass vacuously, so N_max >= k − 1 (it used
+    # to report ">= max_length" and claim that no scanned query had a close competitor).
+    result = certified_range(5000, 1.0, 1e4, "fp32", mode="realized", max_length=100)
+    assert result.n_max_is_lower_bound and result.n_max == 4999
+    assert "no query scanned" in result.explanation()
+    assert certified_range(5000, 1.0, 1e4, "fp32").n_max == 4999  # ideal: n* = 25 < k, exactly k − 1

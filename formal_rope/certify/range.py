@@ -58,6 +58,11 @@ class CertifiedRange:
 
     def explanation(self) -> str:
         """One line on the binding competitor."""
+        if self.n_max_is_lower_bound and self.max_length is not None and self.offset > self.max_length:
+            return (
+                f"no query scanned: the first query position k+1 = {self.offset + 1} lies beyond --max-length "
+                f"{self.max_length} + 1, and lengths L < k pass vacuously, so N_max >= k - 1 = {self.offset - 1}"
+            )
         if self.n_max_is_lower_bound:
             return (
                 f"no query up to position {self.max_length + 1} has a competitor within f_large of its target "
@@ -141,7 +146,8 @@ def certified_range(
     found = realized_first_violation(offset, freq, scale, fmt, cap, progress=progress)
     if found.query is None:
         return CertifiedRange(
-            n_max=cap,
+            # Lengths L < k pass vacuously (no query k+1 <= i <= L+1), so N_max >= k − 1 even unscanned.
+            n_max=max(cap, offset - 1),
             n_max_is_lower_bound=True,
             max_length=cap,
             seconds=time.perf_counter() - started,
