@@ -121,7 +121,7 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     from rich.measure import Measurement
     from rich.table import Table
 
-    from formal_rope.sweeps.report import PE_LABELS, aggregate, format_base, plot_n_star
+    from formal_rope.sweeps.report import PE_LABELS, aggregate, format_base, mixed_settings, plot_n_star
     from formal_rope.sweeps.results import load_results
 
     runs, evals = load_results(out)
@@ -136,6 +136,7 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
         "evals": int(len(evals)),
         "statuses": {str(k): int(v) for k, v in runs["status"].value_counts().items()},
         "rows": [row.to_dict() for row in rows],
+        "plot": None,  # always present, so the JSON keys do not depend on the options
     }
     if plot is not None:
         payload["plot"] = str(plot_n_star(rows, plot, title=title))
@@ -171,6 +172,10 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     console.width = max(narrow, Measurement.get(console, console.options, table).maximum)
     console.print(table)
     console.width = narrow
+    for language, pe, base, differing in mixed_settings(runs):
+        settings = "; ".join(f"{key} {', '.join(values)}" for key, values in differing.items())
+        console.print(f"[yellow]note:[/] {language} {PE_LABELS.get(pe, pe)} {format_base(base)} aggregates runs "
+                      f"with different settings ({settings}), not only seeds and learning rates")
     failures = runs[runs["first_failure"].notna()]
     if len(failures):
         console.print("[dim]first failing strings (shortest failing length) per run:[/]")

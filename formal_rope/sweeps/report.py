@@ -82,6 +82,31 @@ def aggregate(runs) -> list[AggregateRow]:
     return rows
 
 
+AGGREGATED_AXES = ("seed", "lr")  # what a row of the table aggregates over, besides its own keys
+
+
+def mixed_settings(runs) -> list[tuple[str, str, float | None, dict]]:
+    """Rows of `aggregate` whose runs differ in more than seed and lr (a results folder reused with
+    other --steps, model sizes, ...): (language, pe, base, {setting: sorted distinct values})."""
+    import json
+
+    mixed = []
+    base_keys = [None if pe in BASE_FREE_PES else float(b) for pe, b in zip(runs["pe"], runs["base"])]
+    groups: dict = {}
+    for (language, pe, config_text), base in zip(runs[["language", "pe", "config"]].itertuples(index=False), base_keys):
+        groups.setdefault((language, pe, base), []).append(json.loads(config_text))
+    for (language, pe, base), configs in groups.items():
+        keys = sorted(set().union(*configs) - {"language", "pe", "base", *AGGREGATED_AXES})
+        differing = {}
+        for key in keys:
+            values = {json.dumps(c.get(key), sort_keys=True) for c in configs}
+            if len(values) > 1:
+                differing[key] = sorted(values)
+        if differing:
+            mixed.append((language, pe, base, differing))
+    return mixed
+
+
 def format_base(base: float | None) -> str:
     if base is None:
         return "–"
