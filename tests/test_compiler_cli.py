@@ -134,3 +134,10 @@ def test_trace_json_stays_valid_when_scores_overflow(tmp_path, capsys):
         code, out, err = _run(capsys, ["run", str(model), "--trace", "abab", "--json"])
     trace = json.loads(out, parse_constant=lambda token: pytest.fail(f"invalid JSON token {token}"))
     assert code == 0 and None in trace["coordinates"]["Y(a)"] and "RuntimeWarning" not in err
+
+
+def test_bad_out_path_is_refused_before_compiling(tmp_path, capsys):
+    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(tmp_path)])
+    assert code == 2 and "is a directory" in err
+    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(tmp_path / "missing" / "m.zip")])
+    assert code == 2 and "does not exist" in err

@@ -182,3 +182,12 @@ def test_parameters_that_overflow_the_format_are_a_user_error():
         evaluate(big, ["ab"], fmt="fp8e4m3")  # max finite 240
     with pytest.raises(FormalRopeError, match="do not fit"):
         evaluate(big, ["ab"], fmt="e4m3", mode="emulated")
+
+
+def test_saving_onto_a_directory_is_a_user_error_and_leaves_no_temporary(tmp_path):
+    # Regression: `compile --out DIR` failed on the final rename and left DIR.tmp behind.
+    target = tmp_path / "models"
+    target.mkdir()
+    with pytest.raises(FormalRopeError, match="is a directory"):
+        save_model(_counting_model(), target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]

@@ -58,6 +58,9 @@ def compile_command(
             "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
         )
     _check_mode(mode, format_name)  # before compiling, which can take a while
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        problem = "is a directory" if out.is_dir() else f"is in a folder that does not exist ({out.parent})"
+        raise FormalRopeError(f"cannot write model file {out}: it {problem}")
     language = resolve_language(formula, alphabet, force_kind="ltl")
     compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
                                certify_mode=certify_mode, certify_max_length=certify_max_length)

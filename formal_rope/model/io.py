@@ -90,6 +90,8 @@ def save_model(model: TransformerIR, path: str | Path) -> Path:
             "bias": model.readout.bias,
         },
     }
+    if path.is_dir():
+        raise FormalRopeError(f"cannot write model file {path}: it is a directory (give a file name, e.g. {path / 'model.zip'})")
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     temporary = path.with_name(path.name + ".tmp")
@@ -99,6 +101,7 @@ def save_model(model: TransformerIR, path: str | Path) -> Path:
             archive.writestr("weights.npz", buffer.getvalue())
         temporary.replace(path)
     except OSError as error:
+        temporary.unlink(missing_ok=True)  # never leave a half-written .tmp behind
         raise FormalRopeError(f"cannot write model file {path}: {error}") from None
     return path
 
