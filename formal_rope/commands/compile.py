@@ -185,7 +185,8 @@ def _print_report(compiled, verification, out: Path | None) -> None:
     if certified is None:
         certified_text = "unbounded (no Y heads: exact at every length)"  # and no P head can overflow
     elif compiled.certified_length_is_lower_bound:
-        certified_text = f">= {certified} (the realized scan found no failure up to that length; --certify-max-length)"
+        certified_text = (f">= {certified} (the realized scan, capped at min(--certify-max-length, ideal N_max + 2), "
+                          "found no failure)")
     else:
         certified_text = f"{certified}"
     console.print("certified length: " + certified_text)
