@@ -191,3 +191,10 @@ def test_unwritable_checkpoint_fails_before_training(tmp_path):
     with pytest.raises(FormalRopeError, match="cannot write the checkpoint"):
         run_training(_tiny(), progress=events.append, checkpoint_path=blocker / "sub" / "model.zip")
     assert events == []  # no training step ran
+
+
+def test_periods_are_only_reported_for_periodic_encodings():
+    # Regression: `train --pe rope --periods 2` reported "periods 2" although RoPE has no periods.
+    config = _tiny(pe="rope", periods=(2,))
+    assert training.resolve_periods(config, training.resolve_dfa(config)) is None
+    assert training.resolve_periods(config.with_(pe="rope_p"), training.resolve_dfa(config)) == (2,)

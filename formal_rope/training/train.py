@@ -121,7 +121,7 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     Outside LTL[P,MOD] there is no such k; auto then uses the stability period of eta(Sigma^k), the
     period with which the language's length structure repeats."""
     if config.pe not in PERIODIC_ENCODINGS:
-        return config.periods
+        return None  # other encodings have no periods; never report ones given by mistake as used
     if config.periods is not None:
         return validate_periods(config.periods)
     from formal_rope.classes import classify
