@@ -141,3 +141,13 @@ def test_bad_out_path_is_refused_before_compiling(tmp_path, capsys):
     assert code == 2 and "is a directory" in err
     code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(tmp_path / "missing" / "m.zip")])
     assert code == 2 and "does not exist" in err
+
+
+def test_run_table_says_which_mode_and_format_produced_the_verdicts(tmp_path, capsys):
+    model = tmp_path / "m.zip"
+    assert _run(capsys, ["compile", "P(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "1",
+                         "--out", str(model)])[0] == 0
+    code, out, _ = _run(capsys, ["run", str(model), "ba"])
+    assert code == 0 and "emulated fp32" in out and "yes" in out
+    code, out, _ = _run(capsys, ["run", str(model), "ba", "--mode", "native", "-F", "bf16"])
+    assert code == 0 and "native bf16" in out

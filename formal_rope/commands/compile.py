@@ -239,7 +239,11 @@ def run_command(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})")
+    if metadata["kind"] == "compiled":  # SPEC §5: say which mode and format produced the verdicts
+        how = f"{mode} {format_name or metadata.get('format', 'fp32')}"
+    else:
+        how = f"torch {format_name or 'fp32'}"
+    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})", caption=how)
     table.add_column("string")
     table.add_column("accepted")
     for string, verdict in zip(strings, verdicts):
