@@ -285,6 +285,7 @@ def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
         (["sweep", "--config", str(bad), "--out", str(tmp_path / "r2")], "layers must be positive"),
         (["sweep", "--lang", "(ab)*", "--eval", "some", "--dry-run"], "unknown eval mode"),
         (["sweep", "--lang", "(ab)*", "--pe", "rope_p", "--periods", "x", "--dry-run"], "--periods"),
+        (["sweep", "--lang", "∅", "--alphabet", "ab", "--dry-run"], "cannot train on"),
     ]:
         code, _, stderr = _cli(capsys, argv)
         assert code == 2 and message in stderr and "Traceback" not in stderr, (argv, stderr)

@@ -198,3 +198,12 @@ def test_periods_are_only_reported_for_periodic_encodings():
     config = _tiny(pe="rope", periods=(2,))
     assert training.resolve_periods(config, training.resolve_dfa(config)) is None
     assert training.resolve_periods(config.with_(pe="rope_p"), training.resolve_dfa(config)) == (2,)
+
+
+@pytest.mark.parametrize("language", [".*", "∅"])
+def test_a_language_without_one_class_is_a_user_error_before_training(language):
+    # Regression: Σ* and ∅ were "failed" runs (exit 1) instead of a user error (exit 2).
+    events = []
+    with pytest.raises(FormalRopeError, match="cannot train on .*balanced training batches"):
+        run_training(_tiny(language=language, alphabet=("a", "b")), progress=events.append)
+    assert events == []

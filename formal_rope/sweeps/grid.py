@@ -101,14 +101,15 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
 def validate_grid(configs: list[RunConfig]) -> None:
     """Check every run's settings and language before the first run starts (FormalRopeError), so a
     typo stops the sweep at once instead of being recorded as one failed run per grid point."""
-    from formal_rope.training.train import resolve_dfa, validate_config
+    from formal_rope.training.train import check_trainable, resolve_dfa, validate_config
 
     languages_seen: set = set()
     for config in configs:
         validate_config(config)
-        if (config.language, config.alphabet) not in languages_seen:
-            languages_seen.add((config.language, config.alphabet))
-            resolve_dfa(config)
+        key = (config.language, config.alphabet, config.train_min_length, config.train_max_length)
+        if key not in languages_seen:
+            languages_seen.add(key)
+            check_trainable(config, resolve_dfa(config))
 
 
 def _line_of_key(text: str, key: str) -> int | None:

@@ -115,6 +115,17 @@ def resolve_dfa(config: RunConfig):
     return language_dfa(resolve_language(config.language, config.alphabet))
 
 
+def check_trainable(config: RunConfig, dfa) -> None:
+    """FormalRopeError when balanced training batches cannot exist: the language (e.g. Σ* or ∅) has
+    no positive or no negative string of any training length."""
+    from formal_rope.sampling import training_batch
+
+    try:
+        training_batch(dfa, np.random.default_rng(0), 2, config.train_min_length, config.train_max_length)
+    except FormalRopeError as error:
+        raise FormalRopeError(f"cannot train on {config.language!r}: {error}") from None
+
+
 def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k such that
     the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs).
@@ -419,6 +430,7 @@ def run_training(
         check_checkpoint_path(checkpoint_path)  # before training: an unwritable path must not cost a run
     if dfa is None:
         dfa = resolve_dfa(config)
+    check_trainable(config, dfa)
     periods = resolve_periods(config, dfa)
     if threads is not None and str(device).startswith("cpu"):
         torch.set_num_threads(threads)
