@@ -168,16 +168,20 @@ def _print_report(compiled, verification, out: Path | None) -> None:
     )
     console.print(model_table(model))
     constructs = Table(title="constructs: score margins vs f_large")
-    for column in ("construct", "formula", "layer", "scale C", "margin", "margin / f_large", "certified length", "notes"):
-        constructs.add_column(column)
+    for column in ("construct", "formula", "layer", "scale C", "margin", "margin / f_large", "certified length"):
+        constructs.add_column(column, overflow="fold")  # never cut a number short
     for c in compiled.constructs:
-        certified = "" if c.certified_length is None else f"{c.certified_length}{'+' if c.certified_is_lower_bound else ''} ({c.certified_mode})"
+        certified = "" if c.certified_length is None else f"{c.certified_length}{'+' if c.certified_is_lower_bound else ''} {c.certified_mode}"
         constructs.add_row(
-            c.construct, c.formula, str(c.layer), "" if c.scale is None else f"{c.scale:.9g}",
-            "" if c.margin is None else f"{c.margin:.9g}", "" if c.margin is None else f"{c.margin / large:.4f}",
-            certified, c.detail,
+            c.construct, c.formula, str(c.layer), "" if c.scale is None else f"{c.scale:.7g}",
+            "" if c.margin is None else f"{c.margin:.7g}", "" if c.margin is None else f"{c.margin / large:.4f}",
+            certified,
         )
     console.print(constructs)
+    # The notes (certificates, scale rules) are long: one line each below the table stays readable
+    # in 80 columns, where an eighth column was squeezed to a few characters.
+    for c in compiled.constructs:
+        console.print(f"  {c.construct} {c.formula}: {c.detail}", markup=False, highlight=False)
     if compiled.y_scale is not None:
         how = "chosen by the compiler: best realized range among the candidate scales" if compiled.y_scale.chosen else "given by --scale"
         console.print(f"Y heads: g = {compiled.options.freq:g}, C = {compiled.y_scale.scale:g} ({how})")
