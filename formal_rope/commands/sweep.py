@@ -315,6 +315,9 @@ def register(app: typer.Typer) -> None:
             from formal_rope.training.scales import QUICK_SHRINKS
 
             console.print("[yellow]quick scale shrinks:[/]\n  " + "\n  ".join(QUICK_SHRINKS))
+        explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length)
+        if explicit:
+            console.print("[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items()))
         payloads = {}
         for name in TABLES if table == "all" else (table,):
             spec, _ = load_sweep_file(sweeps_dir() / f"{name}.toml", scale)
