@@ -151,3 +151,13 @@ def test_run_table_says_which_mode_and_format_produced_the_verdicts(tmp_path, ca
     assert code == 0 and "emulated fp32" in out and "yes" in out
     code, out, _ = _run(capsys, ["run", str(model), "ba", "--mode", "native", "-F", "bf16"])
     assert code == 0 and "native bf16" in out
+
+
+def test_trace_of_a_long_string_has_one_row_per_position(tmp_path, capsys):
+    # 80 columns cannot hold 42 position columns (they were squeezed to single characters).
+    model = tmp_path / "m.zip"
+    assert _run(capsys, ["compile", "P(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "1",
+                         "--out", str(model)])[0] == 0
+    code, out, _ = _run(capsys, ["run", str(model), "--trace", "ab" * 20])
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert code == 0 and len(rows) == 42 and "│ 41 │ eos" in rows[-1]

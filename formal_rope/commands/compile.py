@@ -291,16 +291,31 @@ def _trace(model, string: str, format_name: str | None, mode: str, json_output: 
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"trace of {string!r} ({mode} {fmt}): accepted = {bool(result.accepted[0])}")
-    table.add_column("coordinate")
-    for position, symbol in enumerate(symbols):
-        table.add_column(f"{position}\n{symbol}", justify="right")
-    for i, name in shown:
-        cells = []
-        for value in residual[:, i]:
-            cells.append(str(int(value)) if value in (0.0, 1.0) else f"{value:.4g}")
-        table.add_row(name, *cells)
-    Console().print(table)
+    def cell(value: float) -> str:
+        return str(int(value)) if value in (0.0, 1.0) else f"{value:.4g}"
+
+    console = Console()
+    title = f"trace of {string!r} ({mode} {fmt}): accepted = {bool(result.accepted[0])}"
+    # One column per position is readable for short strings; beyond the console width the columns
+    # would be squeezed to single characters, so long strings get one row per position instead.
+    widths = [max(len(str(position)), len(symbol), 6) + 3 for position, symbol in enumerate(symbols)]
+    name_width = max(len(name) for _, name in shown) + 4 if shown else 12
+    if name_width + sum(widths) <= console.width or len(shown) + 1 >= len(symbols):
+        table = Table(title=title)
+        table.add_column("coordinate")
+        for position, symbol in enumerate(symbols):
+            table.add_column(f"{position}\n{symbol}", justify="right")
+        for i, name in shown:
+            table.add_row(name, *(cell(value) for value in residual[:, i]))
+    else:
+        table = Table(title=title)
+        table.add_column("i", justify="right", no_wrap=True)
+        table.add_column("w_i", no_wrap=True)
+        for _, name in shown:
+            table.add_column(name, justify="right", overflow="fold")  # long names fold, values stay whole
+        for position, symbol in enumerate(symbols):
+            table.add_row(str(position), symbol, *(cell(residual[position, i]) for i, _ in shown))
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
