@@ -290,6 +290,10 @@ def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
         code, _, stderr = _cli(capsys, argv)
         assert code == 2 and message in stderr and "Traceback" not in stderr, (argv, stderr)
     assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--seeds", "1", "--out", str(blocker)])
+    assert code == 2 and "cannot use" in stderr and "Traceback" not in stderr
     # --alphabet is read like `train --alphabet`: 'ab' is two symbols, not one symbol "ab".
     code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--alphabet", "ab", "--seeds", "1", "--dry-run", "--json"])
     assert code == 0 and json.loads(stdout)[0]["alphabet"] == ["a", "b"]

@@ -21,12 +21,16 @@ MARKER = "formal-rope-results.json"  # identifies a results folder
 
 
 def ensure_results_dir(out: str | Path) -> Path:
+    """Create the results folder (FormalRopeError when it cannot be created or written)."""
     out = Path(out)
-    (out / RUNS).mkdir(parents=True, exist_ok=True)
-    (out / EVALS).mkdir(parents=True, exist_ok=True)
-    marker = out / MARKER
-    if not marker.exists():
-        marker.write_text(json.dumps({"format": 1, "tables": [RUNS, EVALS]}) + "\n")
+    try:
+        (out / RUNS).mkdir(parents=True, exist_ok=True)
+        (out / EVALS).mkdir(parents=True, exist_ok=True)
+        marker = out / MARKER
+        if not marker.exists():
+            marker.write_text(json.dumps({"format": 1, "tables": [RUNS, EVALS]}) + "\n")
+    except OSError as error:
+        raise FormalRopeError(f"cannot use {str(out)!r} as a results folder: {error.strerror or error}") from None
     return out
 
 
