@@ -259,8 +259,10 @@ def ones_sum_overflow(fmt) -> int | None:
 
     if 2.0 ** (fmt.mantissa_bits + 1) <= fmt.max_finite:
         return None
-    n = math.floor(fmt.max_finite) + 1
-    assert math.isinf(make_rounder(fmt)(np.asarray([float(n)]))[0])
+    n = math.floor(fmt.max_finite) + 1  # every integer below 2^(M+1) is exact, so the sum reaches n
+    rounder = make_rounder(fmt)
+    while not math.isinf(rounder(np.asarray([float(n)]))[0]):  # n rounds to inf: it is past max_finite
+        n += 1
     return n
 
 
