@@ -80,3 +80,43 @@ def test_explicit_alphabet_adds_rejecting_symbols(mlregtest_dir):
     strings = ["", "a", "ab", "abcd", "dcba"]
     assert accepts(wider, strings).tolist() == accepts(dfa, strings).tolist()
     assert not accepts(wider, ["z", "az"]).any()
+
+
+# ---------------------------------------------------------------- acceptance-pass regressions
+def _att_cli(capsys, *argv):
+    from cli_support import run_main
+
+    return run_main(capsys, list(argv))
+
+
+def test_sparse_state_numbers_need_no_dense_table(tmp_path, capsys):
+    """State ids are labels: naming state 10^11 used to allocate a 745 GiB table."""
+    path = tmp_path / "sparse.att"
+    path.write_text("0\t7\ta\ta\n7\t99999999999\tb\tb\n99999999999\n")
+    dfa = load_att(path)
+    assert dfa.n_states == 4  # 0, 7, 99999999999 and the sink
+    assert accepts(dfa, ["ab", "a", "b", ""]).tolist() == [True, False, False, False]
+    nondeterministic = tmp_path / "nondet.att"
+    nondeterministic.write_text("0\t3\ta\ta\n0\t5\ta\ta\n3\n")
+    code, _, err = _att_cli(capsys, "dfa", str(nondeterministic))
+    assert code == 2 and "state 0 already goes to 3 on 'a'" in err  # file numbers, not rows
+
+
+def test_unreadable_and_transitionless_files(tmp_path, capsys):
+    binary = tmp_path / "binary.att"
+    binary.write_bytes(b"\xff\xfe\n")
+    code, _, err = _att_cli(capsys, "dfa", str(binary))
+    assert code == 2 and "cannot read automaton file" in err and "Traceback" not in err
+    code, _, err = _att_cli(capsys, "dfa", str(tmp_path))  # a directory, not found
+    assert code == 2 and "Traceback" not in err
+    folder = tmp_path / "folder.att"
+    folder.mkdir()
+    code, _, err = _att_cli(capsys, "dfa", str(folder))
+    assert code == 2 and "is not a file" in err
+    # Only a final state: the language {ε}. The error asks for --alphabet, which must then work.
+    only_final = tmp_path / "epsilon.att"
+    only_final.write_text("0\n")
+    code, _, err = _att_cli(capsys, "dfa", str(only_final))
+    assert code == 2 and "--alphabet" in err
+    code, out, _ = _att_cli(capsys, "accepts", str(only_final), "--alphabet", "ab", "--json", "", "a")
+    assert code == 0 and out.strip() == "[true, false]"

@@ -310,3 +310,37 @@ def test_mona_translation_detects_an_off_by_one(tmp_path):
 def test_dfa_matches_evaluator_on_longer_words(formula, words):
     dfa = ltl_to_dfa(formula, AB)
     assert accepts(dfa, words).tolist() == [ltl_accepts(formula, w) for w in words]
+
+
+# ---------------------------------------------------------------- acceptance-pass regressions
+@pytest.mark.parametrize(
+    "formula, message",
+    [
+        ("MOD_99999999999999999999^0", "1,000 states"),  # was OverflowError in the int64 counter
+        ("P(a) & MOD_1001^3", "1,000 states"),  # the counter alone has 1001 reachable values
+        ("Y^99999999999999999999(a)", "bits of state memory"),  # was numpy's ValueError
+    ],
+)
+def test_huge_modulus_or_offset_is_refused_up_front(formula, message):
+    from formal_rope.errors import FormalRopeError
+    from formal_rope.lang import parse_ltl
+
+    with pytest.raises(FormalRopeError, match=message):
+        ltl_to_dfa(parse_ltl(formula), ("a", "b"), max_states=1000)
+
+
+def test_modulus_at_the_state_limit_is_still_built():
+    from formal_rope.lang import parse_ltl
+
+    dfa = ltl_to_dfa(parse_ltl("MOD_1000^0"), ("a",), max_states=1000)
+    assert dfa.n_states == 1000
+    assert accepts(dfa, ["a" * 999, "a" * 1000]).tolist() == [True, False]
+
+
+def test_empty_alphabet_gives_the_one_state_automaton():
+    """Only ε exists; the formula is evaluated at position 1 (used to fail in a reshape)."""
+    from formal_rope.lang import parse_ltl
+
+    for text, holds in [("MOD_3^1", True), ("MOD_3^0", False), ("H(false)", True), ("Y(true)", False)]:
+        dfa = ltl_to_dfa(parse_ltl(text), ())
+        assert dfa.n_states == 1 and dfa.transitions.shape == (1, 0) and bool(dfa.accepting[0]) is holds

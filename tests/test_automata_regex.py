@@ -201,3 +201,63 @@ def test_repeat_bounds(low, high):
     verdicts = accepts(dfa, ["ab" * count for count in range(8)]).tolist()
     assert verdicts == [count >= low and (high is None or count <= high) for count in range(8)]
     assert not np.any(accepts(dfa, ["a", "aba", "b"]))
+
+
+# ---------------------------------------------------------------- acceptance-pass regressions
+@settings(max_examples=40)
+@given(regexes(AB, with_boolean=True))
+def test_frozenset_subsets_give_the_bitset_automaton(regex):
+    """Large NFAs determinize with frozenset subsets; forcing that path everywhere must give the
+    identical (canonically numbered) minimal DFA."""
+    import formal_rope.automata.regex as regex_module
+
+    expected = regex_to_dfa(regex, AB)
+    saved = regex_module._BITSET_MAX_NFA_STATES
+    regex_module._BITSET_MAX_NFA_STATES = 0
+    try:
+        forced = regex_to_dfa(regex, AB)
+    finally:
+        regex_module._BITSET_MAX_NFA_STATES = saved
+    assert np.array_equal(forced.transitions, expected.transitions)
+    assert np.array_equal(forced.accepting, expected.accepting)
+
+
+def test_subset_memory_grows_linearly_beyond_the_bitset_range():
+    """Bitset subsets cost n bits each, n² bits for the chain automata of a{n} (≈ 2.5 GB at
+    n = 10⁵, so a{99999999999999999999} died of MemoryError instead of the state limit). Past
+    _BITSET_MAX_NFA_STATES subsets are frozensets: doubling n about doubles the peak memory
+    of a concatenation (the bitset version: ×3 here, ×4 asymptotically)."""
+    import tracemalloc
+
+    import formal_rope.automata.regex as regex_module
+    from formal_rope.lang import parse_regex
+
+    saved = regex_module._BITSET_MAX_NFA_STATES
+    regex_module._BITSET_MAX_NFA_STATES = 0
+    peaks = []
+    try:
+        for n in (1000, 2000):
+            chain = regex_to_dfa(parse_regex(f"a{{{n}}}"), AB)
+            tracemalloc.start()
+            try:
+                doubled = regex_module.concatenate(chain, chain)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            assert doubled.n_states == 2 * n + 2
+    finally:
+        regex_module._BITSET_MAX_NFA_STATES = saved
+    assert peaks[1] < 2.5 * peaks[0]
+
+
+def test_long_chains_are_built_as_balanced_trees():
+    """A 2 000-symbol concatenation took 40 s (left fold: one growing automaton per symbol);
+    chains of one operator are combined pairwise now, and equal pairs are built once."""
+    from formal_rope.lang import parse_regex
+
+    words = ["ab" * i for i in range(1, 40)]
+    dfa = regex_to_dfa(parse_regex("|".join(words)), AB)
+    strings = ["".join(w) for k in range(9) for w in itertools.product(AB, repeat=k)] + words
+    assert accepts(dfa, strings).tolist() == [s in words for s in strings]
+    chain = regex_to_dfa(parse_regex("a" * 2000), AB)
+    assert chain.n_states == 2002 and accepts(chain, ["a" * 2000, "a" * 1999]).tolist() == [True, False]

@@ -57,6 +57,8 @@ def test_bad_expression_is_a_user_error(capsys):
 def test_monoid_cap_is_a_user_error(capsys):
     code, out, err = run(capsys, "classify", "Σ*abΣ*", "--max-monoid-size", "3")
     assert code == 2 and "monoid" in err and "Traceback" not in err
+    # One paragraph like every other user error, naming the option that raises the cap.
+    assert err.splitlines()[-1].startswith("error: ") and "--max-monoid-size" in err
 
 
 def test_att_file(capsys, mlregtest_dir):

@@ -101,3 +101,21 @@ def test_sample_command_does_not_import_torch():
         "run = lambda: app(['sample', 'ab_star', '--lengths', '4', '--n', '2'], standalone_mode=False)\n"
     )
     assert stdout.count('"length": 4') == 2
+
+
+def test_negative_seed_is_a_user_error_and_dash_a_sets_the_alphabet(capsys):
+    """--seed -1 used to end in numpy's SeedSequence traceback; -a was missing on `sample` only."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sample", "(ab)*", "--seed", "-1", "--lengths", "2"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--seed" in err and "Traceback" not in err
+    with pytest.raises(FormalRopeError, match="seed"):
+        from formal_rope.automata import language_dfa
+        from formal_rope.lang.source import resolve_language
+        from formal_rope.sampling import test_set
+
+        test_set(language_dfa(resolve_language("(ab)*")), 4, seed=-1)
+    out = _run(capsys, "sample", "re:a*", "-a", "ab", "--lengths", "3", "--n", "4", "--quiet").out
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [row["label"] for row in rows] == [True, True, False, False]
+    assert all(re.fullmatch("a*", row["string"]) for row in rows[:2]) and all("b" in row["string"] for row in rows[2:])

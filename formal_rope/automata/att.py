@@ -37,7 +37,8 @@ def _check_weight(field: str, path: Path, line_number: int) -> None:
 
 
 def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
-    """The complete DFA described by an AT&T text file (not minimized; state 0 stays the start).
+    """The complete DFA described by an AT&T text file (not minimized; the states that occur are
+    numbered in increasing order, so state 0 stays the start).
 
     `alphabet` defaults to the labels used in the file, sorted; when given it fixes the symbol
     order and may add symbols the file never uses (they lead to the sink). Unreadable files,
@@ -92,16 +93,20 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         if unknown:
             raise FormalRopeError(f"error: {path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
     column_of = {symbol: index for index, symbol in enumerate(alphabet)}
-    n_states = highest_state + 1
-    table = np.full((n_states, len(alphabet)), -1, dtype=np.int64)
+    # State numbers are labels, not sizes: number the states that occur 0, 1, … in increasing
+    # order (the identity for the usual dense files, state 0 stays first), so that a file naming
+    # state 10^11 needs one row for it, not 10^11.
+    used = sorted({0} | finals | {state for source, target, _, _ in arcs for state in (source, target)})
+    row_of = {state: row for row, state in enumerate(used)}
+    table = np.full((len(used), len(alphabet)), -1, dtype=np.int64)
     for source, target, label, line_number in arcs:
-        column = column_of[label]
-        existing = table[source, column]
-        if existing >= 0 and existing != target:
+        row, column = row_of[source], column_of[label]
+        existing = table[row, column]
+        if existing >= 0 and existing != row_of[target]:
             raise FormalRopeError(
-                f"error: {path}:{line_number}: nondeterministic: state {source} already goes to {existing} on {label!r}"
+                f"error: {path}:{line_number}: nondeterministic: state {source} already goes to {used[existing]} on {label!r}"
             )
-        table[source, column] = target
-    accepting = np.zeros(n_states, dtype=bool)
-    accepting[sorted(finals)] = True
+        table[row, column] = row_of[target]
+    accepting = np.zeros(len(used), dtype=bool)
+    accepting[[row_of[state] for state in finals]] = True
     return complete(alphabet, table, accepting, start=0)

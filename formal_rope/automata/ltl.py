@@ -30,7 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from formal_rope.automata.dfa import DFA
-from formal_rope.automata.ops import DEFAULT_MAX_STATES, check_state_limit, minimize
+from formal_rope.automata.ops import DEFAULT_MAX_STATES, TooManyStatesError, check_state_limit, minimize
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import (
     FORMULA_TYPES,
@@ -233,6 +233,20 @@ def _state_keys(counter: np.ndarray, bits: np.ndarray) -> np.ndarray:
     return np.concatenate([counter_bytes, packed], axis=1)
 
 
+# States are stored as rows of memory bits (one per P/H/S node, k per Y^k node): cap the total,
+# since Y^k(true) alone has k + 1 states of k bits each (quadratic in k).
+_MAX_MEMORY_BITS = 2**31
+
+
+def _check_memory(n_states: int, n_bits: int) -> None:
+    if n_states * n_bits > _MAX_MEMORY_BITS:
+        raise FormalRopeError(
+            f"error: building the formula's automaton needs more than {_MAX_MEMORY_BITS:,} bits of state memory "
+            f"({n_states:,} states so far × {n_bits:,} memory bits each: one per P, H or S subformula and k per "
+            "Y^k); use a smaller k in Y^k or fewer temporal subformulas"
+        )
+
+
 def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """The minimal DFA of {w : formula holds at position |w|+1 of w} over `alphabet`.
 
@@ -241,6 +255,11 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
     alphabet = tuple(alphabet)
     layout = _layout(formula, alphabet)
     n_symbols = len(alphabet)
+    # The counter i mod lcm(moduli) is part of every state and advances on every symbol, so all
+    # of its values are reachable: refuse before exploring (and before int64 overflows on m).
+    if n_symbols and layout.period > max_states:
+        raise TooManyStatesError(max_states, "the formula's automaton")
+    _check_memory(1, layout.n_bits)
     start_counter = np.array([1 % layout.period], dtype=np.int64)
     start_bits = _initial_bits(layout)[None, :]
     index_of: dict[bytes, int] = {_state_keys(start_counter, start_bits)[0].tobytes(): 0}
@@ -248,7 +267,7 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
     memories = [start_bits]
     targets: list[np.ndarray] = []
     frontier_counter, frontier_bits = start_counter, start_bits
-    while frontier_counter.size:
+    while frontier_counter.size and n_symbols:  # no symbol: only the start state exists
         batch_counter = np.repeat(frontier_counter, n_symbols)
         batch_bits = np.repeat(frontier_bits, n_symbols, axis=0)
         batch_symbols = np.tile(np.arange(n_symbols, dtype=np.int64), frontier_counter.size)
@@ -268,6 +287,7 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
                 fresh.append(first[slot])
             unique_index[slot] = known
         check_state_limit(len(index_of), max_states, "the formula's automaton")
+        _check_memory(len(index_of), layout.n_bits)
         targets.append(unique_index[inverse].reshape(-1, n_symbols))
         fresh = np.asarray(fresh, dtype=np.int64)
         frontier_counter, frontier_bits = next_counter[fresh], next_bits[fresh]

@@ -11,6 +11,7 @@ blow-up is refused early with TooManyStatesError instead of exhausting memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -56,24 +57,31 @@ class _Builder:
         self.alphabet = alphabet
         self.max_states = max_states
         self.cache: dict[Regex, DFA] = {}
+        # Balanced chain steps by (operator, id(left), id(right)). Equal operands share one DFA
+        # through `cache`, so the many equal pairs of a chain such as ab|abab|ababab… are built
+        # once. Every DFA named in a key stays referenced (cache or a value here): ids stay valid.
+        self.joined: dict[tuple[type, int, int], DFA] = {}
 
     def build(self, node: Regex) -> DFA:
         # Iterative post-order so that long concatenation chains do not hit the recursion limit.
+        # A chain of one associative operator (abcd… = ((ab)c)d…, a|b|c…, a&b&c…) is one step
+        # whose operands are combined as a balanced tree: n symbols cost O(n log n) automaton
+        # work instead of the O(n²) of growing the left operand one symbol at a time.
         stack: list[tuple[Regex, bool]] = [(node, False)]
         while stack:
             current, expanded = stack.pop()
             if current in self.cache:
                 continue
-            children = ast_children(current)
-            if expanded or not children:
-                self.cache[current] = self._combine(current)
+            operands = _chain_operands(current)
+            if expanded or not operands:
+                self.cache[current] = self._combine(current, operands)
                 continue
             stack.append((current, True))
-            stack.extend((child, False) for child in children if child not in self.cache)
+            stack.extend((operand, False) for operand in operands if operand not in self.cache)
         return self.cache[node]
 
     # ---------------------------------------------------------------------------------
-    def _combine(self, node: Regex) -> DFA:
+    def _combine(self, node: Regex, operands: tuple[Regex, ...]) -> DFA:
         alphabet, limit = self.alphabet, self.max_states
         if isinstance(node, Symbol):
             return self._symbol_set({self._known(node.symbol)})
@@ -86,12 +94,12 @@ class _Builder:
             return _epsilon(alphabet)
         if isinstance(node, EmptySet):
             return empty_language(alphabet)
-        if isinstance(node, Concat):
-            return concatenate(self.cache[node.left], self.cache[node.right], limit)
-        if isinstance(node, Union_):
-            return minimize(product(self.cache[node.left], self.cache[node.right], "or", limit))
-        if isinstance(node, Intersect):
-            return minimize(product(self.cache[node.left], self.cache[node.right], "and", limit))
+        if isinstance(node, (Concat, Union_, Intersect)):
+            layer = [self.cache[operand] for operand in operands]
+            while len(layer) > 1:  # pairwise, keeping the order (concatenation is not commutative)
+                paired = [self._join(type(node), layer[i], layer[i + 1]) for i in range(0, len(layer) - 1, 2)]
+                layer = paired + layer[len(layer) - len(layer) % 2 :]
+            return layer[0]
         if isinstance(node, Complement):
             return complement(self.cache[node.child])
         if isinstance(node, Star):
@@ -104,6 +112,16 @@ class _Builder:
         if isinstance(node, Repeat):
             return repeat(self.cache[node.child], node.low, node.high, limit)
         raise FormalRopeError(f"error: not a regular expression node: {node!r}")
+
+    def _join(self, kind: type, left: DFA, right: DFA) -> DFA:
+        key = (kind, id(left), id(right))
+        if key not in self.joined:
+            if kind is Concat:
+                self.joined[key] = concatenate(left, right, self.max_states)
+            else:
+                how = "or" if kind is Union_ else "and"
+                self.joined[key] = minimize(product(left, right, how, self.max_states))
+        return self.joined[key]
 
     def _known(self, symbol: str) -> str:
         if symbol not in self.alphabet:
@@ -120,6 +138,23 @@ class _Builder:
         return minimize(DFA(self.alphabet, transitions, 0, np.array([False, True, False])))
 
 
+def _chain_operands(node: Regex) -> tuple[Regex, ...]:
+    """The operands, left to right, of the maximal chain of node's operator below node (for
+    Concat, Union_ and Intersect, which are associative); the children of any other node."""
+    kind = type(node)
+    if kind not in (Concat, Union_, Intersect):
+        return ast_children(node)
+    operands = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if type(current) is kind:
+            pending += [current.right, current.left]
+        else:
+            operands.append(current)
+    return tuple(operands)
+
+
 def _epsilon(alphabet: tuple[str, ...]) -> DFA:
     if not alphabet:  # no symbol leads to the sink: ε is all of Σ* = {ε}
         return DFA(alphabet, np.zeros((1, 0), dtype=np.int64), 0, np.array([True]))
@@ -128,49 +163,66 @@ def _epsilon(alphabet: tuple[str, ...]) -> DFA:
 
 
 # ------------------------------------------------------------- NFA glue + subset construction
-def _live_states(successors: list[list[int]], accepting_bits: int, n_states: int) -> int:
-    """Bitset of NFA states from which an accepting state is reachable."""
-    predecessors: list[set[int]] = [set() for _ in range(n_states)]
+# The glued NFAs are given as per-symbol successor lists: successors[column][state] is the tuple of
+# NFA states reached from `state` on that symbol. Subsets of large NFAs are frozensets, so memory
+# grows with the subset sizes, not with the NFA's size (a bitset per subset costs n bits: n² bits
+# for the chain automata of a{n}, gigabytes at n = 10⁵).
+
+
+def _live_states(successors: list[list[tuple[int, ...]]], accepting: list[bool], n_states: int) -> list[bool]:
+    """Which NFA states can reach an accepting state."""
+    predecessors: list[list[int]] = [[] for _ in range(n_states)]
     for column in successors:
         for source, targets in enumerate(column):
-            bits = targets
-            while bits:
-                low = bits & -bits
-                predecessors[low.bit_length() - 1].add(source)
-                bits ^= low
-    live = accepting_bits
-    stack = [q for q in range(n_states) if accepting_bits >> q & 1]
+            for target in targets:
+                predecessors[target].append(source)
+    live = list(accepting)
+    stack = [state for state in range(n_states) if accepting[state]]
     while stack:
         for source in predecessors[stack.pop()]:
-            if not live >> source & 1:
-                live |= 1 << source
+            if not live[source]:
+                live[source] = True
                 stack.append(source)
     return live
 
 
+# Up to this many NFA states a subset is a Python int bitset (n/8 bytes, fastest to OR);
+# beyond it a frozenset, whose size follows the subset rather than the NFA.
+_BITSET_MAX_NFA_STATES = 4096
+
+
 def _determinize(
     alphabet: tuple[str, ...],
-    successors: list[list[int]],
-    start_bits: int,
-    accepting_bits: int,
-    n_states: int,
+    successors: list[list[tuple[int, ...]]],
+    start: tuple[int, ...],
+    accepting: list[bool],
     max_states: int,
 ) -> DFA:
-    """Subset construction of an ε-free NFA given as per-symbol successor bitsets.
+    """Subset construction of an ε-free NFA (see the successor lists above).
 
     NFA states that cannot reach acceptance are dropped from every subset first: they do not
     change the language, and keeping them would split equivalent subsets before minimization.
     """
-    live = _live_states(successors, accepting_bits, n_states)
-    successors = [[targets & live for targets in column] for column in successors]
-    start_bits &= live
+    live = _live_states(successors, accepting, len(accepting))
+    successors = [[tuple(t for t in targets if live[t]) for targets in column] for column in successors]
+    start = tuple(state for state in start if live[state])
+    if len(accepting) <= _BITSET_MAX_NFA_STATES:
+        rows, is_final = _subsets_as_bitsets(successors, start, accepting, max_states)
+    else:
+        rows, is_final = _subsets_as_sets(successors, start, accepting, max_states)
+    transitions = np.array(rows, dtype=np.int64).reshape(len(rows), len(alphabet))
+    return minimize(DFA(alphabet, transitions, 0, np.array(is_final, dtype=bool)))
+
+
+def _subsets_as_bitsets(successors, start, accepting, max_states) -> tuple[list[list[int]], list[bool]]:
+    """Reachable subsets (BFS order from the start subset): transition rows, acceptance."""
+    columns = [[sum(1 << t for t in set(targets)) for targets in column] for column in successors]
+    final = sum(1 << state for state, is_final in enumerate(accepting) if is_final)
+    start_bits = sum(1 << state for state in set(start))
     index_of = {start_bits: 0}
     subsets = [start_bits]
     rows: list[list[int]] = []
-    position = 0
-    while position < len(subsets):
-        subset = subsets[position]
-        position += 1
+    for subset in subsets:  # grows while it is walked
         members = []
         bits = subset
         while bits:
@@ -178,7 +230,7 @@ def _determinize(
             members.append(low.bit_length() - 1)
             bits ^= low
         row = []
-        for column in successors:
+        for column in columns:
             target = 0
             for member in members:
                 target |= column[member]
@@ -190,16 +242,29 @@ def _determinize(
                 check_state_limit(len(subsets), max_states, "the expression's automaton")
             row.append(known)
         rows.append(row)
-    accepting = np.array([bool(subset & accepting_bits) for subset in subsets], dtype=bool)
-    transitions = np.array(rows, dtype=np.int64).reshape(len(subsets), len(alphabet))
-    return minimize(DFA(alphabet, transitions, 0, accepting))
+    return rows, [bool(subset & final) for subset in subsets]
 
 
-def _bits(states: np.ndarray) -> int:
-    total = 0
-    for state in np.flatnonzero(states):
-        total |= 1 << int(state)
-    return total
+def _subsets_as_sets(successors, start, accepting, max_states) -> tuple[list[list[int]], list[bool]]:
+    """As _subsets_as_bitsets, with frozenset subsets."""
+    final = frozenset(state for state, is_final in enumerate(accepting) if is_final)
+    start_subset = frozenset(start)
+    index_of = {start_subset: 0}
+    subsets = [start_subset]
+    rows: list[list[int]] = []
+    for members in subsets:  # grows while it is walked
+        row = []
+        for column in successors:
+            target = frozenset(chain.from_iterable(map(column.__getitem__, members)))
+            known = index_of.get(target)
+            if known is None:
+                known = len(subsets)
+                index_of[target] = known
+                subsets.append(target)
+                check_state_limit(len(subsets), max_states, "the expression's automaton")
+            row.append(known)
+        rows.append(row)
+    return rows, [not final.isdisjoint(subset) for subset in subsets]
 
 
 def concatenate(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
@@ -209,16 +274,16 @@ def concatenate(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     jump to b's start (the ε-move folded into the symbol step).
     """
     n_a = a.n_states
-    b_start = 1 << (n_a + b.start)
+    b_start = n_a + b.start
+    a_accepting = a.accepting.tolist()
     successors = []
     for column in range(a.n_symbols):
-        targets = [
-            (1 << int(t)) | (b_start if a.accepting[t] else 0) for t in a.transitions[:, column]
-        ] + [1 << (n_a + int(t)) for t in b.transitions[:, column]]
+        targets = [(t, b_start) if a_accepting[t] else (t,) for t in a.transitions[:, column].tolist()]
+        targets += [(n_a + t,) for t in b.transitions[:, column].tolist()]
         successors.append(targets)
-    start_bits = (1 << a.start) | (b_start if a.accepting[a.start] else 0)
-    accepting_bits = _bits(b.accepting) << n_a
-    return _determinize(a.alphabet, successors, start_bits, accepting_bits, n_a + b.n_states, max_states)
+    start = (a.start, b_start) if a_accepting[a.start] else (a.start,)
+    accepting = [False] * n_a + b.accepting.tolist()
+    return _determinize(a.alphabet, successors, start, accepting, max_states)
 
 
 def kleene_star(a: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
@@ -228,14 +293,13 @@ def kleene_star(a: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     accepting state may also restart at a's start.
     """
     n_a = a.n_states
-    restart = 1 << a.start
+    a_accepting = a.accepting.tolist()
     successors = []
     for column in range(a.n_symbols):
-        targets = [(1 << int(t)) | (restart if a.accepting[t] else 0) for t in a.transitions[:, column]]
+        targets = [(t, a.start) if a_accepting[t] else (t,) for t in a.transitions[:, column].tolist()]
         targets.append(targets[a.start])
         successors.append(targets)
-    accepting_bits = _bits(a.accepting) | (1 << n_a)
-    return _determinize(a.alphabet, successors, 1 << n_a, accepting_bits, n_a + 1, max_states)
+    return _determinize(a.alphabet, successors, (n_a,), a_accepting + [True], max_states)
 
 
 def repeat(a: DFA, low: int, high: int | None, max_states: int = DEFAULT_MAX_STATES) -> DFA:

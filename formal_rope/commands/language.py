@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+_INDENTED_JSON_MAX_DEPTH = 64
+
 STYLE_HELP = "Print formulas/regexes with Unicode operators (¬ ∧ ∨ → ↔ ⊤ ⊥ Σ ε ∅) or ASCII ones (! & | -> <-> . () [])."
 
 
@@ -81,7 +83,7 @@ def _class_summaries(language) -> tuple[dict | None, str | None]:
     try:
         facts["classes"] = _classes_of(classify(dfa))
     except FormalRopeError as error:  # e.g. a syntactic monoid too large to enumerate
-        return facts, f"classes of {language.label} not computed: {error}"
+        return facts, f"classes of {language.label} not computed: {str(error).removeprefix('error: ')}"
     return facts, None
 
 
@@ -181,7 +183,8 @@ def register(app: typer.Typer) -> None:
         """Parse an expression and show its AST, canonical form, kind, LTL fragment and alphabet."""
         from formal_rope.errors import FormalRopeError
         from formal_rope.lang.analysis import ltl_fragment
-        from formal_rope.lang.serialize import ast_to_dict
+        from formal_rope.lang.analysis import fold_ast
+        from formal_rope.lang.serialize import ast_to_dict, json_text
         from formal_rope.lang.source import resolve_language
 
         if kind is not None and kind not in ("ltl", "regex"):
@@ -205,7 +208,10 @@ def register(app: typer.Typer) -> None:
                 "detected": language.detected,
                 "ast": ast_to_dict(language.ast) if language.ast is not None else None,
             }
-            print(json.dumps(payload, ensure_ascii=False, indent=2))
+            depth = fold_ast(language.ast, lambda node, below: 1 + max(below, default=0)) if language.ast is not None else 0
+            # Indented JSON of a deep AST grows with depth² (every line carries its depth in
+            # blanks), so ASTs deeper than this print on one line; both are the same JSON.
+            print(json_text(payload, indent=2 if depth <= _INDENTED_JSON_MAX_DEPTH else None))
             return
 
         from rich.console import Console

@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
         near_miss: float = typer.Option(
             0.5, "--near-miss", help="Fraction of the negatives (0..1) that are near-misses: one substitution from a positive."
         ),
-        alphabet: Optional[str] = typer.Option(None, "--alphabet", help="Alphabet override, e.g. ab or a,b."),
+        alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
         out: Optional[Path] = typer.Option(
             None, "--out", help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout."
         ),
@@ -131,6 +131,8 @@ def register(app: typer.Typer) -> None:
             raise FormalRopeError(f"error: --n must be at least 1, got {n}")
         if not 0.0 <= near_miss <= 1.0:
             raise FormalRopeError(f"error: --near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
+        if seed < 0:
+            raise FormalRopeError(f"error: --seed must be a non-negative integer, got {seed}")
         requested = parse_lengths(lengths)
         language = resolve_language(expression, alphabet)
         if language.detected and not quiet:

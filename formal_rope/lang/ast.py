@@ -11,80 +11,121 @@ from dataclasses import dataclass
 from typing import Union
 
 
+class _Node:
+    """Structural equality and hashing that never recurse, so ASTs thousands of levels deep (a
+    2 000-symbol concatenation is a 2 000-deep left spine) work as dict keys and compare equal.
+
+    Children are always built before their parents, so each node's hash is computed once, at
+    construction, from its children's stored hashes (O(1) per node). Nodes are declared with
+    `eq=False` so that the dataclass machinery keeps these methods instead of generating the
+    recursive field-tuple versions.
+    """
+
+    def __post_init__(self) -> None:
+        values = tuple(getattr(self, name) for name in self.__dataclass_fields__)
+        object.__setattr__(self, "_hash", hash((type(self).__name__, values)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Node):
+            return NotImplemented
+        pending = [(self, other)]
+        while pending:
+            left, right = pending.pop()
+            if left is right:
+                continue
+            if type(left) is not type(right) or left._hash != right._hash:
+                return False
+            for name in left.__dataclass_fields__:
+                mine, theirs = getattr(left, name), getattr(right, name)
+                if isinstance(mine, _Node) and isinstance(theirs, _Node):
+                    pending.append((mine, theirs))
+                elif isinstance(mine, _Node) or isinstance(theirs, _Node) or mine != theirs:
+                    return False
+        return True
+
+    def __reduce__(self):
+        # Rebuild through the constructor, so the stored hash is recomputed in the new process
+        # (string hashes are salted per process).
+        return type(self), tuple(getattr(self, name) for name in self.__dataclass_fields__)
+
+
 # ----------------------------------------------------------------------------- LTL
-@dataclass(frozen=True)
-class Atom:
+@dataclass(frozen=True, eq=False)
+class Atom(_Node):
     """w_i = symbol."""
 
     symbol: str
 
 
-@dataclass(frozen=True)
-class Const:
+@dataclass(frozen=True, eq=False)
+class Const(_Node):
     value: bool
 
 
-@dataclass(frozen=True)
-class Not:
+@dataclass(frozen=True, eq=False)
+class Not(_Node):
     child: "Formula"
 
 
-@dataclass(frozen=True)
-class And:
+@dataclass(frozen=True, eq=False)
+class And(_Node):
     left: "Formula"
     right: "Formula"
 
 
-@dataclass(frozen=True)
-class Or:
+@dataclass(frozen=True, eq=False)
+class Or(_Node):
     left: "Formula"
     right: "Formula"
 
 
-@dataclass(frozen=True)
-class Implies:
+@dataclass(frozen=True, eq=False)
+class Implies(_Node):
     left: "Formula"
     right: "Formula"
 
 
-@dataclass(frozen=True)
-class Iff:
+@dataclass(frozen=True, eq=False)
+class Iff(_Node):
     left: "Formula"
     right: "Formula"
 
 
-@dataclass(frozen=True)
-class Past:
+@dataclass(frozen=True, eq=False)
+class Past(_Node):
     """P(child): exists j < i with child at j."""
 
     child: "Formula"
 
 
-@dataclass(frozen=True)
-class Yesterday:
+@dataclass(frozen=True, eq=False)
+class Yesterday(_Node):
     """Y^k(child): i > k and child at i - k (k >= 1)."""
 
     child: "Formula"
     k: int = 1
 
 
-@dataclass(frozen=True)
-class Since:
+@dataclass(frozen=True, eq=False)
+class Since(_Node):
     """left S right: exists j < i with right at j and left at every j < l < i."""
 
     left: "Formula"
     right: "Formula"
 
 
-@dataclass(frozen=True)
-class Historically:
+@dataclass(frozen=True, eq=False)
+class Historically(_Node):
     """H(child): child at every j < i (= not P not child)."""
 
     child: "Formula"
 
 
-@dataclass(frozen=True)
-class Mod:
+@dataclass(frozen=True, eq=False)
+class Mod(_Node):
     """MOD_m^r: i = r (mod m), positions counted from 1; m >= 1."""
 
     m: int
@@ -96,63 +137,63 @@ FORMULA_TYPES = (Atom, Const, Not, And, Or, Implies, Iff, Past, Yesterday, Since
 
 
 # --------------------------------------------------------------------------- regex
-@dataclass(frozen=True)
-class Symbol:
+@dataclass(frozen=True, eq=False)
+class Symbol(_Node):
     symbol: str
 
 
-@dataclass(frozen=True)
-class Epsilon:
+@dataclass(frozen=True, eq=False)
+class Epsilon(_Node):
     """The empty string."""
 
 
-@dataclass(frozen=True)
-class EmptySet:
+@dataclass(frozen=True, eq=False)
+class EmptySet(_Node):
     """The empty language."""
 
 
-@dataclass(frozen=True)
-class AnySymbol:
+@dataclass(frozen=True, eq=False)
+class AnySymbol(_Node):
     """Sigma or '.': any one symbol of the alphabet."""
 
 
-@dataclass(frozen=True)
-class CharClass:
+@dataclass(frozen=True, eq=False)
+class CharClass(_Node):
     """[abc] (negated=False) or [^ab] (negated=True, relative to the alphabet)."""
 
     symbols: tuple[str, ...]
     negated: bool = False
 
 
-@dataclass(frozen=True)
-class Concat:
+@dataclass(frozen=True, eq=False)
+class Concat(_Node):
     left: "Regex"
     right: "Regex"
 
 
-@dataclass(frozen=True)
-class Union_:
+@dataclass(frozen=True, eq=False)
+class Union_(_Node):
     left: "Regex"
     right: "Regex"
 
 
-@dataclass(frozen=True)
-class Star:
+@dataclass(frozen=True, eq=False)
+class Star(_Node):
     child: "Regex"
 
 
-@dataclass(frozen=True)
-class Plus:
+@dataclass(frozen=True, eq=False)
+class Plus(_Node):
     child: "Regex"
 
 
-@dataclass(frozen=True)
-class Optional_:
+@dataclass(frozen=True, eq=False)
+class Optional_(_Node):
     child: "Regex"
 
 
-@dataclass(frozen=True)
-class Repeat:
+@dataclass(frozen=True, eq=False)
+class Repeat(_Node):
     """child{low} (high == low) or child{low,high}; high None means unbounded ({low,})."""
 
     child: "Regex"
@@ -160,14 +201,14 @@ class Repeat:
     high: int | None
 
 
-@dataclass(frozen=True)
-class Intersect:
+@dataclass(frozen=True, eq=False)
+class Intersect(_Node):
     left: "Regex"
     right: "Regex"
 
 
-@dataclass(frozen=True)
-class Complement:
+@dataclass(frozen=True, eq=False)
+class Complement(_Node):
     """~r or (r)^c, relative to Sigma*."""
 
     child: "Regex"

@@ -3,13 +3,15 @@
 Two styles: "ascii" (! & | -> <-> true false; . () [] in regexes) and "unicode" (¬ ∧ ∨ → ↔ ⊤ ⊥;
 Σ ε ∅). Formulas default to ASCII (the spelling used on command lines), regexes to Unicode (the
 paper's notation: aΣ*, Σ*abΣ*). P, H and Y always print with parentheses: P(a), Y^2(a).
-Left-associative chains (a & b & c, long concatenations) are printed without recursion so that
-expressions with thousands of symbols print fine.
+Left-associative chains (a & b & c, long concatenations) are printed in one loop, and nesting is
+walked by a driver with an explicit stack (each node's renderer is a generator that yields the
+child it needs printed), so expressions thousands of levels deep print fine.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Generator
 from typing import Literal
 
 from formal_rope.lang.ast import (
@@ -60,6 +62,23 @@ def quote_symbol(symbol: str, bare: re.Pattern[str] = _REGEX_BARE_SYMBOL) -> str
     return f"{quote}{symbol}{quote}"
 
 
+def _drive(root, render: Callable[[object], Generator]) -> str:
+    """Run the generator renderers without recursion: a renderer yields a child node and is sent
+    back that child's text; its return value is the node's text."""
+    stack = [render(root)]
+    text = None
+    while stack:
+        try:
+            child = stack[-1].send(text)
+        except StopIteration as done:
+            stack.pop()
+            text = done.value
+            continue
+        stack.append(render(child))
+        text = None
+    return text
+
+
 # ------------------------------------------------------------------------------------- LTL
 # Binding strength: higher binds tighter. Unary operators and atoms are 6.
 _LTL_LEVEL = {Iff: 1, Implies: 2, Or: 3, And: 4, Since: 5}
@@ -78,11 +97,11 @@ def format_ltl(formula: Formula, style: Style = "ascii") -> str:
     """Canonical text of a formula; parse_ltl(format_ltl(f)) == f."""
     symbols = _LTL_SYMBOLS[style]
 
-    def wrap(child: Formula, needs: bool) -> str:
-        text = render(child)
+    def wrap(child: Formula, needs: bool) -> Generator:
+        text = yield child
         return f"({text})" if needs else text
 
-    def render(formula: Formula) -> str:
+    def render(formula: Formula) -> Generator:
         kind = type(formula)
         if kind is Atom:
             return quote_symbol(formula.symbol, _LTL_BARE_ATOM)
@@ -91,14 +110,14 @@ def format_ltl(formula: Formula, style: Style = "ascii") -> str:
         if kind is Mod:
             return f"MOD_{formula.m}^{formula.r}"
         if kind is Not:
-            return symbols[Not] + wrap(formula.child, _ltl_level(formula.child) < 6)
+            return symbols[Not] + (yield from wrap(formula.child, _ltl_level(formula.child) < 6))
         if kind is Past:
-            return f"P({render(formula.child)})"
+            return f"P({(yield formula.child)})"
         if kind is Historically:
-            return f"H({render(formula.child)})"
+            return f"H({(yield formula.child)})"
         if kind is Yesterday:
             power = "" if formula.k == 1 else f"^{formula.k}"
-            return f"Y{power}({render(formula.child)})"
+            return f"Y{power}({(yield formula.child)})"
         if kind in _LTL_LEVEL:
             level = _LTL_LEVEL[kind]
             operator = f" {symbols[kind]} "
@@ -107,9 +126,9 @@ def format_ltl(formula: Formula, style: Style = "ascii") -> str:
                 parts = []
                 node = formula
                 while type(node) is kind:
-                    parts.append(wrap(node.left, _ltl_level(node.left) <= level))
+                    parts.append((yield from wrap(node.left, _ltl_level(node.left) <= level)))
                     node = node.right
-                parts.append(wrap(node, _ltl_level(node) < level))
+                parts.append((yield from wrap(node, _ltl_level(node) < level)))
                 return operator.join(parts)
             # Left-associative: walk the left spine iteratively.
             rights = []
@@ -117,12 +136,13 @@ def format_ltl(formula: Formula, style: Style = "ascii") -> str:
             while type(node) is kind:
                 rights.append(node.right)
                 node = node.left
-            parts = [wrap(node, _ltl_level(node) < level)]
-            parts.extend(wrap(right, _ltl_level(right) <= level) for right in reversed(rights))
+            parts = [(yield from wrap(node, _ltl_level(node) < level))]
+            for right in reversed(rights):
+                parts.append((yield from wrap(right, _ltl_level(right) <= level)))
             return operator.join(parts)
-        raise TypeError(f"not an LTL formula node: {formula!r}")
+        raise TypeError(f"not an LTL formula node: {type(formula).__name__}")
 
-    return render(formula)
+    return _drive(formula, render)
 
 
 # ----------------------------------------------------------------------------------- regex
@@ -146,14 +166,14 @@ def format_regex(regex: Regex, style: Style = "unicode") -> str:
     """
     constants = _REGEX_CONSTANTS[style]
 
-    def wrap(child: Regex, needs: bool) -> str:
-        text = render(child)
+    def wrap(child: Regex, needs: bool) -> Generator:
+        text = yield child
         return f"({text})" if needs else text
 
-    def postfix(child: Regex, suffix: str) -> str:
-        return wrap(child, _regex_level(child) < 5) + suffix
+    def postfix(child: Regex, suffix: str) -> Generator:
+        return (yield from wrap(child, _regex_level(child) < 5)) + suffix
 
-    def render(regex: Regex) -> str:
+    def render(regex: Regex) -> Generator:
         kind = type(regex)
         if kind is Symbol:
             return quote_symbol(regex.symbol)
@@ -163,11 +183,11 @@ def format_regex(regex: Regex, style: Style = "unicode") -> str:
             members = "".join(quote_symbol(symbol) for symbol in regex.symbols)
             return ("[^" if regex.negated else "[") + members + "]"
         if kind is Star:
-            return postfix(regex.child, "*")
+            return (yield from postfix(regex.child, "*"))
         if kind is Plus:
-            return postfix(regex.child, "+")
+            return (yield from postfix(regex.child, "+"))
         if kind is Optional_:
-            return postfix(regex.child, "?")
+            return (yield from postfix(regex.child, "?"))
         if kind is Repeat:
             if regex.high is None:
                 bounds = f"{regex.low},"
@@ -175,9 +195,9 @@ def format_regex(regex: Regex, style: Style = "unicode") -> str:
                 bounds = f"{regex.low}"
             else:
                 bounds = f"{regex.low},{regex.high}"
-            return postfix(regex.child, "{" + bounds + "}")
+            return (yield from postfix(regex.child, "{" + bounds + "}"))
         if kind is Complement:
-            return "~" + wrap(regex.child, _regex_level(regex.child) < 4)
+            return "~" + (yield from wrap(regex.child, _regex_level(regex.child) < 4))
         if kind in (Union_, Intersect, Concat):
             level = _REGEX_LEVEL[kind]
             rights = []
@@ -185,10 +205,9 @@ def format_regex(regex: Regex, style: Style = "unicode") -> str:
             while type(node) is kind:
                 rights.append(node.right)
                 node = node.left
-            first = wrap(node, _regex_level(node) < level)
-            pieces = [first]
+            pieces = [(yield from wrap(node, _regex_level(node) < level))]
             for right in reversed(rights):
-                pieces.append(wrap(right, _regex_level(right) <= level))
+                pieces.append((yield from wrap(right, _regex_level(right) <= level)))
             if kind is Concat:
                 # Every concatenation operand starts an operand, so a piece ending in postfix '+'
                 # would be read as union with what follows: parenthesize that piece (parentheses
@@ -199,6 +218,6 @@ def format_regex(regex: Regex, style: Style = "unicode") -> str:
                 )
             operator = "|" if kind is Union_ else "&"
             return operator.join(pieces)
-        raise TypeError(f"not a regular-expression node: {regex!r}")
+        raise TypeError(f"not a regular-expression node: {type(regex).__name__}")
 
-    return render(regex)
+    return _drive(regex, render)

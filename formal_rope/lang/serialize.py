@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from formal_rope.lang import ast as ast_module
 from formal_rope.lang.analysis import fold_ast
@@ -48,4 +49,41 @@ def ast_from_dict(data: dict) -> Formula | Regex:
     return cls(**kwargs)
 
 
-__all__ = ["ast_to_dict", "ast_from_dict", "ast_module"]
+def json_text(value, indent: int | None = 2) -> str:
+    """`json.dumps(value, ensure_ascii=False, indent=indent)` without recursion.
+
+    The json module recurses once per nesting level, and an AST dictionary is as deep as the
+    AST (a 2 000-symbol concatenation is 2 000 levels), so `parse --json` writes it with this.
+    indent=None gives json.dumps's one-line form.
+    """
+    out: list[str] = []
+    # Work items: str = text to emit; tuple = (value, depth) still to encode.
+    work: list = [(value, 0)]
+    while work:
+        item = work.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        current, depth = item
+        if isinstance(current, (dict, list, tuple)) and current:
+            is_dict = isinstance(current, dict)
+            if indent is None:
+                inner, outer = "", ""
+            else:
+                inner, outer = "\n" + " " * (indent * (depth + 1)), "\n" + " " * (indent * depth)
+            entries = current.items() if is_dict else ((None, child) for child in current)
+            forward: list = []
+            for position, (key, child) in enumerate(entries):
+                head = ((", " if indent is None else ",") if position else "") + inner
+                if is_dict:
+                    head += json.dumps(str(key), ensure_ascii=False) + ": "
+                forward += [head, (child, depth + 1)]
+            forward.append(outer + ("}" if is_dict else "]"))
+            out.append("{" if is_dict else "[")
+            work.extend(reversed(forward))
+        else:
+            out.append(json.dumps(current, ensure_ascii=False))
+    return "".join(out)
+
+
+__all__ = ["ast_to_dict", "ast_from_dict", "ast_module", "json_text"]

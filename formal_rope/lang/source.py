@@ -87,17 +87,25 @@ def parse_alphabet(text: str | Sequence[str]) -> tuple[str, ...]:
     return alphabet
 
 
-def att_alphabet(path: str | Path) -> tuple[str, ...]:
-    """The input labels of an OpenFst text acceptor (lines 'src dst in [out [weight]]'), sorted."""
+def att_alphabet(path: str | Path, required: bool = True) -> tuple[str, ...]:
+    """The input labels of an OpenFst text acceptor (lines 'src dst in [out [weight]]'), sorted.
+
+    A file without transitions raises (its alphabet is unknown) unless `required` is False, when
+    it gives () -- for callers that have an explicit alphabet.
+    """
     labels: set[str] = set()
     path = Path(path)
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise FormalRopeError(f"error: cannot read automaton file {path}: {error}") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if len(fields) >= 3 and len(fields) <= 5:
             labels.add(fields[2])
         elif len(fields) > 5:
             raise FormalRopeError(f"error: {path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
-    if not labels:
+    if not labels and required:
         raise FormalRopeError(f"error: {path} has no transitions, so its alphabet is unknown; pass --alphabet")
     return tuple(sorted(labels))
 
@@ -248,8 +256,9 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
 def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Language:
     path = Path(text).expanduser()
     if not path.is_file():
-        raise FormalRopeError(f"error: automaton file {text!r} not found")
-    labels = att_alphabet(path)
+        problem = "is not a file" if path.exists() else "not found"
+        raise FormalRopeError(f"error: automaton file {text!r} {problem}")
+    labels = att_alphabet(path, required=explicit is None)
     if explicit is not None:
         missing = [label for label in labels if label not in explicit]
         if missing:
