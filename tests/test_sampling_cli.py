@@ -81,6 +81,10 @@ def test_rich_summary_mentions_the_file(tmp_path, capsys):
         (["sample", "(ab", "--lengths", "3"], "never closed"),
         (["sample", "(ab)*", "--lengths", "3..x"], "is not a length"),
         (["sample", "(ab)*", "--near-miss", "2"], "near-miss"),
+        # Refused before any work (these used to end in MemoryError after minutes, or a
+        # 10^10-element list while --lengths was expanded).
+        (["sample", "(ab)*", "--lengths", "0..20000", "--n", "8"], "1,600,080,000 symbols"),
+        (["sample", "(ab)*", "--lengths", "0..10000000000"], "more than 1,000,000 lengths"),
     ],
 )
 def test_user_errors_exit_2_without_traceback(capsys, argv, message):

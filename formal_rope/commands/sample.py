@@ -14,6 +14,12 @@ from formal_rope.errors import FormalRopeError
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
 _PROGRESS_THRESHOLD = 20_000
+# All strings are held at once (int64 symbols, then text): about 14 bytes per symbol at peak, so
+# this is about 3.5 GB -- four times the paper's test set (512 × 41..500 = 63.7M symbols). Larger
+# requests used to die in numpy's MemoryError (or the OOM killer) after minutes of work.
+_MAX_SYMBOLS = 256_000_000
+# Checked while --lengths is expanded, before a range such as 0..10^12 becomes a list.
+_MAX_LENGTHS = 1_000_000
 
 
 def parse_lengths(text: str) -> list[int]:
@@ -28,6 +34,10 @@ def parse_lengths(text: str) -> list[int]:
                 low, high = int(low_text), int(high_text)
                 if low > high:
                     raise FormalRopeError(f"error: --lengths range {part!r} is empty (start > end)")
+                if high - low + 1 + len(lengths) > _MAX_LENGTHS:
+                    raise FormalRopeError(
+                        f"error: --lengths {text!r} lists more than {_MAX_LENGTHS:,} lengths; sample fewer per call"
+                    )
                 lengths.extend(range(low, high + 1))
             else:
                 lengths.append(int(part))
@@ -134,6 +144,13 @@ def register(app: typer.Typer) -> None:
         if seed < 0:
             raise FormalRopeError(f"error: --seed must be a non-negative integer, got {seed}")
         requested = parse_lengths(lengths)
+        total_symbols = n * sum(requested)
+        if total_symbols > _MAX_SYMBOLS:
+            raise FormalRopeError(
+                f"error: --lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
+                f"lengths), more than one call holds in memory ({_MAX_SYMBOLS:,}, about 14 bytes each); "
+                "split the lengths over several calls (each length's strings depend only on --seed and the length)"
+            )
         language = resolve_language(expression, alphabet)
         if language.detected and not quiet:
             print(f"{expression}: {language.detected}", file=sys.stderr)
