@@ -81,3 +81,9 @@ def test_commands_do_not_import_torch(command):
 def test_dfa_table_is_capped_for_large_automata(capsys, monkeypatch):
     code, out, _ = run(capsys, monkeypatch, "dfa", "ltl:Y^9(a)", "--alphabet", "ab")
     assert code == 0 and "512 states" in out and "312 more states not shown" in out
+
+
+def test_dfa_dot_keeps_non_ascii_symbols_literal(capsys, monkeypatch):
+    """Graphviz does not read JSON's \\uXXXX escapes: the labels of (αβ)* were drawn as u03b1."""
+    code, out, _ = run(capsys, monkeypatch, "dfa", "re:(αβ)*", "--dot")
+    assert code == 0 and 'label="α"' in out and 'label="β"' in out and "\\u" not in out

@@ -8,7 +8,9 @@ from formal_rope.automata.dfa import DFA
 
 
 def _quote(text: str) -> str:
-    return json.dumps(text)  # a JSON string literal is a valid DOT quoted string
+    # A JSON string literal is a valid DOT quoted string, provided non-ASCII characters stay
+    # literal: Graphviz does not read \uXXXX escapes (it drew "u03b1" for α).
+    return json.dumps(text, ensure_ascii=False)
 
 
 def to_dot(dfa: DFA, name: str = "dfa") -> str:
