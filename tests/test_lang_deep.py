@@ -75,3 +75,11 @@ def test_parse_json_of_a_deep_expression(capsys):
 def test_dfa_of_a_long_expression(capsys):
     code, out, err = run_main(capsys, ["dfa", "re:" + "ab" * 600, "--json"])
     assert code == 0 and json.loads(out)["n_states"] == 1202
+
+
+def test_parse_table_does_not_draw_a_tree_that_cannot_fit(capsys):
+    """Rich folded labels and dropped levels of a 30-deep tree in 80 columns; say so instead."""
+    code, out, _ = run_main(capsys, ["parse", "re:" + "a" * 30])
+    assert code == 0 and "30 levels deep, too deep to draw" in out and "Symbol" not in out
+    code, out, _ = run_main(capsys, ["parse", "re:aaa"])
+    assert code == 0 and out.count("Symbol a") == 3

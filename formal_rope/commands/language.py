@@ -235,4 +235,10 @@ def register(app: typer.Typer) -> None:
             facts.add_row("path", escape(language.path))
         console.print(facts)
         if language.ast is not None:
-            console.print(_rich_tree(language.ast, "AST"))
+            depth = fold_ast(language.ast, lambda node, below: 1 + max(below, default=0))
+            # Rich indents 4 columns per level and silently folds or drops what does not fit, so a
+            # deeper tree would be drawn wrong rather than cut visibly.
+            if 4 * depth + 16 > console.width:
+                console.print(f"AST: {depth} levels deep, too deep to draw in {console.width} columns; --json prints it")
+            else:
+                console.print(_rich_tree(language.ast, "AST"))
