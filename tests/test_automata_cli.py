@@ -87,3 +87,19 @@ def test_dfa_dot_keeps_non_ascii_symbols_literal(capsys, monkeypatch):
     """Graphviz does not read JSON's \\uXXXX escapes: the labels of (αβ)* were drawn as u03b1."""
     code, out, _ = run(capsys, monkeypatch, "dfa", "re:(αβ)*", "--dot")
     assert code == 0 and 'label="α"' in out and 'label="β"' in out and "\\u" not in out
+
+
+def test_max_states_bounds_the_result_of_every_kind(capsys, monkeypatch, mlregtest_dir):
+    """A symbol set or a .att file is never 'explored', so --max-states used to pass them through."""
+    code, _, err = run(capsys, monkeypatch, "dfa", "re:a", "--max-states", "2")
+    assert code == 2 and "more than 2 states" in err
+    att = sorted(mlregtest_dir.glob("*.att"))[0]
+    code, _, err = run(capsys, monkeypatch, "dfa", str(att), "--max-states", "1")
+    assert code == 2 and "more than 1 states" in err
+    code, out, _ = run(capsys, monkeypatch, "dfa", "re:a", "--max-states", "3", "--json")
+    assert code == 0 and json.loads(out)["n_states"] == 3
+
+
+def test_dot_and_json_together_are_refused(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "dfa", "re:a", "--dot", "--json")
+    assert code == 2 and out == "" and "--dot and --json" in err

@@ -55,7 +55,10 @@ def dfa_command(
 ) -> None:
     """Build and print the minimal complete DFA of a language (→ marks the start, * accepting states)."""
     from formal_rope.automata import to_dot, to_json, to_table
+    from formal_rope.errors import FormalRopeError
 
+    if dot and json_output:
+        raise FormalRopeError("error: --dot and --json are two output formats; give one of them")
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
     if dot:
