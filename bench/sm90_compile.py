@@ -9,7 +9,7 @@ registers per thread, stack bytes (a non-zero stack frame means register spills)
 per block against the sm_90 limit, and the compile time. The exit status is 1 if a candidate
 fails to compile, spills, or needs more shared memory than an sm_90 block may have.
 
-    python bench/sm90_compile.py                       # everything (~200 compiles)
+    python bench/sm90_compile.py                       # everything (166 compiles, ~8 min on 2 cores)
     python bench/sm90_compile.py --quick               # head dims 8 and 64, bf16 and exact fp32
     python bench/sm90_compile.py --jobs 2 --json out.json
 
