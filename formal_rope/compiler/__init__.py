@@ -8,14 +8,17 @@ from formal_rope.compiler.build import CompileOptions, ConstructReport, schedule
 from formal_rope.compiler.dag import DagNode, FormulaDag, formula_to_dag
 from formal_rope.compiler.pipeline import CompiledModel, YScaleChoice, choose_y_scale, compile_formula
 from formal_rope.compiler.schedule import Schedule, dag_to_schedule
+from formal_rope.compiler.verify import Disagreement, VerificationResult, verify_compiled
 
 __all__ = [
     "CompileOptions",
     "CompiledModel",
     "ConstructReport",
     "DagNode",
+    "Disagreement",
     "FormulaDag",
     "Schedule",
+    "VerificationResult",
     "YScaleChoice",
     "choose_y_scale",
     "compile_formula",
@@ -23,4 +26,5 @@ __all__ = [
     "formula_to_dag",
     "schedule_to_coordinates",
     "schedule_to_ir",
+    "verify_compiled",
 ]

@@ -3,7 +3,7 @@
 Importing this package does not import torch (the evaluator imports it lazily in native mode).
 """
 
-from formal_rope.model.evaluate import EvaluationResult, evaluate
+from formal_rope.model.evaluate import MODES, EvaluationResult, evaluate
 from formal_rope.model.io import load_model, load_runnable, model_table, read_metadata, save_model
 from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
 
@@ -13,6 +13,7 @@ __all__ = [
     "AttentionHead",
     "EvaluationResult",
     "FeedForward",
+    "MODES",
     "Layer",
     "Readout",
     "RotaryPair",

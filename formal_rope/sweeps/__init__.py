@@ -1,16 +1,23 @@
 """Sweeps stage: grids of runs -> Parquet results -> paper-style tables and plots."""
 
-from formal_rope.sweeps.grid import SweepSpec, build_spec, expand_grid, load_sweep_file
+from formal_rope.sweeps.grid import BASE_FREE_PES, SweepSpec, build_spec, expand_grid, load_sweep_file, validate_grid
+from formal_rope.sweeps.report import AggregateRow, aggregate, mixed_settings, plot_n_star
 from formal_rope.sweeps.results import load_results, write_run
 from formal_rope.sweeps.runner import SweepSummary, run_sweep
 
 __all__ = [
+    "AggregateRow",
+    "BASE_FREE_PES",
     "SweepSpec",
     "SweepSummary",
+    "aggregate",
     "build_spec",
     "expand_grid",
     "load_results",
     "load_sweep_file",
+    "mixed_settings",
+    "plot_n_star",
     "run_sweep",
+    "validate_grid",
     "write_run",
 ]

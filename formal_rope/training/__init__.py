@@ -1,1 +1,63 @@
-"""training stage."""
+"""Training stage: RunConfig -> trained classifier -> per-length accuracy and N* (what `formalrope train` does).
+
+    config = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
+    result, model = run_training(config, progress=False)   # result.n_star, result.per_length
+    evaluate_model(model, config.with_(test_max_length=1000), resolve_dfa(config))   # re-evaluate
+    load_checkpoint(path).classify(["abab"])                 # what `formalrope run` does for checkpoints
+
+Importing this package does not import torch: the config and scale values load eagerly (the sweeps
+stage uses them without training), the torch-based names load on first access.
+"""
+
+from __future__ import annotations
+
+from formal_rope.training.config import POSITIONAL_ENCODINGS, LengthResult, RunConfig, RunResult
+from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale, scale_overrides
+
+# name -> module it lives in; imported on first access because each of these imports torch.
+_LAZY = {
+    "TrainingProgress": "formal_rope.training.train",
+    "validate_config": "formal_rope.training.train",
+    "validate_device": "formal_rope.training.train",
+    "resolve_dfa": "formal_rope.training.train",
+    "resolve_periods": "formal_rope.training.train",
+    "build_model": "formal_rope.training.train",
+    "train_model": "formal_rope.training.train",
+    "evaluate_model": "formal_rope.training.train",
+    "run_training": "formal_rope.training.train",
+    "EVAL_MODES": "formal_rope.training.evaluate",
+    "Evaluation": "formal_rope.training.evaluate",
+    "n_star": "formal_rope.training.evaluate",
+    "evaluate_sets": "formal_rope.training.evaluate",
+    "predict_fixed_length": "formal_rope.training.evaluate",
+    "Classifier": "formal_rope.training.model",
+    "PositionalSpec": "formal_rope.training.positional",
+    "build_positional": "formal_rope.training.positional",
+    "TrainedClassifier": "formal_rope.training.checkpoint",
+    "load_checkpoint": "formal_rope.training.checkpoint",
+    "save_checkpoint": "formal_rope.training.checkpoint",
+}
+
+__all__ = [
+    "LengthResult",
+    "POSITIONAL_ENCODINGS",
+    "QUICK_SHRINKS",
+    "RunConfig",
+    "RunResult",
+    "SCALES",
+    "apply_scale",
+    "scale_overrides",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'formal_rope.training' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
