@@ -354,3 +354,27 @@ def test_report_notes_rows_that_mix_settings_beyond_seeds_and_lrs(tmp_path, caps
     assert mixed_settings(load_results(tmp_path)[0]) == [("(ab)*", "rope", 1e4, {"steps": ["3", "7"]})]
     code, stdout, _ = _cli(capsys, ["report", str(tmp_path)])
     assert code == 0 and "aggregates runs with different settings (steps 3, 7)" in " ".join(stdout.split())
+
+
+def test_reproduce_reads_the_sweep_file_the_library_names(tmp_path, capsys, monkeypatch):
+    # `reproduce` used its own lookup (commands/sweep.py:sweeps_dir); now it asks
+    # formal_rope.sweeps.paper_sweep_path, so a Python user gets the very file the CLI runs.
+    import formal_rope.sweeps.grid as grid_module
+    import formal_rope.sweeps.runner as runner_module
+    from formal_rope.sweeps import paper_sweep_path
+
+    asked = []
+    mini = tmp_path / "mini.toml"
+    mini.write_text('name = "table4"\nlanguages = ["(ab)*"]\npes = ["nope"]\n[quick]\nseeds = [0]\n')
+
+    def recording_lookup(table):
+        asked.append(table)
+        return mini
+
+    real_run_sweep = runner_module.run_sweep
+    monkeypatch.setattr(grid_module, "paper_sweep_path", recording_lookup)
+    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": fake_runner}))
+    code, stdout, _ = _cli(capsys, ["reproduce", "table4", "--out", str(tmp_path / "r"), "--json"])
+    assert code == 0 and asked == ["table4"]
+    assert [row["pe"] for row in json.loads(stdout)["rows"]] == ["nope"]  # the mini grid, not the paper's
+    assert paper_sweep_path("table4") == REPO / "sweeps" / "table4.toml"

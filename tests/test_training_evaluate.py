@@ -10,6 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from formal_rope.errors import FormalRopeError
 from formal_rope.training import evaluate as evaluation
 from formal_rope.training.config import RunConfig
 from formal_rope.training.evaluate import evaluate_sets, n_star, predict_fixed_length
@@ -85,7 +86,7 @@ def test_full_and_nstar_modes():
     quick = evaluate_sets(ParityStub(), lazy(), decode=lambda row: "x", mode="nstar")
     assert quick.n_star == 44 and not quick.complete
     assert consumed == [41, 42, 43, 44, 45]  # stopped sampling at the first imperfect length
-    with pytest.raises(ValueError):
+    with pytest.raises(FormalRopeError, match="unknown eval mode 'fast'"):  # was a plain ValueError
         evaluate_sets(ParityStub(), sets, decode=str, mode="fast")
 
 

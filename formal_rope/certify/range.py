@@ -29,6 +29,11 @@ MODES = ("ideal", "realized")
 
 @dataclass(frozen=True)
 class CertifiedRange:
+    """N_max of one k-offset head (g = freq, C = scale) in one format, with the first failing query and key.
+
+    `n_max_is_lower_bound` marks a realized scan that reached `max_length` without a failure.
+    """
+
     offset: int
     freq: float
     scale: float

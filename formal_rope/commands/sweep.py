@@ -11,9 +11,6 @@ import typer
 
 from formal_rope.errors import FormalRopeError
 
-TABLES = ("table2", "table4", "table5")
-
-
 def _split(text: str | None) -> list[str]:
     if text is None:
         return []
@@ -47,15 +44,6 @@ def _periods(text: str | None, default):
 
     parsed = parse_periods(text)
     return "auto" if parsed is None else list(parsed)
-
-
-def sweeps_dir() -> Path:
-    """The paper's sweep files: the checkout's sweeps/ folder, or the copy an installed wheel carries."""
-    package = Path(__file__).resolve().parents[1]
-    for candidate in (package.parent / "sweeps", package / "paper_sweeps"):
-        if (candidate / "table2.toml").is_file():
-            return candidate
-    raise FormalRopeError("the paper's sweep files (sweeps/table2.toml, ...) were not found")
 
 
 def _overrides(**values) -> dict:
@@ -304,10 +292,12 @@ def register(app: typer.Typer) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
         from rich.console import Console
 
-        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file, validate_grid
+        from formal_rope.sweeps.grid import (
+            PAPER_TABLES, build_spec, expand_grid, load_sweep_file, paper_sweep_path, validate_grid,
+        )
 
-        if table not in TABLES + ("all",):
-            raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(TABLES)} or all")
+        if table not in PAPER_TABLES + ("all",):
+            raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or all")
         if scale not in ("quick", "paper"):
             raise FormalRopeError(f"unknown scale {scale!r}; expected quick or paper")
         console = Console(stderr=json_output)
@@ -319,8 +309,8 @@ def register(app: typer.Typer) -> None:
         if explicit:
             console.print("[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items()))
         payloads = {}
-        for name in TABLES if table == "all" else (table,):
-            spec, _ = load_sweep_file(sweeps_dir() / f"{name}.toml", scale)
+        for name in PAPER_TABLES if table == "all" else (table,):
+            spec, _ = load_sweep_file(paper_sweep_path(name), scale)
             if seeds is not None or steps is not None or n_per_length is not None:
                 spec = build_spec(
                     name=spec.name, languages=spec.languages, pes=spec.pes, bases=spec.bases,

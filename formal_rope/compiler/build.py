@@ -71,6 +71,8 @@ class ConstructReport:
 
 @dataclass(frozen=True)
 class CompileOptions:
+    """The settings `compile_formula` was called with (format, MOD/Y frequency, Y scale, certification mode and cap)."""
+
     fmt: str = "fp32"
     freq: float = 1.0
     scale: float | None = None  # Y heads; None = choose for the format
@@ -268,6 +270,10 @@ def ones_sum_overflow(fmt) -> int | None:
 
 # ----------------------------------------------------------------------------------- build IR
 def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float | None) -> tuple[TransformerIR, list[ConstructReport]]:
+    """Stage 4: the weights of every head and feed-forward, as a TransformerIR, with one report per construct.
+
+    `y_scale` is the score scale C of the Y heads (None when the formula has none).
+    """
     from formal_rope.precision.formats import f_large, parse_format
     from formal_rope.precision.rotary import offset_query_bias
 

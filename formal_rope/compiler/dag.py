@@ -49,6 +49,8 @@ class DagNode:
 
 @dataclass(frozen=True)
 class FormulaDag:
+    """The normalized formula as shared subformulas: `nodes` in topological order, `root` the whole formula."""
+
     nodes: tuple[DagNode, ...]  # topological order: children before parents
     root: int
     alphabet: tuple[str, ...]
@@ -84,7 +86,7 @@ class _Builder:
             if formula.symbol not in self.alphabet:
                 raise FormalRopeError(
                     f"atom {formula.symbol!r} is not in the alphabet {{{', '.join(self.alphabet)}}}; "
-                    "pass --alphabet with every symbol the formula uses"
+                    "pass every symbol the formula uses (--alphabet / alphabet=)"
                 )
             return self.add(("atom", formula.symbol), DagNode("atom", (), "", symbol=formula.symbol), formula)
         if kind is Const:

@@ -20,6 +20,8 @@ from formal_rope.model.ir import TransformerIR
 
 @dataclass(frozen=True)
 class YScaleChoice:
+    """The score scale C of the Y heads: picked for the longest certified length, or given by the caller."""
+
     scale: float
     chosen: bool  # True: picked by the compiler, False: given by --scale
     candidates: tuple[tuple[float, int], ...]  # (C, ideal N_max) scanned
@@ -27,6 +29,11 @@ class YScaleChoice:
 
 @dataclass(frozen=True)
 class CompiledModel:
+    """A compiled formula: the runnable `ir`, every intermediate stage, and a report per attention construct.
+
+    `certified_length` is the longest input on which it is guaranteed exact (None: every length).
+    """
+
     formula: Formula
     formula_text: str
     alphabet: tuple[str, ...]
@@ -108,7 +115,7 @@ def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: in
         )
         if not candidates:
             raise FormalRopeError(
-                f"no Y scale C with f_large/2 < C <= max_finite fits {fmt_obj.describe()}; pass --scale"
+                f"no Y scale C with f_large/2 < C <= max_finite fits {fmt_obj.describe()}; pass one (--scale / scale=)"
             )
     scanned = [(scale, certified_range(k, freq, scale, fmt_obj, "ideal").n_max) for scale in candidates]
     best_scale, best_realized = scanned[0][0], -1
@@ -141,14 +148,14 @@ def compile_formula(
     fmt_obj = parse_format(fmt)
     f_large(fmt_obj)  # raises for formats without a finite f_large
     if not (math.isfinite(freq) and freq > 0):
-        raise FormalRopeError(f"--freq must be a positive finite angle in radians (got {freq})")
+        raise FormalRopeError(f"freq (--freq) must be a positive finite angle in radians (got {freq})")
     if scale is not None and not (math.isfinite(scale) and scale > 0):
-        raise FormalRopeError(f"--scale must be a positive finite number (got {scale})")
+        raise FormalRopeError(f"scale (--scale) must be a positive finite number (got {scale})")
     if certify_mode not in ("realized", "ideal"):
         raise FormalRopeError(f"unknown certify mode {certify_mode!r}; use realized or ideal")
     alphabet = tuple(alphabet)
     if not alphabet:
-        raise FormalRopeError("the alphabet is empty; pass --alphabet")
+        raise FormalRopeError("the alphabet is empty; pass the symbols the formula reads (--alphabet / alphabet=)")
     options = CompileOptions(fmt=fmt_obj.name, freq=float(freq), scale=scale, certify_mode=certify_mode,
                              certify_max_length=certify_max_length)
     dag = formula_to_dag(formula, alphabet)
@@ -163,7 +170,7 @@ def compile_formula(
 
             stored = float(round_to_format(scale, fmt_obj))
             if not math.isfinite(stored):
-                raise FormalRopeError(f"--scale {scale:g} overflows {fmt_obj.name}")
+                raise FormalRopeError(f"scale (--scale) {scale:g} overflows {fmt_obj.name}")
             y_choice = YScaleChoice(scale=float(scale), chosen=False, candidates=())
     ir, reports = schedule_to_ir(schedule, options, None if y_choice is None else y_choice.scale)
 

@@ -25,6 +25,8 @@ MAX_SUPPORT = 8
 
 @dataclass(frozen=True)
 class Schedule:
+    """When each DAG node becomes an exact 0/1 coordinate (`ready`, sub-layer clock) and in which layer its head sits."""
+
     dag: FormulaDag
     ready: tuple[int, ...]  # per node
     support: tuple[tuple[int, ...], ...]  # per Boolean node (empty for others)
@@ -64,6 +66,7 @@ def _support(dag: FormulaDag, index: int, ready: list[int]) -> tuple[int, ...]:
 
 
 def dag_to_schedule(dag: FormulaDag) -> Schedule:
+    """Stage 2: the sub-layer at which each node is ready and the layer of each head (rules in the module docstring)."""
     ready: list[int] = []
     supports: list[tuple[int, ...]] = []
     head_layer: list[int | None] = []

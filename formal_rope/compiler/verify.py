@@ -21,12 +21,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from formal_rope.compiler.pipeline import CompiledModel
+from formal_rope.errors import FormalRopeError
 
 EXHAUSTIVE_BUDGET = 4096
 
 
 @dataclass(frozen=True)
 class Disagreement:
+    """One string on which the compiled model and the DFA disagree (`expected` is the DFA's verdict)."""
+
     string: str
     length: int
     expected: bool
@@ -40,6 +43,11 @@ class Disagreement:
 
 @dataclass(frozen=True)
 class VerificationResult:
+    """What `verify_compiled` checked and found: lengths, counts and the shortest disagreements.
+
+    `ok` is False only for a disagreement inside the certified range.
+    """
+
     format: str
     mode: str
     exhaustive_up_to: int
@@ -127,10 +135,22 @@ def verify_compiled(
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> VerificationResult:
+    """Check the compiled model against the formula's minimal DFA (the module docstring lists the strings).
+
+    Returns the counts, the sampled lengths and the shortest disagreements; ``.ok`` is False when the
+    model is wrong on a string inside its certified range. Negative lengths or counts and unknown
+    modes raise FormalRopeError before any work.
+    """
     from formal_rope.automata import accepts, ltl_to_dfa
-    from formal_rope.model.evaluate import evaluate
+    from formal_rope.model.evaluate import MODES, evaluate
     from formal_rope.sampling import EmptyClassError, sample_strings
 
+    for name, flag, value in (("verify_to", "--verify-to", verify_to), ("exhaustive_up_to", "--exhaustive", exhaustive_up_to),
+                              ("per_length", "--per-length", per_length)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise FormalRopeError(f"{name} ({flag}) must be a non-negative integer, got {value!r}")
+    if mode not in MODES:  # checked here because the DFA and the samples come before the evaluation
+        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
     fmt = fmt or compiled.options.fmt
     alphabet = compiled.alphabet
     # The expected labels need the formula's DFA, which can be large (Y^k remembers k symbols).

@@ -41,6 +41,10 @@ def rotary_attention_reference(
     rotate_values: bool = False,
     scale: float | None = None,
 ) -> torch.Tensor:
+    """Strict-causal rotary attention written out (scores, mask, softmax): the oracle the fast paths are tested against.
+
+    q, k, v: (batch, heads, T, d); cos, sin: (T, d/2) or (batch, T, d/2). Row 0 (bos) is zeros.
+    """
     batch, heads, length, dim = q.shape
     if dim % 2:
         raise ValueError(f"head dimension must be even for rotary pairs, got {dim}")

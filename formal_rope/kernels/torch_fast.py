@@ -36,6 +36,10 @@ def rotary_attention_fast(
     rotate_values: bool = False,
     scale: float | None = None,
 ) -> torch.Tensor:
+    """Strict-causal rotary attention via PyTorch's fused SDPA: same contract as `rotary_attention`.
+
+    q, k, v: (batch, heads, T, d); cos, sin: (T, d/2) or (batch, T, d/2). Returns q's shape and dtype.
+    """
     batch, heads, length, dim = q.shape
     if dim % 2:
         raise ValueError(f"head dimension must be even for rotary pairs, got {dim}")

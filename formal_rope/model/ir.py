@@ -162,6 +162,8 @@ class FeedForward:
 
 @dataclass(frozen=True)
 class Layer:
+    """One transformer layer: its attention heads (summed into the residual stream), then an optional feed-forward."""
+
     heads: tuple[AttentionHead, ...] = ()
     feed_forward: FeedForward | None = None
 

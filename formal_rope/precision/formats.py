@@ -111,6 +111,7 @@ class FloatFormat:
 
 
 def valid_format_names() -> list[str]:
+    """The format names `parse_format` accepts, for error messages: the named formats, then the eXmY pattern."""
     return list(_NAMED_FORMATS) + ["eXmY (e.g. e6m9)"]
 
 

@@ -1,6 +1,15 @@
 """Sweeps stage: grids of runs -> Parquet results -> paper-style tables and plots."""
 
-from formal_rope.sweeps.grid import BASE_FREE_PES, SweepSpec, build_spec, expand_grid, load_sweep_file, validate_grid
+from formal_rope.sweeps.grid import (
+    BASE_FREE_PES,
+    PAPER_TABLES,
+    SweepSpec,
+    build_spec,
+    expand_grid,
+    load_sweep_file,
+    paper_sweep_path,
+    validate_grid,
+)
 from formal_rope.sweeps.report import AggregateRow, aggregate, mixed_settings, plot_n_star
 from formal_rope.sweeps.results import load_results, write_run
 from formal_rope.sweeps.runner import SweepSummary, run_sweep
@@ -8,6 +17,7 @@ from formal_rope.sweeps.runner import SweepSummary, run_sweep
 __all__ = [
     "AggregateRow",
     "BASE_FREE_PES",
+    "PAPER_TABLES",
     "SweepSpec",
     "SweepSummary",
     "aggregate",
@@ -16,6 +26,7 @@ __all__ = [
     "load_results",
     "load_sweep_file",
     "mixed_settings",
+    "paper_sweep_path",
     "plot_n_star",
     "run_sweep",
     "validate_grid",

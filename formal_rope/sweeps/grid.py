@@ -18,6 +18,7 @@ from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
 
 BASE_FREE_PES = frozenset({"nope", "rope_p", "sipe_p"})
 SCALE_NAMES = ("quick", "paper")
+PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `reproduce` reruns
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
 # plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
@@ -35,6 +36,11 @@ _REFERENCE_ROW = "[language, pe, base, accuracy max, accuracy mean, N* max, N* m
 
 @dataclass(frozen=True)
 class SweepSpec:
+    """A grid of runs: the axes (languages x PEs x bases x seeds x lrs), fixed overrides, and the paper's numbers.
+
+    `expand_grid(spec)` gives its RunConfigs.
+    """
+
     name: str
     languages: tuple[str, ...]
     pes: tuple[str, ...]
@@ -202,6 +208,24 @@ def _checked_reference(path: Path, reference) -> dict:
         if not well_formed:
             raise FormalRopeError(f"{path}: every [reference] row must be {_REFERENCE_ROW}, got {row!r}")
     return reference
+
+
+def paper_sweep_path(table: str) -> Path:
+    """The sweep file of one of the core paper's tables (`PAPER_TABLES`), as `reproduce` runs it.
+
+    Looked up in the checkout's sweeps/ folder, else in the copy an installed wheel carries
+    (formal_rope/paper_sweeps/); pass the result to `load_sweep_file(path, scale)`.
+    """
+    if table not in PAPER_TABLES:
+        raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)}")
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package.parent / "sweeps", package / "paper_sweeps"):
+        if (folder / f"{table}.toml").is_file():
+            return folder / f"{table}.toml"
+    raise FormalRopeError(
+        f"the paper's sweep file {table}.toml was not found (looked in {package.parent / 'sweeps'} and "
+        f"{package / 'paper_sweeps'}); in a checkout it is sweeps/{table}.toml"
+    )
 
 
 def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSpec, str]:

@@ -24,6 +24,11 @@ PE_LABELS = {
 
 @dataclass(frozen=True)
 class AggregateRow:
+    """One (language, PE, base) row of a results table: accuracy and N* over its runs (max, mean, std).
+
+    Every run counts (a diverged run with N* 0; its NaN accuracy is left out); `ok_runs` of `runs` finished ok.
+    """
+
     language: str
     pe: str
     base: float | None  # None for PEs without a base

@@ -22,6 +22,8 @@ class WorkerDied(RuntimeError):
 
 @dataclass(frozen=True)
 class SweepSummary:
+    """What `run_sweep` did: runs in the grid, skipped (already done), completed, count per status."""
+
     total: int
     skipped: int
     completed: int

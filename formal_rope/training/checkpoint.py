@@ -139,6 +139,10 @@ class TrainedClassifier:
 
 
 def load_checkpoint(path: str | Path) -> TrainedClassifier:
+    """The trained classifier saved at `path` (by `run_training(checkpoint_path=)` or `train --out`).
+
+    Its `.classify(strings)` is what `formalrope run` prints; `.config` and `.result` are the run's.
+    """
     from formal_rope.training.train import build_model
 
     metadata = read_metadata(path)

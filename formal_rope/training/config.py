@@ -9,6 +9,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from formal_rope.errors import FormalRopeError
+
 
 POSITIONAL_ENCODINGS = (
     "nope",
@@ -25,6 +27,11 @@ POSITIONAL_ENCODINGS = (
 
 @dataclass(frozen=True)
 class RunConfig:
+    """Everything that determines one training run (language, positional encoding, model, optimiser, tests).
+
+    Equal configs give the same `run_id()`; a rerun sweep skips ids that already have a result (unless failed).
+    """
+
     language: str  # registry name, ltl:/re: expression, bare expression, or .att path
     alphabet: tuple[str, ...] | None = None  # None: the language's own alphabet
     pe: str = "rope"
@@ -62,10 +69,15 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
+        """Inverse of `to_dict` (lists become tuples); unknown keys or a missing language are a FormalRopeError."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown RunConfig keys: {', '.join(unknown)}")
+            raise FormalRopeError(
+                f"unknown RunConfig keys: {', '.join(unknown)}; expected some of {', '.join(f.name for f in fields(cls))}"
+            )
+        if "language" not in data:
+            raise FormalRopeError("a RunConfig needs a 'language' (registry name, expression or .att path)")
         data = dict(data)
         if data.get("alphabet") is not None:
             data["alphabet"] = tuple(data["alphabet"])
@@ -83,6 +95,8 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class LengthResult:
+    """The accuracy on the `n` test strings of one length."""
+
     length: int
     accuracy: float
     n: int
@@ -90,6 +104,12 @@ class LengthResult:
 
 @dataclass(frozen=True)
 class RunResult:
+    """The outcome of one run: status (ok, diverged, failed), N*, per-length accuracy, and provenance.
+
+    A run that fails while training is recorded (status failed, `error` says why) instead of raising;
+    a diverged run (NaN/inf loss) is not evaluated: n_star 0, accuracy NaN.
+    """
+
     run_id: str
     config: RunConfig
     status: str  # ok | diverged | failed

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import LengthResult
 from formal_rope.training.model import Classifier, encode_fixed_length
 
@@ -24,6 +25,8 @@ SCORE_ELEMENT_BUDGET = 1 << 23  # attention scores per chunk (batch * heads * T 
 
 @dataclass(frozen=True)
 class Evaluation:
+    """Per-length accuracies of one model, their N* and mean, and the first misclassified string."""
+
     per_length: tuple[LengthResult, ...]
     n_star: int
     accuracy: float  # mean of per-length accuracies over the evaluated lengths
@@ -84,7 +87,7 @@ def evaluate_sets(
     mode "nstar" stops at the first imperfect length (enough to know N*); "full" tests every length.
     """
     if mode not in EVAL_MODES:
-        raise ValueError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
+        raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
     was_training = model.training
     model.eval()
     results: list[LengthResult] = []

@@ -319,6 +319,10 @@ class PositionalSpec:
 
 
 def build_positional(spec: PositionalSpec) -> PositionalEncoding:
+    """The positional-encoding module for `spec.pe` (a torch module applied inside attention or to the embeddings).
+
+    Raises FormalRopeError for an unknown encoding or a head dimension that cannot hold rotary pairs.
+    """
     from formal_rope.training.config import POSITIONAL_ENCODINGS
 
     if spec.pe not in POSITIONAL_ENCODINGS:

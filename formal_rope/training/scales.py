@@ -67,4 +67,5 @@ def scale_overrides(scale: str) -> dict:
 
 
 def apply_scale(config: RunConfig, scale: str) -> RunConfig:
+    """`config` with the quick or paper scale's settings (model size, steps, tests) replacing its own."""
     return config.with_(**scale_overrides(scale))

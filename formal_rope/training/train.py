@@ -156,6 +156,10 @@ def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> Posit
 
 
 def build_model(config: RunConfig, n_symbols: int, periods: tuple[int, ...] | None) -> Classifier:
+    """A freshly initialised (seeded by the caller) classifier for `config` over `n_symbols` symbols.
+
+    `periods` are the resolved rope_p / sipe_p periods (`resolve_periods`); other encodings ignore them.
+    """
     positional = build_positional(positional_spec(config, periods))
     return Classifier(
         n_symbols,
@@ -373,6 +377,10 @@ def test_length_blocks(dfa, config: RunConfig):
 def evaluate_model(
     model: Classifier, config: RunConfig, dfa, *, report=None, device="cpu", mode: str | None = None
 ) -> Evaluation:
+    """Per-length accuracy and N* of `model` on the seeded test sets of `config` (lengths test_min..test_max).
+
+    The sets depend only on `dfa`, `config.eval_seed` and `n_per_length`; `mode` overrides `config.eval_mode`.
+    """
     from formal_rope.sampling import decode
 
     total = config.test_max_length - config.test_min_length + 1
