@@ -229,6 +229,14 @@ def test_compile_alphabet_errors_name_both_the_option_and_the_argument():
         assert "--alphabet / alphabet=" in str(error.value)
 
 
+def test_certify_scan_cap_errors_name_both_the_option_and_the_argument():
+    from formal_rope.certify import certified_range
+
+    for max_length in (0, 2**25):
+        with pytest.raises(FormalRopeError, match=r"max_length \(--max-length\)"):
+            certified_range(1, 1.0, 1e4, "fp32", mode="realized", max_length=max_length)
+
+
 def test_paper_sweep_path_finds_each_table_that_reproduce_runs():
     from formal_rope.sweeps import PAPER_TABLES, expand_grid, load_sweep_file, paper_sweep_path
 
