@@ -135,3 +135,28 @@ def test_strangers_in_long_equal_strings_are_named(stranger, column):
     words[613] = "".join(bad)
     with pytest.raises(FormalRopeError, match=re.escape(f"{stranger!r} at column {column}")):
         accepts(dfa, words)
+
+
+@pytest.mark.parametrize(
+    "text, symbols",
+    [
+        ("'long name' b", ["long name", "b"]),
+        ('"long name"  b  \'long name\'', ["long name", "b", "long name"]),
+        ("b it's", ["b", "it's"]),
+        ("", []),
+    ],
+)
+def test_quoted_symbols_in_strings_read_as_in_expressions(text, symbols):
+    from formal_rope.automata.membership import format_word, split_symbols
+
+    alphabet = ("long name", "b", "it's")
+    assert split_symbols(text, alphabet) == symbols
+    assert split_symbols(format_word(symbols, alphabet), alphabet) == symbols
+
+
+@pytest.mark.parametrize("text, column", [("b 'long name", 3), ("'long name'b", 1)])
+def test_unterminated_or_glued_quotes_are_user_errors_with_a_column(text, column):
+    from formal_rope.automata.membership import split_symbols
+
+    with pytest.raises(FormalRopeError, match=f"column {column} of"):
+        split_symbols(text, ("long name", "b"))

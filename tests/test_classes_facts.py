@@ -259,3 +259,15 @@ def test_least_k_is_the_lcm_of_cycle_lengths():
     assert classify(dfa_of("(a{97})*", "a")).mod_k == 97
     # with a self-loop inside a cycle the SCC is no longer a simple cycle: no k works
     assert classify(dfa_of("(aa|b)*", "ab")).mod_k is None
+
+
+def test_witness_words_with_blank_symbols_are_quoted_as_accepts_reads_them():
+    from formal_rope.automata import language_dfa
+    from formal_rope.automata.membership import split_symbols
+    from formal_rope.classes import classify
+    from formal_rope.lang import resolve_language
+
+    dfa = language_dfa(resolve_language("('long name' b)*", "'long name',b"))
+    witness = classify(dfa).to_dict()["witness"]["ltl_p"]
+    assert witness["forward"] == "'long name'" and witness["backward"] == "b"
+    assert [split_symbols(word, dfa.alphabet) for word in witness["access"]] == [[], ["long name"]]

@@ -325,3 +325,14 @@ def test_walk_refuses_lengths_without_paths():
     counts = count_table(CASES["ab_star"].dfa, "accepted", 5)
     with pytest.raises(ValueError, match="no path"):
         walk(counts, np.array([4, 5]), np.zeros((5, 2)))
+
+
+def test_symbols_with_blanks_or_leading_quotes_are_quoted_and_read_back():
+    # Symbols that a plain blank-separated text would split (or misread) are written quoted, as in
+    # expressions, so decode's text is what `formalrope accepts` reads.
+    alphabet = ("long name", "it's", "'q", "x")
+    symbols = np.array([[0, 1, 2, 3], [3, 0, PAD, PAD]])
+    texts = decode(symbols, alphabet)
+    assert texts == ["'long name' it's \"'q\" x", "x 'long name'"]
+    back, lengths = encode(texts, alphabet)
+    assert back.tolist() == symbols.tolist() and lengths.tolist() == [4, 2]

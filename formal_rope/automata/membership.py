@@ -15,7 +15,12 @@ import numpy as np
 from formal_rope.automata.dfa import DFA
 from formal_rope.errors import FormalRopeError
 
-_TOKEN = re.compile(r"\S+")
+# A token of a blank-separated string: a quoted symbol (followed by a blank or the end), a bare
+# run of non-blanks not starting with a quote, or (bad) an opening quote that is never closed.
+_TOKEN = re.compile(
+    r"""(?P<quoted>'[^'\n]+'(?=\s|$)|"[^"\n]+"(?=\s|$))|(?P<bare>[^\s'"]\S*)|(?P<bad>['"]\S*)"""
+)
+_NEEDS_QUOTES = re.compile(r"\s")
 
 Word = str | Sequence[str]
 
@@ -39,8 +44,10 @@ def _all_plain_strings(strings: Sequence[Word]) -> bool:
 def split_symbols(string: str, alphabet: Sequence[str]) -> list[str]:
     """The symbols of `string`.
 
-    With single-character symbols every character is one symbol ("abba"); when some symbol is
-    longer than one character, symbols are whitespace-separated tokens ("long a long").
+    With single-character symbols every character is one symbol ("abba"). When some symbol is
+    longer than one character, symbols are blank-separated tokens ("long a long"), and a token may
+    be quoted exactly as in expressions ('long name' or "it's"), which is how a symbol containing
+    blanks, or starting with a quote, is written. `format_word` is the inverse.
     An unknown symbol raises FormalRopeError naming it and its 1-based column.
     """
     known = set(alphabet)
@@ -51,10 +58,43 @@ def split_symbols(string: str, alphabet: Sequence[str]) -> list[str]:
         return list(string)
     symbols = []
     for match in _TOKEN.finditer(string):
-        if match.group() not in known:
-            raise _unknown_symbol(match.group(), match.start() + 1, string, alphabet)
-        symbols.append(match.group())
+        column = match.start() + 1
+        if match.group("bad") is not None:
+            raise FormalRopeError(
+                f"error: the quote at column {column} of {string!r} does not enclose a symbol (unterminated, or glued to "
+                "the next token); a quoted symbol ends with the "
+                "same quote character it starts with ('long name' or \"it's\") and is followed by a blank or the end"
+            )
+        quoted = match.group("quoted")
+        symbol = quoted[1:-1] if quoted is not None else match.group("bare")
+        if symbol not in known:
+            raise _unknown_symbol(symbol, column, string, alphabet)
+        symbols.append(symbol)
     return symbols
+
+
+def symbol_token(symbol: str) -> str:
+    """How `split_symbols` reads `symbol` back in a blank-separated string: bare, or quoted as in
+    expressions when it contains a blank or starts with a quote character."""
+    if not symbol:
+        raise FormalRopeError("error: an empty symbol cannot be written in a string")
+    if not _NEEDS_QUOTES.search(symbol) and symbol[0] not in "'\"":
+        return symbol
+    if "\n" in symbol or ("'" in symbol and '"' in symbol):
+        raise FormalRopeError(
+            f"error: symbol {symbol!r} cannot be written in a string: it needs quotes (it contains a blank or starts "
+            "with a quote) but contains a newline or both quote characters"
+        )
+    quote = '"' if "'" in symbol else "'"
+    return f"{quote}{symbol}{quote}"
+
+
+def format_word(symbols: Sequence[str], alphabet: Sequence[str]) -> str:
+    """Symbols -> the string syntax `split_symbols` reads: concatenated over single-character
+    alphabets, else blank-separated tokens, quoted where a symbol needs it (see `symbol_token`)."""
+    if _single_character(alphabet):
+        return "".join(symbols)
+    return " ".join(map(symbol_token, symbols))
 
 
 def encode_strings(strings: Sequence[Word], alphabet: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

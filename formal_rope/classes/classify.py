@@ -95,9 +95,11 @@ class Classification:
 
 
 def format_word(word: tuple[int, ...] | list[int], alphabet: tuple[str, ...]) -> str:
-    """Symbols concatenated (space-separated when some symbol is longer than one character)."""
-    separator = "" if all(len(symbol) == 1 for symbol in alphabet) else " "
-    return separator.join(alphabet[symbol] for symbol in word)
+    """Symbol indices -> the text `formalrope accepts` reads: concatenated, or blank-separated when
+    some symbol is longer than one character (quoted where a symbol holds a blank: 'long name')."""
+    from formal_rope.automata.membership import format_word as symbols_text
+
+    return symbols_text([alphabet[symbol] for symbol in word], alphabet)
 
 
 def _shown(word: str) -> str:

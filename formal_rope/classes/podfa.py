@@ -154,8 +154,10 @@ def k_automaton(dfa: DFA, k: int, max_symbols: int = 4096) -> DFA:
     states = np.broadcast_to(np.arange(dfa.n_states)[:, None], (dfa.n_states, n_blocks)).copy()
     for position in range(k):
         states = dfa.transitions[states, blocks[:, position][None, :]]
-    separator = "" if all(len(symbol) == 1 for symbol in dfa.alphabet) else " "
-    names = tuple(separator.join(dfa.alphabet[s] for s in block) for block in blocks.tolist())
+    from formal_rope.automata.membership import format_word
+
+    # Each block is named by its text as `accepts` reads it, so the names are distinct and readable.
+    names = tuple(format_word([dfa.alphabet[s] for s in block], dfa.alphabet) for block in blocks.tolist())
     return DFA(names, states, dfa.start, dfa.accepting)
 
 

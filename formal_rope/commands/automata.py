@@ -41,9 +41,10 @@ def _build(language, max_states: int):
 
 
 def _word_text(symbols, alphabet) -> str:
-    """Symbols back to the string syntax `split_symbols` reads."""
-    separator = "" if all(len(symbol) == 1 for symbol in alphabet) else " "
-    return separator.join(symbols)
+    """Symbols back to the string syntax `split_symbols` (and so `accepts`) reads."""
+    from formal_rope.automata.membership import format_word
+
+    return format_word(symbols, alphabet)
 
 
 def dfa_command(

@@ -1,8 +1,9 @@
 """Text at the edges: symbol-index arrays <-> strings.
 
 Single-character alphabets (the common case) map to plain concatenation ("abba"). When any symbol is
-longer than one character (quoted names such as 'long name'), symbols are separated by single spaces
-so the text can be split back unambiguously.
+longer than one character, symbols are separated by single spaces, and a symbol containing a blank
+(or starting with a quote) is quoted as in expressions ('long name'), so the text can be split back
+unambiguously: this is the syntax `formalrope accepts` reads (`automata.membership.split_symbols`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,14 @@ def decode(symbols: np.ndarray, alphabet: Sequence[str], lengths: np.ndarray | N
         if width == 0:
             return [""] * n_rows
         return np.ascontiguousarray(characters).view(f"<U{width}").ravel().tolist()
-    names = np.array(list(alphabet), dtype=object)
-    return [" ".join(names[row[mask]]) for row, mask in zip(symbols, present)]
+    from formal_rope.automata.membership import format_word, symbol_token
+
+    if all(len(symbol) == 1 for symbol in alphabet):  # e.g. NUL among the symbols: still concatenated
+        names = np.array(list(alphabet), dtype=object)
+        return [format_word(names[row[mask]], alphabet) for row, mask in zip(symbols, present)]
+    # Each symbol's written form once, not once per occurrence.
+    tokens = np.array([symbol_token(symbol) for symbol in alphabet], dtype=object)
+    return [" ".join(tokens[row[mask]]) for row, mask in zip(symbols, present)]
 
 
 def encode(texts: Sequence[str], alphabet: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
