@@ -13,8 +13,21 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _edge_symbol(symbol: str) -> str:
+    """A symbol in a comma-joined edge label: quoted as in expressions ('a,b') when a comma, blank or
+    leading quote would otherwise make the label ambiguous; JSON-escaped if it holds both quotes."""
+    if "," not in symbol and not any(ch.isspace() for ch in symbol) and symbol[:1] not in ("'", '"'):
+        return symbol
+    if "'" not in symbol:
+        return f"'{symbol}'"
+    if '"' not in symbol:
+        return f'"{symbol}"'
+    return json.dumps(symbol, ensure_ascii=False)
+
+
 def to_dot(dfa: DFA, name: str = "dfa") -> str:
-    """Graphviz DOT source: double circles accept, parallel edges merged into one labelled edge."""
+    """Graphviz DOT source: double circles accept, parallel edges merged into one labelled edge
+    whose label lists the symbols separated by commas (symbols with commas are quoted: 'a,b')."""
     lines = [f"digraph {_quote(name)} {{", "  rankdir=LR;", '  __start [shape=point, label=""];']
     for state in range(dfa.n_states):
         shape = "doublecircle" if dfa.accepting[state] else "circle"
@@ -25,7 +38,7 @@ def to_dot(dfa: DFA, name: str = "dfa") -> str:
         for column, symbol in enumerate(dfa.alphabet):
             edges.setdefault((state, int(dfa.transitions[state, column])), []).append(symbol)
     for (source, target), symbols in edges.items():
-        lines.append(f"  {source} -> {target} [label={_quote(','.join(symbols))}];")
+        lines.append(f"  {source} -> {target} [label={_quote(','.join(map(_edge_symbol, symbols)))}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
