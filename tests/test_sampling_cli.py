@@ -123,3 +123,16 @@ def test_negative_seed_is_a_user_error_and_dash_a_sets_the_alphabet(capsys):
     rows = [json.loads(line) for line in out.splitlines()]
     assert [row["label"] for row in rows] == [True, True, False, False]
     assert all(re.fullmatch("a*", row["string"]) for row in rows[:2]) and all("b" in row["string"] for row in rows[2:])
+
+
+def test_repeated_lengths_are_sampled_once_with_a_note(capsys):
+    from formal_rope.commands.sample import distinct_lengths
+
+    assert distinct_lengths([3, 2, 3, 4, 2]) == ([3, 2, 4], [3, 2])
+    captured = _run(capsys, "sample", "(ab)*", "--lengths", "3,2..4,2", "--n", "2")
+    rows = [json.loads(line) for line in captured.out.splitlines()]
+    assert [row["length"] for row in rows] == [3, 3, 2, 2, 4, 4]
+    assert len({(row["string"], row["length"]) for row in rows}) == len(rows)
+    assert "--lengths lists 3, 2 more than once" in captured.err
+    quiet = _run(capsys, "sample", "(ab)*", "--lengths", "3,3", "--n", "2", "--quiet")
+    assert len(quiet.out.splitlines()) == 2 and quiet.err == ""

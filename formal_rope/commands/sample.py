@@ -52,6 +52,24 @@ def parse_lengths(text: str) -> list[int]:
     return lengths
 
 
+def distinct_lengths(lengths: list[int]) -> tuple[list[int], list[int]]:
+    """(each length once, in first-seen order; the lengths that were listed more than once).
+
+    A length's strings depend only on (seed, length), so sampling it twice would only repeat rows."""
+    counts: dict[int, int] = {}
+    for length in lengths:
+        counts[length] = counts.get(length, 0) + 1
+    return list(counts), [length for length, count in counts.items() if count > 1]
+
+
+def _repeated_note(repeated: list[int]) -> str:
+    shown = ", ".join(map(str, repeated[:10])) + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
+    return (
+        f"--lengths lists {shown} more than once; each length is sampled once "
+        "(its strings depend only on --seed and the length, so a repeat would only duplicate rows)"
+    )
+
+
 def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quiet: bool):
     from formal_rope.sampling import test_sets
 
@@ -143,7 +161,9 @@ def register(app: typer.Typer) -> None:
             raise FormalRopeError(f"error: --near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
         if seed < 0:
             raise FormalRopeError(f"error: --seed must be a non-negative integer, got {seed}")
-        requested = parse_lengths(lengths)
+        requested, repeated = distinct_lengths(parse_lengths(lengths))
+        if repeated and not quiet:
+            print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
         total_symbols = n * sum(requested)
         if total_symbols > _MAX_SYMBOLS:
             raise FormalRopeError(
