@@ -47,6 +47,10 @@ def _error(parse, text, alphabet=None) -> ExpressionError:
         (parse_regex, "a|", 3, "ends too early", "a regular expression"),
         (parse_regex, "[ab", 4, "ends too early", "']'"),
         (parse_regex, "[d-a]", 2, "empty range", "x <= y"),
+        # A range missing its upper end names the range at its '-', not "a regular expression".
+        (parse_regex, "[a-]", 3, "incomplete range a-", "ending the range"),
+        (parse_regex, "[a-", 3, "incomplete range a-", "ending the range"),
+        (parse_regex, "[xa-'b']", 4, "incomplete range a-", "quote it"),
         (parse_regex, "a{", 3, "ends too early", "a whole number"),
     ],
 )

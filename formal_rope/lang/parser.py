@@ -302,6 +302,22 @@ _SINGLE = {
 }
 
 
+_RANGE_END = "a letter or digit ending the range (as in a-z or 0-9); to make '-' a class member, quote it: [a'-']"
+
+
+def _incomplete_range(language: str, text: str, position: int, expected: set[str]) -> ExpressionError | None:
+    """`[a-]`, `[a-`: the parser can only take a range's upper end, so say that, at the '-'."""
+    if language != "regex" or expected != {"SYMBOL"}:
+        return None
+    dash = text.rfind("-", 0, position)
+    if dash < 0:
+        return None
+    low = text[:dash].rstrip()[-1:]
+    return ExpressionError(
+        text, f"incomplete range {low}- in a character class: '-' must be followed by the range's last symbol", dash + 1, _RANGE_END
+    )
+
+
 def describe_expected(language: str, names: set[str] | frozenset[str]) -> str:
     """Lark terminal names -> a short human phrase ("a formula (...) or ')'")."""
     names = set(names)
@@ -315,6 +331,8 @@ def describe_expected(language: str, names: set[str] | frozenset[str]) -> str:
         if "LBRACE" in names:
             phrases.append("'{'")
     else:
+        if names == {"SYMBOL"}:  # only after the '-' of a class range: nothing else can follow it
+            return _RANGE_END
         if "CARET" in names and "RBRACKET" in names:  # just after '['
             phrases.append("a class member (a symbol, a range a-z, or ^ to negate)")
             names -= {"SYMBOL", "QUOTED", "CARET"}
@@ -397,7 +415,10 @@ def _syntax_error(language: str, text: str, error: UnexpectedInput) -> Expressio
     if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
         expected = _acceptable(error, set(error.expected or ()))
         open_columns = _open_paren_columns(text, len(text))
-        if "RPAR" in expected and open_columns:
+        incomplete = _incomplete_range(language, text, len(text), expected)
+        if incomplete is not None:
+            result = incomplete
+        elif "RPAR" in expected and open_columns:
             result = ExpressionError(
                 text,
                 f"unbalanced parentheses: '(' at column {open_columns[-1]} is never closed",
@@ -418,6 +439,10 @@ def _syntax_error(language: str, text: str, error: UnexpectedInput) -> Expressio
     column = token.column
     position = token.start_pos if token.start_pos is not None else column - 1
     future = _future_operator(language, text, token, position)
+    incomplete = _incomplete_range(language, text, position, _acceptable(error, set(error.expected)))
+    if incomplete is not None:
+        incomplete.progress = position
+        return incomplete
     if token.type == "RPAR" and not _open_paren_columns(text, position):
         message = "unbalanced parentheses: this ')' has no matching '('"
         expected = "an operator or the end of the expression (remove the ')' or add a '(' before it)"
