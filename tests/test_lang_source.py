@@ -59,7 +59,8 @@ def test_registry_ast_match_finds_other_spellings():
 
 
 def test_explicit_alphabet_overrides_registry_and_drops_the_name_when_different():
-    language = resolve_language("contains_ab", "ab")
+    # (contains_ab over {a,b} is contains_ab_binary: see the test of that case below.)
+    language = resolve_language("aa_star", "ab")
     assert language.alphabet == ("a", "b") and language.name is None
     assert "given alphabet" in language.detected
     same = resolve_language("contains_ab", "abc")
@@ -242,3 +243,39 @@ def test_future_operators_and_registry_typos_get_hints():
     with pytest.raises(FormalRopeError, match="did you mean aa_star"):
         resolve_language("aa_sta")
     assert resolve_language("abba").detected == READ_AS_REGEX
+
+
+@pytest.mark.parametrize("spec", ["Σ*abΣ*", "re:Σ*abΣ*", ".*ab.*"])
+@pytest.mark.parametrize("alphabet", ["ab", "ba"])
+def test_registry_expression_over_another_entrys_alphabet_is_named_after_that_entry(spec, alphabet):
+    # Σ*abΣ* is contains_ab over {a,b,c} and contains_ab_binary over {a,b}: the name must follow the
+    # alphabet (the order of the symbols does not change the language).
+    language = resolve_language(spec, alphabet)
+    assert language.name == "contains_ab_binary"
+    assert resolve_language(spec).name == "contains_ab"
+    assert resolve_language(spec, "abc").name == "contains_ab"
+    assert resolve_language(spec, "abcd").name is None
+
+
+def test_registry_name_with_another_entrys_alphabet_says_which_entry_it_is():
+    language = resolve_language("contains_ab", "ab")
+    assert language.name == "contains_ab_binary"
+    assert "which is registry language contains_ab_binary" in language.detected
+    assert resolve_language("contains_ab_ltl", "ab").name is None  # no registry formula over {a,b}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("'a,b',c", ("a,b", "c")),
+        ("'a,b' c", ("a,b", "c")),
+        ("'long name' c", ("long name", "c")),
+        ("'long name',b", ("long name", "b")),
+        ("it's,b", ("it's", "b")),
+        ("\"it's\" b", ("it's", "b")),
+        ("a b", ("a", "b")),
+        ("ab", ("a", "b")),
+    ],
+)
+def test_alphabet_quotes_keep_commas_and_blanks_inside_a_symbol(text, expected):
+    assert parse_alphabet(text) == expected

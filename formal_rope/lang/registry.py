@@ -84,25 +84,33 @@ def _entry_ast(name: str) -> Formula | Regex:
     return parse(entry.expression, entry.alphabet)
 
 
-def lookup(text: str) -> RegistryEntry | None:
-    """The entry named `text`, else the first whose expression is exactly `text` (blanks ignored)."""
+def _preferring(matches: list[RegistryEntry], alphabet) -> RegistryEntry | None:
+    """The match over `alphabet` (as a set: order does not change the language), else the first.
+
+    Σ*abΣ* is both contains_ab ({a,b,c}) and contains_ab_binary ({a,b}); with --alphabet ab the
+    expression names the latter."""
+    if alphabet is not None:
+        for entry in matches:
+            if set(entry.alphabet) == set(alphabet):
+                return entry
+    return matches[0] if matches else None
+
+
+def lookup(text: str, alphabet=None) -> RegistryEntry | None:
+    """The entry named `text`, else an entry whose expression is exactly `text` (blanks ignored):
+    the one over `alphabet` when given and one exists, otherwise the first."""
     key = text.strip()
     by_name = _by_name()
     if key in by_name:
         return by_name[key]
     compact = "".join(key.split())
-    for entry in REGISTRY:
-        if "".join(entry.expression.split()) == compact:
-            return entry
-    return None
+    return _preferring([entry for entry in REGISTRY if "".join(entry.expression.split()) == compact], alphabet)
 
 
-def lookup_ast(kind: str, ast: Formula | Regex) -> RegistryEntry | None:
-    """The first entry of this kind whose parsed expression equals `ast` (e.g. a.* -> a_sigma_star)."""
-    for entry in REGISTRY:
-        if entry.kind == kind and entry.ast == ast:
-            return entry
-    return None
+def lookup_ast(kind: str, ast: Formula | Regex, alphabet=None) -> RegistryEntry | None:
+    """An entry of this kind whose parsed expression equals `ast` (e.g. a.* -> a_sigma_star): the one
+    over `alphabet` when given and one exists, otherwise the first."""
+    return _preferring([entry for entry in REGISTRY if entry.kind == kind and entry.ast == ast], alphabet)
 
 
 def registry_names() -> tuple[str, ...]:

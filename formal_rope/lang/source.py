@@ -60,17 +60,43 @@ class Language:
         return self.expression
 
 
+def _split_outside_quotes(text: str, is_separator) -> list[str]:
+    """Split at separator characters, except inside a quoted item ('a,b', "long name"): a quote
+    opens only at the start of an item (so it's stays one item) and closes at the same quote."""
+    items: list[str] = []
+    current: list[str] = []
+    quote = None
+    for ch in text:
+        if quote is not None:
+            current.append(ch)
+            quote = None if ch == quote else quote
+        elif is_separator(ch):
+            items.append("".join(current))
+            current = []
+        else:
+            if ch in "'\"" and not "".join(current).strip():
+                quote = ch
+            current.append(ch)
+    items.append("".join(current))
+    return items
+
+
+def same_alphabet(first: Sequence[str], second: Sequence[str]) -> bool:
+    """Whether two alphabets hold the same symbols; their order does not change a language."""
+    return set(first) == set(second)
+
+
 def parse_alphabet(text: str | Sequence[str]) -> tuple[str, ...]:
     """'a,b' / 'a b' / 'ab' / ['a', 'b'] -> ('a', 'b'), order kept, duplicates dropped.
 
-    Commas or blanks separate multi-character symbols ('long name' may be quoted); without them
-    each character is a symbol. An empty alphabet is an error."""
+    Commas or blanks separate multi-character symbols; a quoted symbol ('long name', 'a,b') keeps its
+    blanks and commas. Without separators each character is a symbol. An empty alphabet is an error."""
     if isinstance(text, str):
         raw = text.strip()
-        if "," in raw:
-            items = [item.strip() for item in raw.split(",")]
-        elif any(ch.isspace() for ch in raw):
-            items = raw.split()
+        if _split_outside_quotes(raw, lambda ch: ch == ",") != [raw]:
+            items = [item.strip() for item in _split_outside_quotes(raw, lambda ch: ch == ",")]
+        elif _split_outside_quotes(raw, str.isspace) != [raw]:
+            items = [item for item in _split_outside_quotes(raw, str.isspace) if item]
         elif len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
             items = [raw]
         else:
@@ -140,7 +166,7 @@ def _finish(
                 )
             alphabet = mentioned
     check_alphabet(expression, parsed, alphabet)
-    name = entry.name if entry is not None and tuple(alphabet) == entry.alphabet else None
+    name = entry.name if entry is not None and same_alphabet(alphabet, entry.alphabet) else None
     return Language(spec, kind, expression, tuple(alphabet), ast, name, None, detected)
 
 
@@ -155,11 +181,16 @@ def _from_entry(spec: str, entry: RegistryEntry, alphabet: tuple[str, ...] | Non
             f"error: {spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
         )
     note = f"registry language {entry.name}: {entry.expression} over {{{', '.join(entry.alphabet)}}}"
-    if alphabet is not None and tuple(alphabet) != entry.alphabet:
+    if alphabet is not None and not same_alphabet(alphabet, entry.alphabet):
         note = (
             f"registry expression {entry.expression} ({entry.name} uses {{{', '.join(entry.alphabet)}}}),"
             f" here over the given alphabet {{{', '.join(alphabet)}}}"
         )
+        # The same expression over this alphabet may be another registry language: name it.
+        twin = lookup_ast(entry.kind, entry.ast, alphabet)
+        if twin is not None and same_alphabet(alphabet, twin.alphabet):
+            note += f", which is registry language {twin.name}"
+            entry = twin
     return _finish(spec, entry.kind, entry.expression, _parse_kind(entry.kind, entry.expression), alphabet, entry, note)
 
 
@@ -227,7 +258,7 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
             if force_kind is not None and kind != force_kind:
                 raise FormalRopeError(f"error: {spec!r} is a {kind} source, but an {force_kind} expression is needed here")
             expression = text[len(prefix) :].strip()
-            entry = lookup(expression)
+            entry = lookup(expression, explicit)
             if entry is not None and entry.kind != kind:
                 entry = None
             return _finish(spec, kind, expression, _parse_kind(kind, expression), explicit, entry, None)
@@ -237,18 +268,18 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
             raise FormalRopeError(f"error: {spec!r} is an automaton file; an {force_kind} expression is needed here")
         return _from_att(spec, text, explicit)
 
-    entry = lookup(text)
+    entry = lookup(text, explicit)
     if entry is not None and (force_kind is None or entry.kind == force_kind or entry.name == text):
         return _from_entry(spec, entry, explicit, force_kind)
 
     if force_kind is not None:
         parsed = _parse_kind(force_kind, text)
-        return _finish(spec, force_kind, text, parsed, explicit, lookup_ast(force_kind, parsed.ast), None)
+        return _finish(spec, force_kind, text, parsed, explicit, lookup_ast(force_kind, parsed.ast, explicit), None)
 
     kind, parsed, hints = _detect(text)
     detected = (READ_AS_LTL if kind == "ltl" else READ_AS_REGEX) + hints
-    entry = lookup_ast(kind, parsed.ast)
-    if entry is not None and explicit is None:
+    entry = lookup_ast(kind, parsed.ast, explicit)
+    if entry is not None and (explicit is None or same_alphabet(explicit, entry.alphabet)):
         detected += f"; same as registry language {entry.name} over {{{', '.join(entry.alphabet)}}}"
     return _finish(spec, kind, text, parsed, explicit, entry, detected)
 
