@@ -103,3 +103,46 @@ def test_max_states_bounds_the_result_of_every_kind(capsys, monkeypatch, mlregte
 def test_dot_and_json_together_are_refused(capsys, monkeypatch):
     code, out, err = run(capsys, monkeypatch, "dfa", "re:a", "--dot", "--json")
     assert code == 2 and out == "" and "--dot and --json" in err
+
+
+def test_sample_output_feeds_back_into_accepts_with_quoted_symbols(capsys, monkeypatch):
+    # A symbol with a blank is written quoted (as in expressions) by sample and equiv, and accepts
+    # reads it back: the round trip gives every row its own label.
+    language, alphabet = "'long name' b*", "'long name',b"
+    code, out, _ = run(capsys, monkeypatch, "sample", language, "-a", alphabet, "--lengths", "1..3", "--n", "6", "--quiet")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and {row["label"] for row in rows} == {True, False}
+    assert any("'long name'" in row["string"] for row in rows)
+    stdin = "".join(row["string"] + "\n" for row in rows)
+    code, out, err = run(capsys, monkeypatch, "accepts", language, "-a", alphabet, "--json", stdin=stdin)
+    assert code == 0, err
+    assert json.loads(out) == [row["label"] for row in rows]
+    code, out, _ = run(capsys, monkeypatch, "accepts", language, "-a", alphabet, "'long name' b b", "b 'long name'")
+    assert out.splitlines() == ["accept\t'long name' b b", "reject\tb 'long name'"]
+    code, out, _ = run(capsys, monkeypatch, "equiv", language, "'long name'", "-a", alphabet, "--json")
+    counterexample = json.loads(out)["counterexample"]
+    assert counterexample == "'long name' b"
+    code, out, _ = run(capsys, monkeypatch, "accepts", language, "-a", alphabet, counterexample)
+    assert out.startswith("accept")
+
+
+def test_accepts_unterminated_quote_is_a_user_error(capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "accepts", "'long name' b*", "-a", "'long name',b", "'long name b")
+    assert code == 2 and "quote at column 1 of" in err and "unterminated" in err and "Traceback" not in err
+
+
+def test_dfa_dot_quotes_symbols_that_contain_commas(capsys, monkeypatch):
+    code, out, _ = run(capsys, monkeypatch, "dfa", "'a,b' c", "-a", "'a,b',c", "--dot")
+    assert code == 0
+    labels = [line.split('label="', 1)[1].split('"]', 1)[0] for line in out.splitlines() if "->" in line and "label=" in line]
+    # Every sink edge reads both symbols: the quoted one and c, two items, not three.
+    assert "'a,b',c" in labels and "a,b,c" not in labels
+    code, out, _ = run(capsys, monkeypatch, "dfa", "re:(ab)*", "--dot")
+    assert 'label="a,b"' in out  # plain symbols stay unquoted
+
+
+def test_huge_modulus_with_huge_max_states_is_a_user_error(capsys, monkeypatch):
+    code, out, err = run(
+        capsys, monkeypatch, "dfa", "ltl:MOD_{99999999999999999999}^1", "-a", "a", "--max-states", str(10**23)
+    )
+    assert code == 2 and "least common multiple" in err and "Traceback" not in err

@@ -344,3 +344,31 @@ def test_empty_alphabet_gives_the_one_state_automaton():
     for text, holds in [("MOD_3^1", True), ("MOD_3^0", False), ("H(false)", True), ("Y(true)", False)]:
         dfa = ltl_to_dfa(parse_ltl(text), ())
         assert dfa.n_states == 1 and dfa.transitions.shape == (1, 0) and bool(dfa.accepting[0]) is holds
+
+
+@pytest.mark.parametrize("formula_text", ["MOD_{99999999999999999999}^1", "MOD_{99999999999999999999}^0"])
+def test_empty_alphabet_with_a_modulus_beyond_int64(formula_text):
+    # Only ε exists over the empty alphabet: a one-state DFA, accepting iff the formula holds at
+    # position 1; the modulus must not be converted to int64 on the way.
+    from formal_rope.lang import parse_ltl
+
+    formula = parse_ltl(formula_text)
+    dfa = ltl_to_dfa(formula, ())
+    assert dfa.n_states == 1 and dfa.transitions.shape == (1, 0)
+    assert bool(dfa.accepting[0]) == ltl_accepts(formula, ()) == formula_text.endswith("^1")
+
+
+@pytest.mark.parametrize("text", ["MOD_3^1", "MOD_3^0 | MOD_1^0", "!MOD_2^1 & !P(true)", "MOD_2^1 S MOD_5^1"])
+def test_empty_alphabet_agrees_with_the_oracle(text):
+    from formal_rope.lang import parse_ltl
+
+    formula = parse_ltl(text)
+    assert bool(ltl_to_dfa(formula, ()).accepting[0]) == ltl_accepts(formula, ())
+
+
+def test_a_modulus_beyond_int64_with_symbols_is_a_user_error_whatever_max_states():
+    from formal_rope.errors import FormalRopeError
+    from formal_rope.lang import parse_ltl
+
+    with pytest.raises(FormalRopeError, match="least common multiple 99,999,999,999,999,999,999"):
+        ltl_to_dfa(parse_ltl("MOD_{99999999999999999999}^1"), ("a",), max_states=10**30)

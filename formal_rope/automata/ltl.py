@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -149,6 +149,9 @@ class _Layout:
     n_bits: int
     period: int  # lcm of all moduli (1 without MOD)
     symbol_index: dict
+    # MOD node -> its truth value, for MOD nodes evaluated once in Python instead of per state
+    # (empty alphabet: only position 1 exists, and a modulus above int64 must not reach numpy).
+    fixed_mods: dict = field(default_factory=dict)
 
 
 def _layout(formula: Formula, alphabet: tuple[str, ...]) -> _Layout:
@@ -201,6 +204,8 @@ def _step(layout: _Layout, counter: np.ndarray, bits: np.ndarray, symbols: np.nd
             value[node] = ~value[node.left] | value[node.right]
         elif isinstance(node, Iff):
             value[node] = value[node.left] == value[node.right]
+        elif isinstance(node, Mod) and node in layout.fixed_mods:
+            value[node] = np.full(symbols.shape, layout.fixed_mods[node], dtype=bool)
         elif isinstance(node, Mod):
             value[node] = counter % node.m == node.r % node.m
         elif isinstance(node, Past):
@@ -247,6 +252,10 @@ def _check_memory(n_states: int, n_bits: int) -> None:
         )
 
 
+# Counters are int64 (and i + 1 must not overflow); no automaton this large fits in memory anyway.
+_MAX_PERIOD = 2**62
+
+
 def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """The minimal DFA of {w : formula holds at position |w|+1 of w} over `alphabet`.
 
@@ -255,10 +264,20 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
     alphabet = tuple(alphabet)
     layout = _layout(formula, alphabet)
     n_symbols = len(alphabet)
+    if not n_symbols:
+        # Only ε exists: the one state is position 1, so each MOD is a constant there.
+        fixed = {node: 1 % node.m == node.r % node.m for node in layout.nodes if isinstance(node, Mod)}
+        layout = replace(layout, period=1, fixed_mods=fixed)
     # The counter i mod lcm(moduli) is part of every state and advances on every symbol, so all
     # of its values are reachable: refuse before exploring (and before int64 overflows on m).
-    if n_symbols and layout.period > max_states:
+    if layout.period > max_states:
         raise TooManyStatesError(max_states, "the formula's automaton")
+    if layout.period > _MAX_PERIOD:
+        raise FormalRopeError(
+            f"error: the MOD moduli have least common multiple {layout.period:,}; the formula's automaton counts "
+            f"positions modulo it, so it needs at least that many states, more than can be built whatever "
+            f"--max-states says (at most {_MAX_PERIOD:,}); use smaller moduli"
+        )
     _check_memory(1, layout.n_bits)
     start_counter = np.array([1 % layout.period], dtype=np.int64)
     start_bits = _initial_bits(layout)[None, :]
