@@ -166,3 +166,18 @@ def test_p_heads_in_narrow_formats_report_where_the_softmax_denominator_overflow
     got = evaluate(compiled.ir, ["a" * 14, "a" * 15, "b" * 15 + "a"], fmt="e3m4").to_list()
     assert got == [True, False, True]
     assert compile_formula(parse_ltl("P(a)", ("a", "b")), ("a", "b"), fmt="fp16").certified_length is None
+
+
+def test_disagreement_strings_are_written_as_accepts_reads_them():
+    # A symbol with a blank must come back quoted, and an all-single-character word over a
+    # multi-character alphabet must stay blank-separated, or the reported string is unreadable.
+    from formal_rope.automata.membership import split_symbols
+    from formal_rope.compiler import verify_compiled
+
+    alphabet = ("a", "b b")
+    compiled = compile_formula(parse_ltl("P(a) & MOD_3^1", alphabet=alphabet), alphabet, fmt="e3m4")
+    result = verify_compiled(compiled, verify_to=80, per_length=8, seed=0)
+    assert result.first_disagreement is not None
+    shown = result.first_disagreement.string
+    assert "'b b'" in shown or shown.split() == ["a"] * len(shown.split())
+    assert len(split_symbols(shown, alphabet)) == result.first_disagreement.length

@@ -118,10 +118,6 @@ def _all_strings(alphabet: tuple[str, ...], up_to: int) -> list[tuple[str, ...]]
     return strings
 
 
-def _display(word: Sequence[str]) -> str:
-    return "".join(word) if all(len(symbol) == 1 for symbol in word) else " ".join(word)
-
-
 def verify_compiled(
     compiled: CompiledModel,
     *,
@@ -142,6 +138,7 @@ def verify_compiled(
     modes raise FormalRopeError before any work.
     """
     from formal_rope.automata import accepts, ltl_to_dfa
+    from formal_rope.automata.membership import format_word
     from formal_rope.model.evaluate import MODES, evaluate
     from formal_rope.sampling import EmptyClassError, sample_strings
 
@@ -185,7 +182,7 @@ def verify_compiled(
         length = len(words[index])
         per_length[length] = per_length.get(length, 0) + 1
         inside = certified is None or length <= certified
-        found = Disagreement(_display(words[index]), length, bool(expected[index]), bool(result.accepted[index]), inside)
+        found = Disagreement(format_word(words[index], alphabet), length, bool(expected[index]), bool(result.accepted[index]), inside)
         if first is None:
             first = found
         if inside and first_inside is None:
