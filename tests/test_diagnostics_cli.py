@@ -114,18 +114,18 @@ def test_table_output(app, compiled_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("--layer", 3), "--layer 3 does not exist"),
-        (("--head", 9), "--head 9 does not exist"),
+        (("--layer", 3), "layer 3 (--layer) does not exist"),
+        (("--head", 9), "head 9 (--head) does not exist"),
         (("--head", "nonsense"), "no head named"),
-        (("--head", "L1"), "matches several heads"),
-        (("--query", 0), "bos"),
-        (("--query", 7), "outside the input"),
+        (("--head", "L1"), "(--head) matches several heads"),
+        (("--query", 0), "query 0 (--query) is bos"),
+        (("--query", 7), "query 7 (--query) is outside the input"),
         (("--top", 0), "--top"),
         (("--format", "fp8e4m3"), "natively"),
         # Regressions: layer 2 holds only the Y snap's feed-forward block (it used to print an
         # empty report), and the fp32 Y scale 2^22 overflows fp16 (it used to print NaN scores
         # and "the bound fails").
-        (("--layer", 2), "--layer 2 has no attention heads"),
+        (("--layer", 2), "layer 2 (--layer) has no attention heads"),
         (("--format", "fp16"), "do not fit in fp16"),
     ],
 )

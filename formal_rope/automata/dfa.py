@@ -16,9 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formal_rope.errors import FormalRopeError
+
 
 @dataclass(frozen=True, eq=False)
 class DFA:
+    """A complete deterministic automaton: `transitions[state, symbol index]` is the next state.
+
+    Symbol index = position in `alphabet`; `accepting[state]` says whether a word ending there is
+    in the language. Arrays are made read-only; build one with regex_to_dfa, ltl_to_dfa or language_dfa.
+    """
+
     alphabet: tuple[str, ...]
     transitions: np.ndarray
     start: int
@@ -59,3 +67,20 @@ class DFA:
         for symbol in symbols:
             current = int(self.transitions[current, symbol])
         return current
+
+
+def require_dfa(value: object, function: str, argument: str = "dfa") -> DFA:
+    """`value` itself when it is a DFA; otherwise a FormalRopeError that says how to build one.
+
+    Public functions that take an automaton call this first, so a regex string or an AST passed by
+    mistake gets a message naming the fix instead of an AttributeError from deep inside.
+    """
+    if isinstance(value, DFA):
+        return value
+    got = f"the string {value!r}" if isinstance(value, str) else f"a {type(value).__name__}"
+    example = f"language_dfa(resolve_language({value!r}))" if isinstance(value, str) else "language_dfa(resolve_language(...))"
+    raise FormalRopeError(
+        f"{function} expects a DFA for `{argument}`, got {got}; build one with {example}, "
+        "regex_to_dfa(parse_regex(...), alphabet) or ltl_to_dfa(parse_ltl(...), alphabet) "
+        "(from formal_rope.automata and formal_rope.lang)"
+    )

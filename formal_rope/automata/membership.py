@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.errors import FormalRopeError
 
 # A token of a blank-separated string: a quoted symbol (followed by a blank or the end), a bare
@@ -422,6 +422,7 @@ def run_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarra
     whole batch. Others use `_run_blocked`. The Python loop runs once per block of positions,
     never once per string.
     """
+    require_dfa(dfa, "run_encoded", "dfa")
     symbols = np.asarray(symbols)
     lengths = np.asarray(lengths, dtype=np.int64)
     if _packed_path_applies(dfa) and symbols.ndim == 2:
@@ -489,6 +490,7 @@ def accepts_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.nd
     Symbol indices within each string's length must lie in 0..n_symbols-1 (a ValueError says
     otherwise); entries past the length are ignored, whatever padding value they hold.
     """
+    require_dfa(dfa, "accepts_encoded", "dfa")
     symbols = np.asarray(symbols)
     lengths = np.asarray(lengths, dtype=np.int64)
     if symbols.size and not _indices_below(symbols, dfa.n_symbols):
@@ -501,6 +503,7 @@ def accepts_encoded(dfa: DFA, symbols: np.ndarray, lengths: np.ndarray) -> np.nd
 
 def accepts(dfa: DFA, strings: Sequence[Word]) -> np.ndarray:
     """Membership of every string (bool (n,)); see `encode_strings` for accepted forms."""
+    require_dfa(dfa, "accepts", "dfa")
     if isinstance(strings, str):
         raise TypeError("accepts expects a sequence of strings, not one string")
     alphabet = dfa.alphabet

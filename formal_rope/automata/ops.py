@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.errors import FormalRopeError
 
 DEFAULT_MAX_STATES = 10**6
@@ -84,6 +84,7 @@ def _restrict(dfa: DFA, order: np.ndarray) -> DFA:
 
 def trim_unreachable(dfa: DFA) -> DFA:
     """The reachable part, numbered in canonical BFS order."""
+    require_dfa(dfa, "trim_unreachable", "dfa")
     return _restrict(dfa, discovery_order(dfa.transitions, dfa.start))
 
 
@@ -97,6 +98,7 @@ def minimize(dfa: DFA) -> DFA:
     Hopcroft's algorithm (`_hopcroft_blocks`) from there. The quotient is then renumbered in
     BFS discovery order, so equal languages over the same alphabet order give identical tables.
     """
+    require_dfa(dfa, "minimize", "dfa")
     reachable = trim_unreachable(dfa)
     _, block = np.unique(reachable.accepting, return_inverse=True)
     block = np.asarray(block, dtype=np.int64).reshape(-1)
@@ -287,15 +289,18 @@ def complete(
 
 
 def empty_language(alphabet: Sequence[str]) -> DFA:
+    """The one-state DFA over `alphabet` that accepts no word (not even the empty one)."""
     return DFA(tuple(alphabet), np.zeros((1, len(alphabet)), dtype=np.int64), 0, np.array([False]))
 
 
 def universal_language(alphabet: Sequence[str]) -> DFA:
+    """The one-state DFA over `alphabet` that accepts every word (Σ*, the empty word included)."""
     return DFA(tuple(alphabet), np.zeros((1, len(alphabet)), dtype=np.int64), 0, np.array([True]))
 
 
 def extend_alphabet(dfa: DFA, alphabet: Sequence[str]) -> DFA:
     """The same language over a larger (or reordered) alphabet: new symbols lead to a rejecting sink."""
+    require_dfa(dfa, "extend_alphabet", "dfa")
     alphabet = tuple(alphabet)
     if alphabet == dfa.alphabet:
         return dfa
@@ -321,6 +326,7 @@ def union_alphabet(*alphabets: Sequence[str]) -> tuple[str, ...]:
 
 def complement(dfa: DFA) -> DFA:
     """Σ* minus the language, Σ = the DFA's alphabet."""
+    require_dfa(dfa, "complement", "dfa")
     return DFA(dfa.alphabet, dfa.transitions, dfa.start, ~dfa.accepting)
 
 
@@ -346,6 +352,8 @@ def product(
     to one automaton sends it to a rejecting sink), so the result is about sets of strings.
     The result is not minimized; its states are in BFS discovery order.
     """
+    require_dfa(a, "product", "a")
+    require_dfa(b, "product", "b")
     combine = _OPERATIONS[op] if isinstance(op, str) else op
     if a.alphabet != b.alphabet:
         alphabet = a.alphabet if set(a.alphabet) == set(b.alphabet) else union_alphabet(a.alphabet, b.alphabet)
@@ -412,25 +420,37 @@ def _explore_codes(
 
 
 def intersection(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The minimal DFA of L(a) ∩ L(b) (differing alphabets are merged; `max_states` caps the product)."""
+    require_dfa(a, "intersection", "a")
+    require_dfa(b, "intersection", "b")
     return minimize(product(a, b, "and", max_states))
 
 
 def union(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The minimal DFA of L(a) ∪ L(b) (differing alphabets are merged; `max_states` caps the product)."""
+    require_dfa(a, "union", "a")
+    require_dfa(b, "union", "b")
     return minimize(product(a, b, "or", max_states))
 
 
 def difference(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """L(a) minus L(b)."""
+    require_dfa(a, "difference", "a")
+    require_dfa(b, "difference", "b")
     return minimize(product(a, b, "diff", max_states))
 
 
 def symmetric_difference(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The minimal DFA of the words in exactly one of L(a), L(b): empty iff a and b are equivalent."""
+    require_dfa(a, "symmetric_difference", "a")
+    require_dfa(b, "symmetric_difference", "b")
     return minimize(product(a, b, "xor", max_states))
 
 
 # ----------------------------------------------------------------- emptiness, equivalence
 def shortest_accepted(dfa: DFA) -> tuple[str, ...] | None:
     """A shortest accepted word (the least in alphabet order among the shortest), or None."""
+    require_dfa(dfa, "shortest_accepted", "dfa")
     n_states = dfa.n_states
     parent = np.full(n_states, -1, dtype=np.int64)
     via_symbol = np.full(n_states, -1, dtype=np.int64)
@@ -466,6 +486,8 @@ def shortest_accepted(dfa: DFA) -> tuple[str, ...] | None:
 
 
 def is_empty(dfa: DFA) -> bool:
+    """True when the DFA accepts no word at all (no accepting state is reachable from the start)."""
+    require_dfa(dfa, "is_empty", "dfa")
     reachable = discovery_order(dfa.transitions, dfa.start)
     return not bool(dfa.accepting[reachable].any())
 
@@ -475,5 +497,7 @@ def equivalent(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> Equivale
 
     Alphabets that differ are compared over their union (see `product`).
     """
+    require_dfa(a, "equivalent", "a")
+    require_dfa(b, "equivalent", "b")
     counterexample = shortest_accepted(product(a, b, "xor", max_states))
     return EquivalenceResult(counterexample is None, counterexample)

@@ -15,7 +15,7 @@ from itertools import chain
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.automata.ops import (
     DEFAULT_MAX_STATES,
     check_state_limit,
@@ -273,6 +273,8 @@ def concatenate(a: DFA, b: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     NFA: a's states then b's (shifted by n_a); reading into an accepting state of a may also
     jump to b's start (the ε-move folded into the symbol step).
     """
+    require_dfa(a, "concatenate", "a")
+    require_dfa(b, "concatenate", "b")
     n_a = a.n_states
     b_start = n_a + b.start
     a_accepting = a.accepting.tolist()
@@ -292,6 +294,7 @@ def kleene_star(a: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     NFA: a's states plus a fresh accepting start n_a behaving like a's start; reading into an
     accepting state may also restart at a's start.
     """
+    require_dfa(a, "kleene_star", "a")
     n_a = a.n_states
     a_accepting = a.accepting.tolist()
     successors = []
@@ -304,6 +307,7 @@ def kleene_star(a: DFA, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 
 def repeat(a: DFA, low: int, high: int | None, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """Minimal DFA of L(a){low,high} (high None: unbounded)."""
+    require_dfa(a, "repeat", "a")
     if low < 0 or (high is not None and high < low):
         raise FormalRopeError(f"error: invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
     epsilon = _epsilon(a.alphabet)

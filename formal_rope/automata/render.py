@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 
 
 def _quote(text: str) -> str:
@@ -28,6 +28,7 @@ def _edge_symbol(symbol: str) -> str:
 def to_dot(dfa: DFA, name: str = "dfa") -> str:
     """Graphviz DOT source: double circles accept, parallel edges merged into one labelled edge
     whose label lists the symbols separated by commas (symbols with commas are quoted: 'a,b')."""
+    require_dfa(dfa, "to_dot", "dfa")
     lines = [f"digraph {_quote(name)} {{", "  rankdir=LR;", '  __start [shape=point, label=""];']
     for state in range(dfa.n_states):
         shape = "doublecircle" if dfa.accepting[state] else "circle"
@@ -45,6 +46,7 @@ def to_dot(dfa: DFA, name: str = "dfa") -> str:
 
 def to_table(dfa: DFA) -> tuple[list[str], list[list[str]]]:
     """(column headers, rows): state (→ marks the start, * accepting), then one target per symbol."""
+    require_dfa(dfa, "to_table", "dfa")
     headers = ["state", *dfa.alphabet]
     rows = []
     for state in range(dfa.n_states):
@@ -55,6 +57,7 @@ def to_table(dfa: DFA) -> tuple[list[str], list[list[str]]]:
 
 def to_json(dfa: DFA) -> dict:
     """A JSON-serialisable description of the DFA."""
+    require_dfa(dfa, "to_json", "dfa")
     return {
         "alphabet": list(dfa.alphabet),
         "n_states": dfa.n_states,

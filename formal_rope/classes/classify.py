@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.classes.monoid import (
     DEFAULT_MAX_MONOID_SIZE,
     TransitionMonoid,
@@ -122,6 +122,7 @@ def classify(
 
     Raises MonoidTooLargeError (a FormalRopeError) above `max_monoid_size` elements.
     """
+    require_dfa(dfa, "classify", "dfa")
     from formal_rope.automata import minimize  # lazy: keeps `import formal_rope.classes` light
 
     minimal = minimize(dfa)

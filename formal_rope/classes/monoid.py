@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.errors import FormalRopeError
 
 DEFAULT_MAX_MONOID_SIZE = 200_000
@@ -89,6 +89,7 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
 
     Raises MonoidTooLargeError when more than `max_size` elements are found.
     """
+    require_dfa(dfa, "transition_monoid", "dfa")
     n_states, n_symbols = dfa.n_states, dfa.n_symbols
     row_dtype = np.int16 if n_states <= np.iinfo(np.int16).max else np.int32
     delta = dfa.transitions.astype(row_dtype)

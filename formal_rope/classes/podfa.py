@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.classes.monoid import nontrivial_pair, strongly_connected_labels
 
 
@@ -59,6 +59,7 @@ def is_podfa(dfa: DFA, k: int = 1, block_maps: np.ndarray | None = None) -> bool
     `formal_rope.classes.varieties.length_sets`), the transitions of A_k are those maps
     themselves (cost |Q|·m), which is cheaper when k is large.
     """
+    require_dfa(dfa, "is_podfa", "dfa")
     if block_maps is None:
         labels = block_state_labels(dfa, k)
     else:
@@ -102,6 +103,7 @@ def block_cycle(dfa: DFA, k: int = 1) -> StateCycle | None:
     The pair has small state indices (the minimal DFA numbers states in BFS order, so these are
     states near the start): the two smallest states of the cycle whose second state is smallest.
     """
+    require_dfa(dfa, "block_cycle", "dfa")
     pair = nontrivial_pair(block_state_labels(dfa, k))
     if pair is None:
         return None
@@ -111,6 +113,7 @@ def block_cycle(dfa: DFA, k: int = 1) -> StateCycle | None:
 
 def least_podfa_block_length(dfa: DFA, bound: int) -> int | None:
     """The least k in 1..bound with A_k a PODFA, or None."""
+    require_dfa(dfa, "least_podfa_block_length", "dfa")
     for k in range(1, bound + 1):
         if is_podfa(dfa, k):
             return k
@@ -143,6 +146,7 @@ def k_automaton(dfa: DFA, k: int, max_symbols: int = 4096) -> DFA:
     concatenated (space-separated when some symbol is longer than one character). Meant for
     inspection and cross-checks: the alphabet has |Σ|^k symbols (refused above `max_symbols`).
     """
+    require_dfa(dfa, "k_automaton", "dfa")
     import itertools
 
     if k < 1:
@@ -196,6 +200,7 @@ def cycle_structure(dfa: DFA) -> CycleStructure:
     u → v satisfies δ(v) ≡ δ(u) + 1 (mod d), d is the gcd of δ(u) + 1 − δ(v) over the edges, and
     for states in classes i, j every sufficiently long length ≡ j − i (mod d) labels a path.
     """
+    require_dfa(dfa, "cycle_structure", "dfa")
     n_states = dfa.n_states
     table = dfa.transitions
     component = strongly_connected_labels(n_states, [table])

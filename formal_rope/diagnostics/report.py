@@ -21,7 +21,7 @@ def _number(value: float) -> float | None:
 
 
 def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str | None) -> list[tuple[int, int]] | None:
-    """CLI head selection (1-based layer, head number or name) → 0-based (layer, head) pairs.
+    """Head selection (1-based layer, head number or name; `--layer`/`--head` on the CLI) → 0-based (layer, head) pairs.
 
     None/None → None (every rotary head). A layer alone → every head of that layer. A head number
     alone → that head in every layer that has it. A head name matches exactly or, failing that,
@@ -29,12 +29,12 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
     """
     n_layers = len(layout)
     if layer is not None and not 1 <= layer <= n_layers:
-        raise FormalRopeError(f"--layer {layer} does not exist: the model has layers 1..{n_layers}")
+        raise FormalRopeError(f"layer {layer} (--layer) does not exist: the model has layers 1..{n_layers}")
     layers = range(n_layers) if layer is None else [layer - 1]
     if layer is not None and not layout[layer - 1]:
         # Compiled models have feed-forward-only layers (e.g. the snap after a Y gate).
         with_heads = ", ".join(str(l + 1) for l in range(n_layers) if layout[l]) or "none"
-        raise FormalRopeError(f"--layer {layer} has no attention heads (layers with heads: {with_heads})")
+        raise FormalRopeError(f"layer {layer} (--layer) has no attention heads (layers with heads: {with_heads})")
     if head is None:
         return None if layer is None else [(l, h) for l in layers for h in range(len(layout[l]))]
     head = head.strip()
@@ -44,7 +44,7 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
         if not chosen:
             where = f"layer {layer}" if layer is not None else "any layer"
             counts = ", ".join(f"layer {l + 1}: " + (f"1..{len(layout[l])}" if layout[l] else "none") for l in layers)
-            raise FormalRopeError(f"--head {number} does not exist in {where} (heads per layer: {counts})")
+            raise FormalRopeError(f"head {number} (--head) does not exist in {where} (heads per layer: {counts})")
         return chosen
     candidates = [(l, h) for l in layers for h, name in enumerate(layout[l])]
     exact = [(l, h) for l, h in candidates if layout[l][h] == head]
@@ -53,10 +53,10 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
     partial = [(l, h) for l, h in candidates if head.lower() in layout[l][h].lower()]
     names = ", ".join(layout[l][h] for l, h in candidates)
     if not partial:
-        raise FormalRopeError(f"no head named {head!r}; heads: {names}")
+        raise FormalRopeError(f"no head named {head!r} (--head); heads: {names}")
     if len(partial) > 1:
         matched = ", ".join(layout[l][h] for l, h in partial)
-        raise FormalRopeError(f"--head {head!r} matches several heads ({matched}); give a longer name or --layer")
+        raise FormalRopeError(f"head {head!r} (--head) matches several heads ({matched}); give a longer name or a layer (--layer)")
     return partial
 
 
@@ -66,10 +66,10 @@ def check_query(captured: CapturedHeads, query: int | None) -> int:
         return captured.readout
     if not 0 <= query < captured.length:
         raise FormalRopeError(
-            f"--query {query} is outside the input: positions run from 0 (bos) to {captured.readout} (eos)"
+            f"query {query} (--query) is outside the input: positions run from 0 (bos) to {captured.readout} (eos)"
         )
     if query == 0:
-        raise FormalRopeError("--query 0 is bos, which attends to no key (strict causal mask); use 1..N+1")
+        raise FormalRopeError("query 0 (--query) is bos, which attends to no key (strict causal mask); use 1..N+1")
     return query
 
 

@@ -16,6 +16,11 @@ from formal_rope.lang.ast import Formula, Regex
 
 @dataclass(frozen=True)
 class RegistryEntry:
+    """One named language: its expression (regex or LTL text), fixed alphabet, description and source.
+
+    `ast` parses the expression (cached); `resolve_language` turns a name or expression into an entry.
+    """
+
     name: str
     expression: str
     kind: str  # "regex" | "ltl"
@@ -68,6 +73,7 @@ REGISTRY: tuple[RegistryEntry, ...] = (
 
 
 def registry_entries() -> tuple[RegistryEntry, ...]:
+    """Every registered language, in the order `formalrope languages` lists them."""
     return REGISTRY
 
 
@@ -114,4 +120,5 @@ def lookup_ast(kind: str, ast: Formula | Regex, alphabet=None) -> RegistryEntry 
 
 
 def registry_names() -> tuple[str, ...]:
+    """The registered language names (`aa_star`, `ab_star`, ...), in registry order."""
     return tuple(entry.name for entry in REGISTRY)

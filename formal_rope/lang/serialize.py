@@ -14,6 +14,11 @@ _CHILD_FIELDS = ("child", "left", "right")
 
 
 def ast_to_dict(ast: Formula | Regex) -> dict:
+    """A parsed formula or regex as nested JSON-ready dicts ({"type": node class, field: value, ...}).
+
+    Lossless: `ast_from_dict` rebuilds the same AST (what `formalrope parse --json` prints).
+    """
+
     def combine(node, children):
         fields = {field.name: getattr(node, field.name) for field in dataclasses.fields(node)}
         out: dict = {"type": type(node).__name__}

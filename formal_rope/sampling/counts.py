@@ -22,7 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,6 +60,7 @@ def dfa_graph(dfa: DFA, accepted: bool = True) -> CountingGraph:
 
     Counting the complement on the complemented DFA (rather than |Σ|^n minus the accepted count)
     avoids catastrophic cancellation in log space when almost every string is accepted."""
+    require_dfa(dfa, "dfa_graph", "dfa")
     symbols = np.broadcast_to(np.arange(dfa.n_symbols, dtype=np.int64), dfa.transitions.shape)
     final = dfa.accepting if accepted else ~dfa.accepting
     return CountingGraph(dfa.transitions, symbols, dfa.start, final)
@@ -114,6 +115,7 @@ def near_miss_graph(dfa: DFA) -> CountingGraph:
     rejection sampling "uniform positive, uniform position, uniform other symbol, keep if outside L"
     but never loops, even when near-misses are rare, and reports exactly when there are none.
     """
+    require_dfa(dfa, "near_miss_graph", "dfa")
     n_states, n_symbols = dfa.transitions.shape
     pair_q, pair_p = np.nonzero(reachable_pairs(dfa))
     n_pairs = pair_q.size
@@ -260,9 +262,11 @@ def count_paths(graph: CountingGraph, length: int, node: int | None = None) -> i
 
 def count_strings(dfa: DFA, length: int, accepted: bool = True) -> int:
     """Exact number of strings of exactly `length` symbols in L (accepted=True) or outside L."""
+    require_dfa(dfa, "count_strings", "dfa")
     return count_paths(dfa_graph(dfa, accepted), length)
 
 
 def count_near_misses(dfa: DFA, length: int) -> int:
     """Exact number of triples (w in L, position, other symbol) whose substitution leaves L."""
+    require_dfa(dfa, "count_near_misses", "dfa")
     return count_paths(near_miss_graph(dfa), length)

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from formal_rope.automata.dfa import DFA
+from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.sampling.counts import (
     LogCounts,
@@ -53,6 +53,7 @@ _TABLE_CACHE: "weakref.WeakKeyDictionary[DFA, dict[str, LogCounts]]" = weakref.W
 def count_table(dfa: DFA, kind: str, max_length: int) -> LogCounts:
     """Log-space counts for `kind` covering lengths 0..max_length: accepted / rejected (the DFA with
     accepting / rejecting finals), near_miss (`near_miss_graph`) or labelled (`labelled_graph`)."""
+    require_dfa(dfa, "count_table", "dfa")
     per_dfa = _TABLE_CACHE.setdefault(dfa, {})
     table = per_dfa.get(kind)
     if table is None or table.max_length < max_length:
@@ -80,6 +81,7 @@ def sample_strings(dfa: DFA, length: int, n: int, rng: np.random.Generator, acce
     (accepted=True) or from its complement. Returns int64 (n, length).
 
     Raises EmptyClassError when no string of that length is in the requested class."""
+    require_dfa(dfa, "sample_strings", "dfa")
     if length < 0 or n < 0:
         raise FormalRopeError(f"error: length and n must be non-negative (got length={length}, n={n})")
     counts = count_table(dfa, ACCEPTED if accepted else REJECTED, length)
@@ -242,6 +244,7 @@ def test_sets(
     and near_miss_fraction near-misses: uniform over (positive w, position, other symbol) triples whose
     substitution leaves L. Count tables are shared across lengths and strings of many lengths are
     sampled in one vectorized pass. `progress(done_lengths)` is called after each chunk if given."""
+    require_dfa(dfa, "test_sets", "dfa")
     lengths = [int(length) for length in lengths]
     if any(length < 0 for length in lengths):
         raise FormalRopeError(f"error: test lengths must be non-negative, got {min(lengths)}")
@@ -323,6 +326,7 @@ def test_set(
     dfa: DFA, length: int, n_per_length: int = 512, seed: int = 0, near_miss_fraction: float = 0.5
 ) -> LabeledSet:
     """The LabeledSet for one length; identical to the corresponding entry of `test_sets`."""
+    require_dfa(dfa, "test_set", "dfa")
     return test_sets(dfa, [length], n_per_length, seed, near_miss_fraction)[0]
 
 
@@ -355,6 +359,7 @@ def training_batch(
     Each string's length is uniform over [min_length, max_length] restricted to the lengths where
     its class is non-empty (the same distribution as resampling the length until the class exists);
     given its length the string is uniform in its class. All strings are sampled in one pass."""
+    require_dfa(dfa, "training_batch", "dfa")
     if not 0 <= min_length <= max_length:
         raise FormalRopeError(f"error: need 0 <= min_length <= max_length, got [{min_length}, {max_length}]")
     if batch_size < 0:
