@@ -277,6 +277,23 @@ def test_certify_scan_cap_errors_name_both_the_option_and_the_argument():
             certified_range(1, 1.0, 1e4, "fp32", mode="realized", max_length=max_length)
 
 
+def test_phases_selection_errors_name_both_the_argument_and_the_option():
+    """resolve_heads/check_query are called from Python too: "--layer 3" alone was misleading there."""
+    from formal_rope.diagnostics import resolve_heads
+
+    layout = (("L1.mod:MOD_2^0", "L1.yesterday:Y(a)"), ())
+    for layer, head, expected in [
+        (3, None, r"layer 3 \(--layer\) does not exist"),
+        (2, None, r"layer 2 \(--layer\) has no attention heads"),
+        (None, "9", r"head 9 \(--head\) does not exist"),
+        (None, "L1", r"\(--head\) matches several heads .* a layer \(--layer\)"),
+        (None, "zz", r"no head named 'zz' \(--head\)"),
+    ]:
+        with pytest.raises(FormalRopeError, match=expected):
+            resolve_heads(layout, layer, head)
+    assert resolve_heads(layout, None, "y") == [(0, 1)]
+
+
 def test_paper_sweep_path_finds_each_table_that_reproduce_runs():
     from formal_rope.sweeps import PAPER_TABLES, expand_grid, load_sweep_file, paper_sweep_path
 
