@@ -1,0 +1,152 @@
+"""The exact, machine-checked parts of the SPEC that external checks rely on: defaults, names and
+conventions, each test naming its SPEC section. Behaviour is tested in the stage test files; these
+tests pin the values a contract checker reads (CLI defaults, config defaults, names, spellings)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import typer
+
+from formal_rope.automata import accepts, language_dfa
+from formal_rope.cli import app
+from formal_rope.lang import parse_ltl
+from formal_rope.lang.source import resolve_language
+from formal_rope.precision.formats import f_large, parse_format
+from formal_rope.sampling import test_set as build_test_set
+from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.evaluate import n_star
+
+
+def _option_defaults(command: str) -> dict:
+    """{--option: default} of one CLI command, read from the real Typer app."""
+    click_command = typer.main.get_command(app).commands[command]
+    return {p.opts[0]: p.default for p in click_command.params if p.opts and p.opts[0].startswith("--")}
+
+
+def test_spec_1_mod_counts_positions_from_one_and_atoms_are_false_at_the_readout():
+    """SPEC §1: readout at N+1; MOD₂⁰ at the readout means N odd; every atom is false at N+1."""
+    words = ["", "a", "ab", "aba", "abab"]
+    assert list(accepts(language_dfa(resolve_language("ltl:MOD_2^0", "ab")), words)) == [False, True, False, True, False]
+    assert not any(accepts(language_dfa(resolve_language("ltl:a", "ab")), ["a", "ba", "aa"]))
+
+
+@pytest.mark.parametrize(
+    "spelling, ascii_form",
+    [
+        ("¬a ∧ b", "!a & b"), ("~a & b", "!a & b"), ("a ∨ b", "a | b"), ("a → b", "a -> b"),
+        ("a ↔ b", "a <-> b"), ("⊤ & a", "true & a"), ("⊥ | a", "false | a"), ("P a", "P(a)"),
+        ("Y^{3}(a)", "Y^3(a)"), ("MOD_{3}^{1} & a", "MOD(3,1) & a"),
+    ],
+)
+def test_spec_2_every_listed_spelling_parses_to_the_ascii_form(spelling, ascii_form):
+    """SPEC §2 table: all spellings of a construct are accepted and mean the same."""
+    assert parse_ltl(spelling) == parse_ltl(ascii_form)
+
+
+def test_spec_2_precedence_unary_since_and_or_implies_iff():
+    """SPEC §2: unary operators > S > ∧ > ∨ > → > ↔."""
+    assert parse_ltl("!a S b & c | d -> e <-> f") == parse_ltl("((((((!a) S b) & c) | d) -> e) <-> f)")
+
+
+def test_spec_4_sampling_defaults():
+    """SPEC §4: 512 strings per length, half of the negatives near-misses, test lengths 41..500,
+    balanced halves when both classes exist at the length."""
+    defaults = _option_defaults("sample")
+    assert (defaults["--n"], defaults["--near-miss"], defaults["--lengths"]) == (512, 0.5, "41..500")
+    labelled = build_test_set(language_dfa(resolve_language("contains_ab")), 41)
+    assert len(labelled) == 512 and int(labelled.labels.sum()) == 256
+    assert labelled.n_near_miss == 128 and not labelled.labels[labelled.near_miss].any()
+
+
+@pytest.mark.parametrize(
+    "name, bits, value",
+    [("fp32", (8, 23), None), ("bf16", (8, 7), 93.0), ("fp16", (5, 10), 17.34375), ("fp8e4m3", (4, 3), None),
+     ("fp8e5m2", (5, 2), None), ("e6m9", (6, 9), None)],
+)
+def test_spec_5_format_names_bits_and_f_large(name, bits, value):
+    """SPEC §5: the named formats' (E, M) and f_large; eXmY for any other format."""
+    fmt = parse_format(name)
+    assert (fmt.exponent_bits, fmt.mantissa_bits) == bits
+    if value is not None:
+        assert f_large(name) == value
+    if name == "fp32":
+        assert f_large(name) == float(np.nextafter(np.float32(150 * np.log(2)), np.float32(np.inf)))
+
+
+def test_spec_6_compile_verifies_to_2000_by_default_and_reads_a_formula():
+    """SPEC §6: sampled verification up to --verify-to (default 2000)."""
+    assert _option_defaults("compile")["--verify-to"] == 2000
+
+
+def test_spec_8_run_config_defaults_are_the_core_papers():
+    """SPEC §8: 5 layers, d_model 64, 8 heads, FFN 4×, lr in {1e-4, 3e-4, 5e-4}, batch 128,
+    grad-norm clip 1, training lengths 0..40, test lengths 41..500, 512 strings per length."""
+    config = RunConfig(language="(ab)*")
+    assert (config.layers, config.d_model, config.heads, config.ffn_mult) == (5, 64, 8, 4)
+    assert config.lr in (1e-4, 3e-4, 5e-4) and config.batch_size == 128 and config.grad_clip == 1.0
+    assert (config.train_min_length, config.train_max_length) == (0, 40)
+    assert (config.test_min_length, config.test_max_length, config.n_per_length) == (41, 500, 512)
+
+
+def test_spec_8_positional_encoding_names():
+    """SPEC §8: the encoding names accepted by --pe."""
+    assert set(POSITIONAL_ENCODINGS) == {
+        "nope", "sipe", "sipe_p", "rope", "rope_p", "partial_rope", "jof_fixed", "jof_learned", "jof_projected",
+    }
+
+
+def test_spec_8_run_id_is_a_hash_of_every_config_field():
+    """SPEC §8: a run is fully described by its config; its id is a hash of the config, so changing
+    any field changes the id and equal configs share it."""
+    base = RunConfig(language="(ab)*")
+    assert RunConfig(language="(ab)*").run_id() == base.run_id()
+    changed = {
+        "alphabet": ("a", "b", "c"), "periods": (2,), "pe": "nope", "attention": "torch", "phase_precision": "fp32",
+        "lr_schedule": "cosine", "eval_mode": "nstar", "language": "(aa)*",
+    }
+    ids = {base.run_id()}
+    for field in dataclasses.fields(RunConfig):
+        old = getattr(base, field.name)
+        if field.name in changed:
+            new = changed[field.name]
+        elif isinstance(old, bool):
+            new = not old
+        else:
+            new = old + 1
+        ids.add(base.with_(**{field.name: new}).run_id())
+    assert len(ids) == len(dataclasses.fields(RunConfig)) + 1
+
+
+def test_spec_8_n_star_is_a_tested_length():
+    """SPEC §8 (documented reading in docs/training.md): N* is the last tested length of the
+    leading perfect run of lengths, so with sparse test lengths it never extends past a tested
+    length; 0 when the first tested length is imperfect."""
+    assert n_star([41, 45, 50], [1.0, 1.0, 0.5]) == 45
+    assert n_star([41, 45, 50], [1.0, 1.0, 1.0]) == 50
+    assert n_star([41, 45, 50], [0.99, 1.0, 1.0]) == 0
+
+
+def test_spec_9_report_groups_by_language_pe_base_with_sample_std():
+    """SPEC §9 (documented reading in docs/sweeps.md): max/mean/std of accuracy and N* per
+    (language, PE, base); std is the sample std (ddof 1), and 0 for a single-run row; base-free
+    encodings (nope) group without a base."""
+    import pandas as pd
+
+    from formal_rope.sweeps import aggregate
+
+    runs = pd.DataFrame(
+        {
+            "language": ["(aa)*"] * 4, "pe": ["rope", "rope", "rope", "nope"], "base": [1.0, 1.0, 1e4, 1e4],
+            "accuracy": [1.0, 0.5, 0.75, 0.5], "n_star": [500, 41, 60, 0], "status": ["ok"] * 4,
+        }
+    )
+    rows = {(r.pe, r.base): r for r in aggregate(runs)}
+    assert set(rows) == {("rope", 1.0), ("rope", 1e4), ("nope", None)}
+    pair = rows[("rope", 1.0)]
+    assert (pair.runs, pair.accuracy_max, pair.accuracy_mean, pair.n_star_max) == (2, 1.0, 0.75, 500.0)
+    assert pair.accuracy_std == pytest.approx(np.std([1.0, 0.5], ddof=1))
+    assert pair.n_star_std == pytest.approx(np.std([500, 41], ddof=1))
+    assert rows[("rope", 1e4)].n_star_std == 0.0 and rows[("rope", 1e4)].accuracy_std == 0.0
