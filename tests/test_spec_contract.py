@@ -150,3 +150,21 @@ def test_spec_9_report_groups_by_language_pe_base_with_sample_std():
     assert pair.accuracy_std == pytest.approx(np.std([1.0, 0.5], ddof=1))
     assert pair.n_star_std == pytest.approx(np.std([500, 41], ddof=1))
     assert rows[("rope", 1e4)].n_star_std == 0.0 and rows[("rope", 1e4)].accuracy_std == 0.0
+
+
+def test_spec_8_sweep_paper_scale_is_the_papers_grid_and_plain_sweeps_are_quick(capsys):
+    """SPEC §8/§9 (documented reading in docs/sweeps.md): `sweep --scale paper` runs the core paper's
+    model and learning rates {1e-4, 3e-4, 5e-4}; a sweep without --scale runs at quick scale."""
+    import json
+
+    from cli_support import run_main
+
+    code, out, _ = run_main(capsys, ["sweep", "--lang", "aa_star", "--pe", "nope", "--scale", "paper", "--dry-run", "--json"])
+    paper = json.loads(out)
+    assert code == 0 and {run["lr"] for run in paper} == {1e-4, 3e-4, 5e-4} and len(paper) == 15
+    assert {(r["layers"], r["d_model"], r["heads"], r["ffn_mult"], r["batch_size"], r["grad_clip"]) for r in paper} == {
+        (5, 64, 8, 4, 128, 1.0)
+    }
+    code, out, _ = run_main(capsys, ["sweep", "--lang", "aa_star", "--pe", "nope", "--dry-run", "--json"])
+    quick = json.loads(out)
+    assert code == 0 and {run["layers"] for run in quick} == {2} and {run["d_model"] for run in quick} == {32}
