@@ -168,3 +168,16 @@ def test_spec_8_sweep_paper_scale_is_the_papers_grid_and_plain_sweeps_are_quick(
     code, out, _ = run_main(capsys, ["sweep", "--lang", "aa_star", "--pe", "nope", "--dry-run", "--json"])
     quick = json.loads(out)
     assert code == 0 and {run["layers"] for run in quick} == {2} and {run["d_model"] for run in quick} == {32}
+
+
+@pytest.mark.parametrize(
+    "spec, alphabet",
+    [("Σ*abΣ*", ("a", "b", "c")), ("re:Σ*abΣ*", ("a", "b", "c")), ("ltl:a S b", ("a", "b", "c")),
+     ("(aa)*", ("a",)), ("c(ab)*", ("a", "b", "c")), ("ltl:P(a) & b", ("a", "b"))],
+)
+def test_spec_1_default_alphabet_is_the_mentioned_symbols_or_the_registry_entrys(spec, alphabet):
+    """SPEC §1/§2 (documented reading in docs/languages.md): the default alphabet is the symbols the
+    expression mentions, except that an expression equal to a registry entry's keeps the registry's
+    fixed alphabet (the paper's languages); --alphabet overrides both."""
+    assert tuple(resolve_language(spec).alphabet) == alphabet
+    assert tuple(resolve_language(spec, "abcd").alphabet) == ("a", "b", "c", "d")
