@@ -181,3 +181,46 @@ def test_spec_1_default_alphabet_is_the_mentioned_symbols_or_the_registry_entrys
     fixed alphabet (the paper's languages); --alphabet overrides both."""
     assert tuple(resolve_language(spec).alphabet) == alphabet
     assert tuple(resolve_language(spec, "abcd").alphabet) == ("a", "b", "c", "d")
+
+
+def test_spec_3_classify_reports_every_class_the_spec_names(capsys):
+    """SPEC §3: LTL[P], LTL[P,MOD] with its least k, star-free, L-/J-trivial, syntactic monoid
+    size, and a witness for each failed class; (ab)* is LTL[P,MOD] with k = 2 and star-free."""
+    import json
+
+    from cli_support import run_main
+
+    code, out, _ = run_main(capsys, ["classify", "ab_star", "--json"])
+    result = json.loads(out)
+    assert code == 0
+    assert (result["ltl_p"], result["ltl_p_mod"], result["mod_k"], result["star_free"]) == (False, True, 2, True)
+    assert (result["l_trivial"], result["j_trivial"], result["monoid_size"]) == (False, False, 6)
+    assert {"ltl_p", "l_trivial", "j_trivial"} <= set(result["witness"])
+
+
+def test_spec_7_certify_reports_n_max_and_the_papers_sufficient_bound(capsys):
+    """SPEC §7: N_max^(k)(g, C, F) (ideal mode by default) next to the paper's bound C·δ_L(g) ≥ f_large.
+    g = 2, C = 1e9: the competitor 355 positions back (2·355 ≈ 113·2π) first comes within f_large."""
+    import json
+
+    from cli_support import run_main
+
+    code, out, _ = run_main(capsys, ["certify", "-g", "2", "-C", "1e9", "--json"])
+    result = json.loads(out)
+    assert code == 0 and result["mode"] == "ideal" and result["offset"] == 1 and result["format"] == "fp32"
+    assert result["n_max"] == 354 and result["paper_sufficient_bound"] <= result["n_max"]
+    assert result["f_large"] == f_large("fp32")
+
+
+def test_spec_6_compile_json_reports_mode_certified_length_and_first_disagreement(capsys):
+    """SPEC §5/§6: the compile report says which mode produced the result, the certified length of the
+    Y^k heads, and the first disagreement (None when the model agrees with the DFA)."""
+    import json
+
+    from cli_support import run_main
+
+    code, out, _ = run_main(capsys, ["compile", "P(a) & MOD_2^0", "-a", "ab", "--verify-to", "20", "--exhaustive", "4", "--json"])
+    result = json.loads(out)
+    assert code == 0 and result["ok"] and result["mode"] == "emulated" and result["format"] == "fp32"
+    assert result["first_disagreement"] is None and result["disagreements"] == 0
+    assert result["certified_length"] is None  # no Y^k heads: exact at every length
