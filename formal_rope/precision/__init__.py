@@ -6,6 +6,7 @@ make_arithmetic, correctly_rounded, the rotary helpers) load on first access.
 
 from __future__ import annotations
 
+from formal_rope._lazy import lazy_exports
 from formal_rope.precision.formats import (
     FloatFormat,
     f_large,
@@ -45,9 +46,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'formal_rope.precision' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

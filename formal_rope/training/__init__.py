@@ -11,6 +11,7 @@ stage uses them without training), the torch-based names load on first access.
 
 from __future__ import annotations
 
+from formal_rope._lazy import lazy_exports
 from formal_rope.training.config import POSITIONAL_ENCODINGS, LengthResult, RunConfig, RunResult
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale, scale_overrides
 
@@ -51,13 +52,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'formal_rope.training' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
