@@ -214,56 +214,58 @@ def _determinize(
     return minimize(DFA(alphabet, transitions, 0, np.array(is_final, dtype=bool)))
 
 
-def _subsets_as_bitsets(successors, start, accepting, max_states) -> tuple[list[list[int]], list[bool]]:
-    """Reachable subsets (BFS order from the start subset): transition rows, acceptance."""
-    columns = [[sum(1 << t for t in set(targets)) for targets in column] for column in successors]
-    final = sum(1 << state for state, is_final in enumerate(accepting) if is_final)
-    start_bits = sum(1 << state for state in set(start))
-    index_of = {start_bits: 0}
-    subsets = [start_bits]
+def _reachable_subsets(start_subset, step, max_states: int) -> tuple[list[list[int]], list]:
+    """Subsets reachable from `start_subset` in BFS order and their transition rows (indices);
+    `step(subset)` lists the successor subset under each symbol, in alphabet order."""
+    index_of = {start_subset: 0}
+    subsets = [start_subset]
     rows: list[list[int]] = []
     for subset in subsets:  # grows while it is walked
+        row = []
+        for target in step(subset):
+            known = index_of.get(target)
+            if known is None:
+                known = len(subsets)
+                index_of[target] = known
+                subsets.append(target)
+                check_state_limit(len(subsets), max_states, "the expression's automaton")
+            row.append(known)
+        rows.append(row)
+    return rows, subsets
+
+
+def _subsets_as_bitsets(successors, start, accepting, max_states) -> tuple[list[list[int]], list[bool]]:
+    """Reachable subsets as int bitsets: transition rows, acceptance."""
+    columns = [[sum(1 << t for t in set(targets)) for targets in column] for column in successors]
+    final = sum(1 << state for state, is_final in enumerate(accepting) if is_final)
+
+    def step(subset: int) -> list[int]:
         members = []
         bits = subset
         while bits:
             low = bits & -bits
             members.append(low.bit_length() - 1)
             bits ^= low
-        row = []
+        targets = []
         for column in columns:
             target = 0
             for member in members:
                 target |= column[member]
-            known = index_of.get(target)
-            if known is None:
-                known = len(subsets)
-                index_of[target] = known
-                subsets.append(target)
-                check_state_limit(len(subsets), max_states, "the expression's automaton")
-            row.append(known)
-        rows.append(row)
+            targets.append(target)
+        return targets
+
+    rows, subsets = _reachable_subsets(sum(1 << state for state in set(start)), step, max_states)
     return rows, [bool(subset & final) for subset in subsets]
 
 
 def _subsets_as_sets(successors, start, accepting, max_states) -> tuple[list[list[int]], list[bool]]:
     """As _subsets_as_bitsets, with frozenset subsets."""
     final = frozenset(state for state, is_final in enumerate(accepting) if is_final)
-    start_subset = frozenset(start)
-    index_of = {start_subset: 0}
-    subsets = [start_subset]
-    rows: list[list[int]] = []
-    for members in subsets:  # grows while it is walked
-        row = []
-        for column in successors:
-            target = frozenset(chain.from_iterable(map(column.__getitem__, members)))
-            known = index_of.get(target)
-            if known is None:
-                known = len(subsets)
-                index_of[target] = known
-                subsets.append(target)
-                check_state_limit(len(subsets), max_states, "the expression's automaton")
-            row.append(known)
-        rows.append(row)
+
+    def step(members: frozenset) -> list[frozenset]:
+        return [frozenset(chain.from_iterable(map(column.__getitem__, members))) for column in successors]
+
+    rows, subsets = _reachable_subsets(frozenset(start), step, max_states)
     return rows, [not final.isdisjoint(subset) for subset in subsets]
 
 

@@ -51,13 +51,14 @@ def compile_command(
     """
     from formal_rope.compiler import compile_formula
     from formal_rope.lang.source import resolve_language
+    from formal_rope.model.evaluate import check_mode
     from formal_rope.model.io import save_model
 
     if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1:
         raise FormalRopeError(
             "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
         )
-    _check_mode(mode, format_name)  # before compiling, which can take a while
+    check_mode(mode, format_name)  # before compiling, which can take a while
     if out is not None and (out.is_dir() or not out.parent.is_dir()):
         problem = "is a directory" if out.is_dir() else f"is in a folder that does not exist ({out.parent})"
         raise FormalRopeError(f"cannot write model file {out}: it {problem}")
@@ -74,15 +75,6 @@ def compile_command(
         _print_report(compiled, verification, out)
     if not verification.ok:
         raise typer.Exit(1)
-
-
-def _check_mode(mode: str, format_name: str) -> None:
-    from formal_rope.model.evaluate import MODES, _torch_dtype
-
-    if mode not in MODES:
-        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
-    if mode == "native":
-        _torch_dtype(format_name)  # FormalRopeError for formats without a torch dtype
 
 
 def _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states, show_progress: bool):

@@ -139,15 +139,14 @@ def verify_compiled(
     """
     from formal_rope.automata import accepts, ltl_to_dfa
     from formal_rope.automata.membership import format_word
-    from formal_rope.model.evaluate import MODES, evaluate
+    from formal_rope.model.evaluate import check_mode, evaluate
     from formal_rope.sampling import EmptyClassError, sample_strings
 
     for name, flag, value in (("verify_to", "--verify-to", verify_to), ("exhaustive_up_to", "--exhaustive", exhaustive_up_to),
                               ("per_length", "--per-length", per_length)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise FormalRopeError(f"{name} ({flag}) must be a non-negative integer, got {value!r}")
-    if mode not in MODES:  # checked here because the DFA and the samples come before the evaluation
-        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
+    check_mode(mode)  # here, because the DFA and the samples come before the evaluation
     fmt = fmt or compiled.options.fmt
     alphabet = compiled.alphabet
     # The expected labels need the formula's DFA, which can be large (Y^k remembers k symbols).

@@ -131,6 +131,15 @@ def _to_numpy(values) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
+def check_mode(mode: str, fmt=None) -> None:
+    """FormalRopeError for an unknown evaluation mode, or for native mode in a format without a
+    torch dtype (checked before slow work: compiling, building the verification DFA)."""
+    if mode not in MODES:
+        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
+    if mode == "native" and fmt is not None:
+        _torch_dtype(fmt)
+
+
 def _torch_dtype(fmt):
     from formal_rope.precision.formats import native_dtype, parse_format
 
@@ -515,8 +524,7 @@ def evaluate(
     from formal_rope.precision.formats import parse_format
 
     fmt = parse_format(fmt)
-    if mode not in MODES:
-        raise FormalRopeError(f"unknown evaluation mode {mode!r}; expected one of {', '.join(MODES)}")
+    check_mode(mode)
     check_parameters_fit(model, fmt)
     encoded = [model.encode(string) for string in strings]
     runner = _EmulatedForward(model, fmt) if mode == "emulated" else _NativeForward(model, fmt)
