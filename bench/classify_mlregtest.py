@@ -25,11 +25,10 @@ VERDICTS = ("ltl_p", "ltl_p_mod", "star_free", "r_trivial", "l_trivial", "j_triv
 
 
 def default_data_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "shared" / "data" / "mlregtest", here / "shared" / "data" / "mlregtest"):
-        if candidate.is_dir():
-            return candidate
-    raise SystemExit("MLRegTest data not found; pass the folder as the first argument")
+    folder = Path(__file__).resolve().parent.parent / "data" / "mlregtest"
+    if folder.is_dir():
+        return folder
+    raise SystemExit(f"MLRegTest data not found in {folder}; pass the folder as the first argument")
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ Both run in this process on the same automata; the tables must be identical. Cas
   doubled    two interleaved copies of a mod-M counter (M = 5001) that must merge
   Σ*aΣ{S}    2^(S+1) states (S = 15), states randomly renumbered: shallow and wide, where the
              vectorized Moore rounds alone finish (checks that this case did not get slower)
-  MLRegTest  all .att automata of ../shared/data/mlregtest, minimized one after another
+  MLRegTest  all .att automata of data/mlregtest, minimized one after another
 
     python bench/minimize.py [--counter 20001] [--repeat-length 3000] [--mlregtest DIR]
 """
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--repeat-length", type=int, default=3000, help="K in a{K}")
     parser.add_argument("--suffix", type=int, default=15, help="S in Σ*aΣ{S}")
     parser.add_argument("--doubled", type=int, default=5001, help="M (odd), the period of the doubled counter")
-    default_dir = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "mlregtest"
+    default_dir = Path(__file__).resolve().parent.parent / "data" / "mlregtest"
     parser.add_argument("--mlregtest", type=Path, default=default_dir, help="folder of .att files")
     args = parser.parse_args()
     rng = np.random.default_rng(0)

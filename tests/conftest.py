@@ -23,11 +23,9 @@ settings.load_profile("ci")
 
 @pytest.fixture(scope="session")
 def mlregtest_dir():
-    """The 930 MLRegTest automata shipped in ../shared/data/mlregtest (beside the checkout)."""
+    """The 930 MLRegTest automata the project carries in data/mlregtest (CC BY 4.0, see its README)."""
     from pathlib import Path
 
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here.parent / "shared" / "data" / "mlregtest", here / "shared" / "data" / "mlregtest"):
-        if candidate.is_dir():
-            return candidate
-    pytest.skip("../shared/data/mlregtest not found beside the checkout")
+    folder = Path(__file__).resolve().parent.parent / "data" / "mlregtest"
+    assert len(list(folder.glob("*.att"))) == 930, f"{folder} must hold the 930 MLRegTest automata"
+    return folder
