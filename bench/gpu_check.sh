@@ -3,15 +3,16 @@
 #
 #   bash bench/gpu_check.sh            # from the repository root (or anywhere: it cd's there)
 #
-# What it does, in about 3-4 minutes on an H100/H200 (hard cap per stage, whole script < 5 min):
+# What it does, in about 4-5 minutes on an H100/H200 (hard cap per stage, whole script < 5 min):
 #   1. reports the environment and uses the python3 that already has torch (prints which);
 #      installs missing test deps from ./.whl (carried wheels) or, if reachable, from PyPI;
 #      makes the package importable (pip install -e . --no-deps, falling back to PYTHONPATH);
 #   2. a pytest-free smoke check: fused forward/backward vs the torch reference on the GPU;
 #   3. the kernel tests (tests/test_kernels_*.py) on the GPU with real Triton (xdist if present);
-#   4. a compile + autotune warm-up of the benchmark's kernels (2-4 run concurrently, <= 170 s);
+#   4. a compile + autotune warm-up of the benchmark's kernels (2-4 run concurrently, <= 140 s);
 #   5. bench/attention.py alone on the GPU (fused vs rotation + SDPA, training and eval shapes);
-#   6. writes a short report to $OUT/gpu_report.txt (or ./gpu_report.txt) plus logs beside it.
+#   6. bench/packed_training.py --device cuda: packed training at paper dims, R = 1, 16, 64, 256;
+#   7. writes a short report to $OUT/gpu_report.txt (or ./gpu_report.txt) plus logs beside it.
 # Environment knobs: PYTHON (interpreter), PARALLEL_TIMEOUT, BENCH_TIMEOUT, BENCH_DTYPES, XDIST_WORKERS;
 # GPU_CHECK_ALLOW_CPU=1 dry-runs the whole script without a GPU (Triton interpreter, no speed claims).
 set -u
@@ -23,8 +24,9 @@ REPORT="$OUT_DIR/gpu_report.txt"
 LOGS="$OUT_DIR"
 mkdir -p "$OUT_DIR"
 PY=${PYTHON:-python3}
-PARALLEL_TIMEOUT=${PARALLEL_TIMEOUT:-170}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-100}
+PARALLEL_TIMEOUT=${PARALLEL_TIMEOUT:-140}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-90}
+PACK_TIMEOUT=${PACK_TIMEOUT:-60}
 BENCH_DTYPES=${BENCH_DTYPES:-float32,bfloat16}
 XDIST_WORKERS=${XDIST_WORKERS:-8}
 ALLOW_CPU=${GPU_CHECK_ALLOW_CPU:-0}
@@ -175,7 +177,17 @@ report ""
 report "== bench/attention.py (fused vs rotation + SDPA with explicit strict mask), rc=$BENCH_RC$(timed_out $BENCH_RC)"
 grep -E '^(train|eval)|tuned:|evaluation shapes|no GPU|Error' "$LOGS/gpu_bench.log" | tee -a "$REPORT"
 
+# ---- 6. packed training at paper dims (issue 10): run-steps/s of packs of R runs ----------------
+log "packed training"
+PACK_DEVICE=cuda; [ "$ALLOW_CPU" = 1 ] && ! "$PY" -c "import torch,sys; sys.exit(not torch.cuda.is_available())" && PACK_DEVICE=cpu
+timeout "$PACK_TIMEOUT" "$PY" bench/packed_training.py --single-process --device "$PACK_DEVICE" --dims paper --packs 1,16,64,256 \
+  --steps 8 --warmup 3 >"$LOGS/gpu_packed.log" 2>&1
+PACK_RC=$?
 report ""
-report "total: $((SECONDS - START)) s; logs: gpu_smoke.log gpu_tests.log gpu_warmup.log gpu_bench.log gpu_bench.json in $LOGS"
+report "== bench/packed_training.py --device cuda (paper dims, R = 1, 16, 64, 256; target >= 20x at R = 64), rc=$PACK_RC$(timed_out $PACK_RC)"
+grep -E 'pack|Error' "$LOGS/gpu_packed.log" | tail -8 | tee -a "$REPORT"
+
+report ""
+report "total: $((SECONDS - START)) s; logs: gpu_smoke.log gpu_tests.log gpu_warmup.log gpu_bench.log gpu_bench.json gpu_packed.log in $LOGS"
 rm -rf "$SMOKE_PY" "$WARM_DIR"
-[ $SMOKE_RC = 0 ] && [ $TEST_RC = 0 ] && [ $WARM_RC = 0 ] && [ $BENCH_RC = 0 ]
+[ $SMOKE_RC = 0 ] && [ $TEST_RC = 0 ] && [ $WARM_RC = 0 ] && [ $BENCH_RC = 0 ] && [ $PACK_RC = 0 ]

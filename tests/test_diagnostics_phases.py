@@ -81,6 +81,31 @@ class _ScoreRecorder:
         return self.original(q, k, v, cos, sin, **kwargs)
 
 
+class _ReadoutScoreRecorder:
+    """Stands in for the last layer's one-query kernel: records the readout row's scores (heads, T)."""
+
+    def __init__(self, original, scores):
+        self.original = original
+        self.scores = scores  # shared with _ScoreRecorder: one entry per layer, in order
+
+    def __call__(self, q, k, v, cos, sin, positions, **kwargs):
+        count, heads, length, dim = k.shape
+        assert count == 1  # one string
+        position = int(positions[0])
+        if cos.dim() == 3:
+            cos_k, sin_k = cos[0][None], sin[0][None]  # (1, T, P) broadcast over heads
+        else:
+            cos_k, sin_k = cos[0], sin[0]  # (H, T, P)
+        cos_q, sin_q = cos_k[:, position], sin_k[:, position]
+        q_c = torch.complex(q[0, :, 0::2].double(), q[0, :, 1::2].double()) * torch.complex(cos_q.double(), sin_q.double())
+        k_c = torch.complex(k[0, ..., 0::2].double(), k[0, ..., 1::2].double()) * torch.complex(cos_k.double(), sin_k.double())
+        row = (q_c[:, None, :] * k_c.conj()).real.sum(-1) / math.sqrt(dim)  # (H, T)
+        scores = torch.full((1, heads, length, length), float("nan"), dtype=torch.float64)
+        scores[0, :, position] = row
+        self.scores.append(scores)
+        return self.original(q, k, v, cos, sin, positions, **kwargs)
+
+
 @pytest.mark.parametrize("pe", ["rope", "jof_projected"])
 def test_captured_scores_match_the_kernel_inputs(monkeypatch, pe):
     """An independent capture: the q, k, cos, sin the model hands its kernel, rotated as complex numbers."""
@@ -89,15 +114,20 @@ def test_captured_scores_match_the_kernel_inputs(monkeypatch, pe):
     model = tiny_model(pe)
     recorder = _ScoreRecorder(model_module.rotary_attention)
     monkeypatch.setattr(model_module, "rotary_attention", recorder)
+    # The last layer attends from the readout (eos) only: its recorded row is the last one.
+    monkeypatch.setattr(model_module, "rotary_readout_attention", _ReadoutScoreRecorder(model_module.rotary_readout_attention, recorder.scores))
     captured = capture_heads(model, STRING, alphabet=ALPHABET)
     length = len(STRING) + 2
     rows, cols = visible_pairs(length)
+    last = len(model.blocks) - 1
     for inputs in captured.heads:
         recorded = recorder.scores[inputs.layer]
-        if pe == "jof_projected":  # heads folded into the batch
+        if pe == "jof_projected" and inputs.layer != last:  # heads folded into the batch
             recorded = recorded.view(1, 2, length, length)
         expected = recorded[0, inputs.head].numpy()
-        assert np.abs(inputs.actual[rows, cols] - expected[rows, cols]).max() < 1e-5
+        checked = rows == length - 1 if inputs.layer == last else np.ones_like(rows, dtype=bool)
+        assert checked.any()
+        assert np.abs(inputs.actual[rows[checked], cols[checked]] - expected[rows[checked], cols[checked]]).max() < 1e-5
 
 
 def test_rope_position_phase_is_theta_times_offset():

@@ -165,3 +165,30 @@ def test_checkpoints_hold_one_run_and_format_1_files_still_load(tmp_path):
             tokens, readout = encode_fixed_length(np.array([["ab".index(c) for c in string]], dtype=np.int64).reshape(1, -1), 2)
             with torch.no_grad():
                 np.testing.assert_allclose(loaded.model(tokens, readout)[0].numpy(), logits, rtol=1e-5, atol=1e-6)
+
+
+class _Stop(KeyboardInterrupt):
+    """Stands for a kill (Ctrl-C, a lost worker) at a chosen step."""
+
+
+@pytest.mark.parametrize("pe", POSITIONAL_ENCODINGS)
+def test_a_killed_pack_resumes_bit_identically(pe, tmp_path):
+    from formal_rope.training.state import StateOptions
+
+    configs = [_tiny(pe, seed=s, lr=lr, steps=24, train_near_miss_fraction=0.5) for s, lr in ((0, 3e-3), (1, 5e-3))]
+    whole, whole_model = run_pack(configs, progress=False)
+    state = StateOptions(str(tmp_path / "state"), every=5)
+
+    def stop_at_step_13(step, losses):
+        if step == 13:
+            raise _Stop()
+
+    with pytest.raises(_Stop):
+        run_pack(configs, progress=False, state=state, on_step=stop_at_step_13)
+    assert list((tmp_path / "state").iterdir())  # the state of step 10 was saved
+    resumed, resumed_model = run_pack(configs, progress=False, state=state)
+    for a, b in zip(whole, resumed):
+        assert (a.final_loss, a.per_length, a.n_star, a.first_failure) == (b.final_loss, b.per_length, b.n_star, b.first_failure)
+    for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.equal(x, y), name
+    assert not [p for p in (tmp_path / "state").iterdir() if not p.name.startswith(".")]  # removed once finished

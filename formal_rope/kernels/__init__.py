@@ -6,7 +6,7 @@ import os
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
-from formal_rope.kernels.torch_fast import rotary_attention_fast
+from formal_rope.kernels.torch_fast import rotary_attention_fast, rotary_readout_attention
 
 ATTENTION_IMPLS = ("auto", "triton", "torch")
 
@@ -68,4 +68,5 @@ __all__ = [
     "rotary_attention",
     "rotary_attention_fast",
     "rotary_attention_reference",
+    "rotary_readout_attention",
 ]

@@ -59,3 +59,56 @@ def rotary_attention_fast(
     if rotate_values:
         out = rotate_complex(out, cos.float(), sin.float(), inverse=True)
     return out.to(q.dtype)
+
+
+def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
+    """Rotate interleaved pairs of x (..., d) by tables (..., d/2) that broadcast against x's pairs."""
+    work = x if x.dtype in (torch.float32, torch.float64) else x.float()
+    pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], -1, 2).contiguous())
+    rotation = torch.complex(cos.to(work.dtype), (-sin if inverse else sin).to(work.dtype))
+    return torch.view_as_real(pairs * rotation).flatten(-2)
+
+
+def rotary_readout_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    positions: torch.Tensor,
+    *,
+    rotate_values: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Strict-causal rotary attention of ONE query per sequence: row `positions[n]` of `rotary_attention`.
+
+    q: (N, H, d), the query at position positions[n] of sequence n; k, v: (N, H, T, d) at positions
+    0..T-1, of which only j < positions[n] are attended. cos, sin: (T, d/2) shared, (N, T, d/2) per
+    sequence, or (N, H, T, d/2) per sequence and head. Returns (N, H, d) in q's dtype.
+
+    A classifier reads its last layer at eos only, so this costs O(T) per sequence instead of O(T^2).
+    """
+    count, heads, length, dim = k.shape
+    scale = 1.0 / math.sqrt(dim) if scale is None else scale
+    cos, sin = cos.to(q.dtype), sin.to(q.dtype)
+    sequences = torch.arange(count, device=k.device)
+    if cos.dim() == 2:
+        table_k = (cos[None, None], sin[None, None])
+        table_q = (cos[positions][:, None], sin[positions][:, None])
+    elif cos.dim() == 3:
+        table_k = (cos[:, None], sin[:, None])
+        table_q = (cos[sequences, positions][:, None], sin[sequences, positions][:, None])
+    else:
+        table_k = (cos, sin)
+        table_q = (cos[sequences, :, positions], sin[sequences, :, positions])
+    q_rot = _rotate_pairs(q, *table_q)
+    k_rot = _rotate_pairs(k, *table_k)
+    v_in = _rotate_pairs(v, *table_k) if rotate_values else v.float()
+    scores = torch.matmul(k_rot, q_rot[..., None])[..., 0] * scale  # (N, H, T)
+    later = torch.arange(length, device=k.device)[None, None, :] >= positions[:, None, None]
+    scores = scores.float().masked_fill(later, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # position 0 (bos) sees no key: zeros
+    out = torch.matmul(weights[..., None, :], v_in.float())[..., 0, :]  # (N, H, d)
+    if rotate_values:
+        out = _rotate_pairs(out, table_q[0].float(), table_q[1].float(), inverse=True)
+    return out.to(q.dtype)

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from formal_rope.kernels import rotary_attention
+from formal_rope.kernels import rotary_attention, rotary_readout_attention
 from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear
 from formal_rope.training.positional import PositionalEncoding, _select_module
 
@@ -116,19 +116,46 @@ class Block(nn.Module):
         out = out.view(runs, batch, self.heads, length, head_dim).transpose(2, 3)
         return out.reshape(runs, batch, length, d_model)
 
+    def attend_readout(self, x: torch.Tensor, rotation, rotate_values: bool, readout: torch.Tensor) -> torch.Tensor:
+        """Attention output (R, B, d_model) of each sequence's readout query only (its eos)."""
+        runs, batch, length, d_model = x.shape
+        head_dim = d_model // self.heads
+        q, k, v = self.project_qkv(x)
+        count = runs * batch
+        flat = readout.reshape(count)
+        queries = q.reshape(count, self.heads, length, head_dim)[torch.arange(count, device=x.device), :, flat]
+        if rotation is None:
+            cos = torch.ones(length, head_dim // 2, dtype=x.dtype, device=x.device)
+            sin = torch.zeros_like(cos)
+        else:
+            cos, sin = rotation
+            if cos.dim() == 3:  # per-run tables (R, T, P): one per sequence
+                cos = cos[:, None].expand(runs, batch, length, -1).reshape(count, length, -1)
+                sin = sin[:, None].expand(runs, batch, length, -1).reshape(count, length, -1)
+            else:  # content angles (R, B, H, T, P)
+                cos, sin = cos.reshape(count, self.heads, length, -1), sin.reshape(count, self.heads, length, -1)
+        out = rotary_readout_attention(
+            queries, k.reshape(count, self.heads, length, head_dim), v.reshape(count, self.heads, length, head_dim),
+            cos, sin, flat, rotate_values=rotate_values,
+        )
+        return out.reshape(runs, batch, d_model)
+
     def forward(
         self, x: torch.Tensor, positional: PositionalEncoding, layer: int, impl: str, rows: tuple | None = None
     ) -> torch.Tensor:
         """The block's output at every position, or only at the (run, batch, position) `rows` when given.
 
-        The last block is only read at eos, and everything after attention is per-position, so the
-        output projection and FFN run on the readout rows alone (same values, less work).
+        The last block is only read at eos, and everything after attention is per-position, so with
+        `rows` only the readout queries attend (O(T) instead of O(T^2)) and the output projection
+        and FFN run on the readout rows alone (same values up to rounding, less work).
         """
         normed = self.attention_norm(x)
         rotation = positional.rotation(layer, x.shape[2], x)
-        attended = self.attend(normed, rotation, positional.rotate_values, impl)
         if rows is not None:
-            x, attended = x[rows], attended[rows]
+            attended = self.attend_readout(normed, rotation, positional.rotate_values, rows[2])
+            x = x[rows]
+        else:
+            attended = self.attend(normed, rotation, positional.rotate_values, impl)
         x = x + self.attention_out(attended)
         return x + self.ffn_out(F.gelu(self.ffn_in(self.ffn_norm(x))))
 

@@ -32,11 +32,16 @@ def clip_grad_norms(parameters: Sequence[torch.nn.Parameter], max_norms: torch.T
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return torch.zeros(len(max_norms))
-    squares = torch.stack([g.detach().double().pow(2).flatten(1).sum(1) for g in grads]).sum(0)
+    squares = torch.stack([g.detach().pow(2).flatten(1).sum(1, dtype=torch.float64) for g in grads]).sum(0)
     norms = squares.sqrt()
+    max_norms = max_norms.to(norms.device)
     factors = torch.where(max_norms > 0, (max_norms / (norms + 1e-6)).clamp(max=1.0), torch.ones_like(norms))
+    by_shape: dict = {}
     for grad in grads:
-        grad.mul_(_per_run(factors, grad))
+        key = (grad.dim(), grad.dtype)
+        if key not in by_shape:
+            by_shape[key] = _per_run(factors, grad)
+        grad.mul_(by_shape[key])
     return norms
 
 
@@ -75,20 +80,29 @@ class PackedAdamW:
         correction2_sqrt = (1 - beta2**steps).sqrt()
         step_sizes = -lrs / correction1
         decay_factors = 1 - lrs * self.weight_decays
+        # Per-run factors in each parameter dtype, built once per step (not once per parameter).
+        factors: dict = {}
+
+        def per_run(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+            key = (id(values), like.dtype, like.device, like.dim())
+            if key not in factors:
+                factors[key] = _per_run(values.to(like.device), like)
+            return factors[key]
+
         for index, (parameter, decayed) in enumerate(zip(self.parameters, self.decayed)):
             grad = parameter.grad
             if grad is None:
                 continue
             # The same operations whether or not some runs are frozen, so an active run's numbers
             # never depend on the others; frozen runs keep their weights and moments (torch.where).
-            mask = None if everyone else _per_run(active, grad).bool()
+            mask = None if everyone else per_run(active, grad).bool()
             if mask is not None:
                 grad = torch.where(mask, grad, torch.zeros((), dtype=grad.dtype, device=grad.device))
             exp_avg = self.exp_avg[index].lerp(grad, 1 - beta1)
             exp_avg_sq = self.exp_avg_sq[index].mul(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denominator = exp_avg_sq.sqrt().div_(_per_run(correction2_sqrt, exp_avg_sq)).add_(self.eps)
-            updated = parameter * _per_run(decay_factors, parameter) if decayed else parameter
-            updated = updated + exp_avg * _per_run(step_sizes, exp_avg) / denominator
+            denominator = exp_avg_sq.sqrt().div_(per_run(correction2_sqrt, exp_avg_sq)).add_(self.eps)
+            updated = parameter * per_run(decay_factors, parameter) if decayed else parameter
+            updated = updated + exp_avg * per_run(step_sizes, exp_avg) / denominator
             if mask is not None:
                 exp_avg = torch.where(mask, exp_avg, self.exp_avg[index])
                 exp_avg_sq = torch.where(mask, exp_avg_sq, self.exp_avg_sq[index])

@@ -1,0 +1,266 @@
+"""Packed training throughput: packs of R runs vs the best way to use the machine one run at a time.
+
+All numbers come from this one invocation on this machine, each configuration in fresh processes:
+
+  solo x2      2 worker processes, each training one run alone (a pack of one, 1 thread): what
+               `sweep --workers 2 --pack 1` does; the baseline of every ratio.
+  legacy x2    the same with the trainer as it was before packed training (`--legacy-commit`,
+               checked out into a temporary git worktree), when the history is available.
+  pack R x2    2 worker processes, each training a pack of R runs (1 thread): `--pack R --workers 2`.
+  pack R t2    1 process training a pack of R runs with 2 threads.
+
+Throughput is run-steps per second of wall time (runs x steps / seconds, after warm-up steps).
+"GEMM limit" is a large fp32 matrix product on all cores; each configuration's fraction of it uses
+the model's estimated training FLOPs. Peak memory per run is the process RSS divided by its runs.
+`--compile` also times torch.compile of the model for the largest pack (kept only if faster).
+`--eval` compares packed N* evaluation with evaluating the same R runs one after another.
+
+    python bench/packed_training.py [--dims quick,paper] [--packs 1,2,4,8,16] [--steps 30] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LEGACY_COMMIT = "8eb2b7b"  # the last commit before packed training
+
+DIMS = {
+    "quick": dict(layers=2, d_model=32, heads=4, batch_size=64),
+    "paper": dict(layers=5, d_model=64, heads=8, batch_size=128),
+}
+
+
+def _config(dims: str, seed: int, steps: int):
+    from formal_rope.training.config import RunConfig
+    from formal_rope.training.scales import scale_overrides
+
+    settings = {**scale_overrides("quick"), **DIMS[dims], "steps": steps}
+    return RunConfig(language="(ab)*", pe="rope", seed=seed, **settings)
+
+
+def _train_worker(root: str, dims: str, runs: int, first_seed: int, steps: int, warmup: int, threads: int,
+                  compiled: bool, queue, device: str = "cpu") -> None:
+    """Child process: train a pack of `runs` runs for warmup + steps steps; report timing and RSS."""
+    sys.path.insert(0, root)
+    import torch
+
+    torch.set_num_threads(threads)
+    from formal_rope.training import train as trainer
+
+    # On a GPU the attention is PyTorch's fused SDPA path ("torch"), so the check measures packing
+    # rather than the Triton kernel's autotuning (bench/attention.py measures that).
+    configs = [_config(dims, first_seed + r, warmup + steps).with_(attention="torch") for r in range(runs)]
+    dfa = trainer.resolve_dfa(configs[0])
+    model = trainer.build_pack(configs, len(dfa.alphabet), [None] * runs).to(device)
+    if compiled:
+        model = torch.compile(model, dynamic=True)
+    data = [trainer.run_data(c, dfa) for c in configs]
+    stamps: list[float] = []
+
+    def stamp(step, losses):  # losses are already on the host: the step has finished
+        stamps.append(time.perf_counter())
+
+    trainer.train_pack(model, configs, data, device=device, on_step=stamp)
+    queue.put({"stamps": stamps, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+
+
+def _legacy_worker(root: str, dims: str, runs: int, first_seed: int, steps: int, warmup: int, threads: int,
+                   compiled: bool, queue) -> None:
+    sys.path.insert(0, root)
+    import torch
+
+    torch.set_num_threads(threads)
+    from formal_rope.training import train as trainer
+
+    config = _config(dims, first_seed, warmup + steps)
+    dfa = trainer.resolve_dfa(config)
+    torch.manual_seed(config.seed)
+    model = trainer.build_model(config, len(dfa.alphabet), None)
+    stamps = []
+    trainer.train_model(model, config, dfa, report=lambda event: stamps.append(time.perf_counter()), log_every=1)
+    queue.put({"stamps": stamps, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+
+
+def measure(root: Path, dims: str, runs: int, workers: int, threads: int, steps: int, warmup: int,
+            legacy: bool = False, compiled: bool = False, device: str = "cpu") -> dict:
+    """Run `workers` processes at once, each a pack of `runs`; wall time over the timed steps."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_legacy_worker, args=(str(root), dims, runs, 1000 * w, steps, warmup, threads, compiled, queue))
+        if legacy else
+        context.Process(target=_train_worker, args=(str(root), dims, runs, 1000 * w, steps, warmup, threads, compiled, queue, device))
+        for w in range(workers)
+    ]
+    for process in processes:
+        process.start()
+    reports = [queue.get() for _ in processes]
+    for process in processes:
+        process.join()
+    # Overlapping timed window of all workers: from the latest start of timing to the latest end.
+    start = max(r["stamps"][warmup - 1] for r in reports)
+    end = max(r["stamps"][-1] for r in reports)
+    timed = [sum(1 for t in r["stamps"][warmup:] if t >= start) for r in reports]
+    run_steps = sum(count * runs for count in timed)
+    return {
+        "run_steps_per_s": run_steps / max(end - start, 1e-9),
+        "peak_rss_per_run_mib": max(r["rss"] for r in reports) / runs / 2**20,
+    }
+
+
+def gemm_limit(threads: int) -> float:
+    """fp32 GFLOP/s of a large matrix product on `threads` threads (the machine's practical ceiling)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    for _ in range(2):
+        a @ b
+    started = time.perf_counter()
+    repeats = 6
+    for _ in range(repeats):
+        a @ b
+    return repeats * 2 * 2048**3 / (time.perf_counter() - started) / 1e9
+
+
+def flops_per_run_step(dims: str) -> float:
+    """Estimated training FLOPs of one run-step (forward + backward = 3x forward) with length buckets."""
+    from formal_rope.training.train import bucket_widths
+
+    settings = DIMS[dims]
+    d, layers, heads, batch = settings["d_model"], settings["layers"], settings["heads"], settings["batch_size"]
+    widths = bucket_widths(0, 40)
+    per_token = 2 * (3 * d * d + d * d + 8 * d * d)  # qkv, out, FFN 4x in and out
+    forward = 0.0
+    for width in widths:
+        rows = batch / len(widths)
+        forward += layers * rows * width * per_token + layers * rows * heads * 4 * width * width * (d // heads)
+    return 3 * forward
+
+
+def eval_ratio(root: Path, runs: int) -> dict:
+    """Packed N* evaluation of `runs` trained runs vs evaluating them one after another."""
+    import torch
+
+    torch.set_num_threads(1)
+    from formal_rope.training import train as trainer
+
+    configs = [_config("quick", seed, 5).with_(n_per_length=16, test_max_length=200, eval_mode="full") for seed in range(runs)]
+    dfa = trainer.resolve_dfa(configs[0])
+    model = trainer.build_pack(configs, len(dfa.alphabet), [None] * runs)
+    data = [trainer.run_data(c, dfa) for c in configs]
+    started = time.perf_counter()
+    packed = trainer.evaluate_pack(model, configs, data)
+    packed_s = time.perf_counter() - started
+    started = time.perf_counter()
+    single = [trainer.evaluate_pack(model.select_runs([r]), [configs[r]], [data[r]])[0] for r in range(runs)]
+    sequential_s = time.perf_counter() - started
+    assert [e.per_length for e in packed] == [e.per_length for e in single]
+    return {"runs": runs, "packed_s": packed_s, "sequential_s": sequential_s, "ratio": sequential_s / packed_s}
+
+
+def gpu_report(args, packs) -> None:
+    """On a GPU: run-steps/s of each pack size in one process, and the ratio of each to R = 1."""
+    rows = {}
+    for dims in args.dims.split(","):
+        for runs in packs:
+            result = measure(ROOT, dims, runs, 1, 1, args.steps, args.warmup, device=args.device)
+            rows[f"{dims} pack {runs}"] = result
+            print(f"{dims:6s} pack {runs:4d} on {args.device}: {result['run_steps_per_s']:10.1f} run-steps/s  "
+                  f"({result['run_steps_per_s'] / rows[f'{dims} pack {packs[0]}']['run_steps_per_s']:.1f}x pack {packs[0]})",
+                  flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
+def legacy_checkout(commit: str) -> Path | None:
+    """A temporary worktree of `commit`, or None when git or the commit is unavailable."""
+    if shutil.which("git") is None:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="formal-rope-legacy-"))
+    done = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), commit],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", default="quick,paper", help="quick and/or paper model dimensions")
+    parser.add_argument("--packs", default="1,2,4,8,16", help="pack sizes R")
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per measurement (paper dims: a third)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--legacy-commit", default=LEGACY_COMMIT, help="trainer before packing ('' to skip)")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile of the largest pack")
+    parser.add_argument("--eval", action="store_true", help="also compare packed and sequential N* evaluation")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (cuda implies --single-process)")
+    parser.add_argument("--single-process", action="store_true",
+                        help="only time each pack size in one process (what bench/gpu_check.sh runs)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    packs = [int(p) for p in args.packs.split(",")]
+    if args.device != "cpu" or args.single_process:
+        gpu_report(args, packs)
+        return
+    report: dict = {"cores": cores, "gemm_limit_gflops": round(gemm_limit(cores), 1), "dims": {}}
+    legacy_root = legacy_checkout(args.legacy_commit) if args.legacy_commit else None
+    try:
+        for dims in args.dims.split(","):
+            steps = args.steps if dims == "quick" else max(4, args.steps // 3)
+            flops = flops_per_run_step(dims)
+            rows = {}
+
+            def record(name: str, result: dict) -> None:
+                result["fraction_of_gemm_limit"] = result["run_steps_per_s"] * flops / 1e9 / report["gemm_limit_gflops"]
+                rows[name] = {k: round(v, 3) for k, v in result.items()}
+                if not args.json:
+                    print(f"{dims:6s} {name:14s} {result['run_steps_per_s']:8.1f} run-steps/s  "
+                          f"{100 * result['fraction_of_gemm_limit']:5.1f}% of GEMM limit  "
+                          f"{result['peak_rss_per_run_mib']:7.1f} MiB/run", flush=True)
+
+            record("solo x2", measure(ROOT, dims, 1, 2, 1, steps, args.warmup))
+            if legacy_root is not None:
+                record("legacy x2", measure(legacy_root, dims, 1, 2, 1, steps, args.warmup, legacy=True))
+            for runs in packs:
+                if runs > 1:
+                    record(f"pack {runs} x2", measure(ROOT, dims, runs, 2, 1, max(2, steps // 2), args.warmup))
+                record(f"pack {runs} t2", measure(ROOT, dims, runs, 1, cores, max(2, steps // 2), args.warmup))
+            if args.compile:
+                runs = max(packs)
+                record(f"pack {runs} t2 compiled", measure(ROOT, dims, runs, 1, cores, max(2, steps // 2), max(args.warmup, 5), compiled=True))
+            baseline = rows["solo x2"]["run_steps_per_s"]
+            best = max((row["run_steps_per_s"], name) for name, row in rows.items() if name.startswith("pack"))
+            summary = {"best": best[1], "best_vs_solo_x2": round(best[0] / baseline, 3)}
+            if "legacy x2" in rows:
+                summary["best_vs_legacy_x2"] = round(best[0] / rows["legacy x2"]["run_steps_per_s"], 3)
+                summary["solo_vs_legacy"] = round(baseline / rows["legacy x2"]["run_steps_per_s"], 3)
+            report["dims"][dims] = {"flops_per_run_step": flops, "rows": rows, "summary": summary}
+            if not args.json:
+                print(f"{dims:6s} summary: {summary}", flush=True)
+        if args.eval:
+            report["eval"] = eval_ratio(ROOT, 8)
+            if not args.json:
+                print(f"packed N* evaluation of 8 runs vs one after another: {report['eval']['ratio']:.2f}x")
+    finally:
+        if legacy_root is not None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(legacy_root)], capture_output=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
