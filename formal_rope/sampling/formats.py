@@ -1,0 +1,606 @@
+"""Labelled string sets in other tools' formats: FLaRe folders and MLRegTest string files (no torch).
+
+FLaRe (Butoi et al., ICLR 2025, "Training Neural Networks as Recognizers of Formal Languages"; the
+benchmark in github.com/rycolab/flare, written by rycolab/neural-network-recognizers) stores each
+split as a folder of line-aligned plain-text files:
+
+  main.tok               one string per line, symbols separated by single spaces ("" = empty string)
+  labels.txt             1 (in the language) or 0, one per line
+  num-edits.txt          one line per *negative*, in order: the number of random edits that made it
+                         from a positive, or an empty line for a uniformly drawn string
+  log-probabilities.txt  one line per *positive*: its natural-log probability under the split's
+                         positive distribution (uniform length over the split's lengths, then
+                         uniform among the strings of that length in the language)
+  next-symbols.jsonl     one JSON array per *positive* with len+1 entries {"s": the symbols that keep
+                         the prefix extendable to a member, sorted and space-joined, "e": prefix is a member}
+
+A language folder holds its training split at the top level and the others under datasets/<split>/
+(validation-short, validation-long, test, test-short-held-out, test-edit-distance).
+
+MLRegTest (van der Poel et al., JMLR 2024) stores each split as one file `<language>_<Split>.txt`
+(Train, Dev, TestSR, TestSA, TestLR, TestLA) with lines `string<TAB>TRUE|FALSE`, the string's
+single-character symbols concatenated.
+
+Strings stay int64 symbol-index arrays (PAD after a string's end), as in the rest of the sampling
+stage; malformed files raise `DataFormatError` (a FormalRopeError) naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.sampling.datasets import LabeledSet
+from formal_rope.sampling.walker import PAD
+
+FLARE_STRINGS = "main.tok"
+FLARE_LABELS = "labels.txt"
+FLARE_NUM_EDITS = "num-edits.txt"
+FLARE_LOG_PROBABILITIES = "log-probabilities.txt"
+FLARE_NEXT_SYMBOLS = "next-symbols.jsonl"
+FLARE_TEST_SPLIT = Path("datasets") / "test"
+MLREGTEST_TRAIN_SUFFIX = "_Train.txt"
+MLREGTEST_TEST_PATTERN = "_Test*.txt"
+MLREGTEST_LABELS = {"TRUE": True, "FALSE": False}
+FORMATS = ("flare", "mlregtest", "parquet")
+
+_ADJACENT_NON_BLANKS = re.compile(r"\S\S")
+
+
+class DataFormatError(FormalRopeError):
+    """A data file that cannot be read: the message names the file and the 1-based line."""
+
+    def __init__(self, path: str | Path, line: int | None, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"error: {where}: {message}")
+
+
+@dataclass(frozen=True, eq=False)
+class StringFile:
+    """Labelled strings read from one file, in file order.
+
+    symbols (n, width) int64 with PAD after each string's end; lengths (n,); labels (n,) bool;
+    lines (n,) the 1-based line (or Parquet row) each string came from in `path`."""
+
+    path: str
+    alphabet: tuple[str, ...]
+    symbols: np.ndarray
+    lengths: np.ndarray
+    labels: np.ndarray
+    lines: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def by_length(self) -> list[LabeledSet]:
+        """One LabeledSet per distinct length, increasing (rows keep file order within a length)."""
+        return labeled_sets([self])
+
+
+def labeled_sets(files: Sequence[StringFile]) -> list[LabeledSet]:
+    """The strings of several files grouped into one LabeledSet per length, increasing.
+
+    Near-miss information is not part of these formats, so every set has n_near_miss = 0."""
+    if not files:
+        return []
+    lengths = np.concatenate([f.lengths for f in files])
+    labels = np.concatenate([f.labels for f in files])
+    width = max((f.symbols.shape[1] for f in files), default=0)
+    symbols = np.full((len(lengths), width), PAD, dtype=np.int64)
+    offset = 0
+    for f in files:
+        symbols[offset : offset + len(f), : f.symbols.shape[1]] = f.symbols
+        offset += len(f)
+    sets = []
+    for length in np.unique(lengths):
+        rows = np.flatnonzero(lengths == length)
+        block = np.ascontiguousarray(symbols[rows, : int(length)])
+        block.setflags(write=False)
+        chosen = labels[rows].copy()
+        chosen.setflags(write=False)
+        sets.append(LabeledSet(int(length), block, chosen, 0, None))
+    return sets
+
+
+# ------------------------------------------------------------------------------------------ text
+def _lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file without their line ends (a final newline ends the last line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFormatError(path, None, "no such file") from None
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise DataFormatError(path, line, f"not UTF-8 text ({error.reason})") from None
+    except OSError as error:
+        raise DataFormatError(path, None, f"cannot read it: {error.strerror or error}") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+@dataclass(frozen=True)
+class _Words:
+    """Strings of a file before encoding: plain strings of single-character symbols (`characters`)
+    or lists of symbol names."""
+
+    path: Path
+    words: list  # list[str] when characters, else list[list[str]]
+    characters: bool
+    labels: np.ndarray
+    lines: np.ndarray
+
+    def vocabulary(self) -> set[str]:
+        if self.characters:
+            return set("".join(self.words))
+        return {symbol for word in self.words for symbol in word}
+
+
+def _encode(words: _Words, alphabet: Sequence[str]) -> StringFile:
+    """Symbol indices for `words` over `alphabet`; an unknown symbol names its file and line."""
+    alphabet = tuple(alphabet)
+    index = {symbol: position for position, symbol in enumerate(alphabet)}
+    unknown = words.vocabulary() - index.keys()
+    if unknown:
+        for word, line in zip(words.words, words.lines.tolist()):
+            bad = [symbol for symbol in word if symbol not in index]
+            if bad:
+                shown = ", ".join(repr(s) for s in alphabet)
+                raise DataFormatError(words.path, line, f"symbol {bad[0]!r} is not in the alphabet {{{shown}}}")
+    n = len(words.words)
+    if words.characters and all(len(symbol) == 1 for symbol in alphabet):
+        from formal_rope.sampling.text import encode
+
+        symbols, lengths = encode(words.words, alphabet) if n else (np.zeros((0, 0), np.int64), np.zeros(0, np.int64))
+    else:
+        rows = [list(word) for word in words.words] if words.characters else words.words
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
+        symbols = np.full((n, int(lengths.max(initial=0))), PAD, dtype=np.int64)
+        flat = np.fromiter((index[s] for row in rows for s in row), dtype=np.int64, count=int(lengths.sum()))
+        symbols[np.arange(symbols.shape[1])[None, :] < lengths[:, None]] = flat
+    return StringFile(str(words.path), alphabet, symbols, lengths, words.labels, words.lines)
+
+
+def _infer_alphabet(parsed: Sequence[_Words]) -> tuple[str, ...]:
+    vocabulary: set[str] = set()
+    for words in parsed:
+        vocabulary |= words.vocabulary()
+    return tuple(sorted(vocabulary))
+
+
+# ------------------------------------------------------------------------------------------ FLaRe
+def _read_flare_words(directory: Path) -> _Words:
+    strings_path, labels_path = directory / FLARE_STRINGS, directory / FLARE_LABELS
+    for path in (strings_path, labels_path):
+        if not path.is_file():
+            raise DataFormatError(path, None, f"missing: a FLaRe split folder holds {FLARE_STRINGS} and {FLARE_LABELS}")
+    strings = _lines(strings_path)
+    label_lines = _lines(labels_path)
+    if len(strings) != len(label_lines):
+        shorter, longer = (labels_path, strings_path) if len(label_lines) < len(strings) else (strings_path, labels_path)
+        first = min(len(strings), len(label_lines)) + 1
+        raise DataFormatError(
+            shorter, None,
+            f"has {min(len(strings), len(label_lines))} lines but {longer.name} has {max(len(strings), len(label_lines))}; "
+            f"line {first} of {longer.name} has no partner (the files must be line-aligned)",
+        )
+    labels = np.empty(len(label_lines), dtype=bool)
+    for number, text in enumerate(label_lines, start=1):
+        value = text.strip()
+        if value not in ("0", "1"):
+            raise DataFormatError(labels_path, number, f"expected a label 0 or 1, got {text!r}")
+        labels[number - 1] = value == "1"
+    joined = "\n".join(strings)
+    lines = np.arange(1, len(strings) + 1, dtype=np.int64)
+    if not _ADJACENT_NON_BLANKS.search(joined):  # every token is one character
+        return _Words(strings_path, ["".join(line.split()) for line in strings], True, labels, lines)
+    return _Words(strings_path, [line.split() for line in strings], False, labels, lines)
+
+
+def read_flare_split(directory: str | Path, alphabet: Sequence[str] | None = None) -> StringFile:
+    """The labelled strings of one FLaRe split folder (main.tok + labels.txt; the per-string extras
+    are not needed to train or test and are not read). Without `alphabet`, the alphabet is the
+    sorted set of tokens in main.tok (FLaRe builds its vocabulary the same way)."""
+    words = _read_flare_words(Path(directory))
+    return _encode(words, alphabet if alphabet is not None else _infer_alphabet([words]))
+
+
+def _check_flare_symbols(alphabet: Sequence[str]) -> None:
+    for symbol in alphabet:
+        if not symbol or any(character.isspace() for character in symbol):
+            raise FormalRopeError(
+                f"error: symbol {symbol!r} cannot be written in FLaRe's main.tok, whose tokens are separated by "
+                "whitespace; rename it (multi-character symbols without blanks are fine)"
+            )
+
+
+def coaccessible_states(dfa) -> np.ndarray:
+    """Bool per state: some accepting state is reachable from it (a prefix ending there extends to a member)."""
+    live = np.asarray(dfa.accepting, dtype=bool).copy()
+    while True:
+        grown = live | live[dfa.transitions].any(axis=1)
+        if (grown == live).all():
+            return live
+        live = grown
+
+
+def _next_symbol_fragments(dfa) -> list[str]:
+    """Per DFA state, FLaRe's next-symbols entry {"s": sorted valid next symbols, "e": accepting}."""
+    live = coaccessible_states(dfa)
+    fragments = []
+    for state in range(dfa.n_states):
+        valid = sorted(dfa.alphabet[a] for a in range(dfa.n_symbols) if live[dfa.transitions[state, a]])
+        entry = {"s": " ".join(valid), "e": bool(dfa.accepting[state])}
+        fragments.append(json.dumps(entry, separators=(",", ":"), ensure_ascii=False))
+    return fragments
+
+
+def _state_paths(dfa, symbols: np.ndarray) -> np.ndarray:
+    """States (n, L+1) visited by strings (n, L) of one length, start state first."""
+    n, length = symbols.shape
+    states = np.empty((n, length + 1), dtype=np.int64)
+    states[:, 0] = dfa.start
+    for position in range(length):
+        states[:, position + 1] = dfa.transitions[states[:, position], symbols[:, position]]
+    return states
+
+
+def _flare_lines(labeled: LabeledSet, tokens: np.ndarray) -> list[str]:
+    if labeled.length == 0:
+        return [""] * len(labeled)
+    return [" ".join(row) for row in tokens[labeled.symbols].tolist()]
+
+
+def _write_text(path: Path, lines: Sequence[str]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+        for line in lines:
+            handle.write(line)
+            handle.write("\n")
+    os.replace(temporary, path)
+
+
+def write_flare_split(directory: str | Path, sets: Sequence[LabeledSet], dfa, *, next_symbols: bool = True) -> list[Path]:
+    """Write `sets` (strings of `dfa`'s language, e.g. from `test_sets`) as one FLaRe split folder.
+
+    Files: main.tok, labels.txt, num-edits.txt (near-misses are one substitution from a positive:
+    "1"; uniform negatives: empty), log-probabilities.txt and, unless next_symbols=False,
+    next-symbols.jsonl. Rows are in the sets' order. Returns the paths written."""
+    from formal_rope.sampling.counts import count_strings
+
+    _check_flare_symbols(dfa.alphabet)
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise FormalRopeError(f"error: cannot create the folder {str(directory)!r}: {error.strerror or error}") from None
+    tokens = np.array(dfa.alphabet, dtype=object)
+    strings: list[str] = []
+    labels: list[str] = []
+    num_edits: list[str] = []
+    log_probabilities: list[str] = []
+    next_lines: list[str] = []
+    fragments = np.array(_next_symbol_fragments(dfa), dtype=object) if next_symbols else None
+    positive_lengths = sum(bool(labeled.labels.any()) for labeled in sets)
+    for labeled in sets:
+        strings.extend(_flare_lines(labeled, tokens))
+        labels.extend("1" if label else "0" for label in labeled.labels.tolist())
+        negatives = ~labeled.labels
+        near = labeled.near_miss[negatives]
+        num_edits.extend("1" if flag else "" for flag in near.tolist())
+        n_positive = int(labeled.labels.sum())
+        if n_positive:
+            # Uniform length over the split's lengths that have positives, then uniform within the length.
+            value = -math.log(positive_lengths) - math.log(count_strings(dfa, labeled.length))
+            log_probabilities.extend([repr(value)] * n_positive)
+            if fragments is not None:
+                paths = _state_paths(dfa, labeled.symbols[labeled.labels])
+                next_lines.extend("[" + ",".join(row) + "]" for row in fragments[paths].tolist())
+    written = []
+    outputs = [(FLARE_STRINGS, strings), (FLARE_LABELS, labels), (FLARE_NUM_EDITS, num_edits),
+               (FLARE_LOG_PROBABILITIES, log_probabilities)]
+    if next_symbols:
+        outputs.append((FLARE_NEXT_SYMBOLS, next_lines))
+    for name, lines in outputs:
+        path = directory / name
+        try:
+            _write_text(path, lines)
+        except OSError as error:
+            raise FormalRopeError(f"error: cannot write {str(path)!r}: {error.strerror or error}") from None
+        written.append(path)
+    return written
+
+
+# -------------------------------------------------------------------------------------- MLRegTest
+def _mlregtest_words(path: Path, rows: list[str], labels: np.ndarray, lines: np.ndarray,
+                     alphabet: Sequence[str] | None) -> _Words:
+    """Words of MLRegTest-style strings: characters over single-character alphabets, else
+    blank-separated symbols (quoted as in expressions when needed)."""
+    from formal_rope.automata.membership import split_symbols, symbol_tokens
+
+    if alphabet is not None:
+        characters = all(len(symbol) == 1 for symbol in alphabet)
+    else:
+        characters = not any(any(c.isspace() for c in row) for row in rows)
+    if characters:
+        return _Words(path, rows, True, labels, lines)
+    words = []
+    for row, line in zip(rows, lines.tolist()):
+        try:
+            words.append(split_symbols(row, alphabet) if alphabet is not None else symbol_tokens(row))
+        except FormalRopeError as error:
+            raise DataFormatError(path, line, str(error).removeprefix("error: ")) from None
+    return _Words(path, words, False, labels, lines)
+
+
+def _read_mlregtest_words(path: Path, alphabet: Sequence[str] | None) -> _Words:
+    rows: list[str] = []
+    text_lines = _lines(path)
+    labels = np.empty(len(text_lines), dtype=bool)
+    for number, text in enumerate(text_lines, start=1):
+        string, tab, label = text.rpartition("\t")
+        if not tab:
+            raise DataFormatError(path, number, f"expected string<TAB>TRUE or string<TAB>FALSE, got {text!r}")
+        value = MLREGTEST_LABELS.get(label.strip())
+        if value is None:
+            raise DataFormatError(path, number, f"expected the label TRUE or FALSE after the tab, got {label!r}")
+        if "\t" in string:
+            raise DataFormatError(path, number, f"more than one tab in {text!r}; expected string<TAB>TRUE|FALSE")
+        rows.append(string)
+        labels[number - 1] = value
+    return _mlregtest_words(path, rows, labels, np.arange(1, len(rows) + 1, dtype=np.int64), alphabet)
+
+
+def read_mlregtest_file(path: str | Path, alphabet: Sequence[str] | None = None) -> StringFile:
+    """The labelled strings of one MLRegTest file (`string<TAB>TRUE|FALSE` lines).
+
+    Strings over single-character symbols are concatenated (MLRegTest's own files); strings with
+    blanks are read as blank-separated symbols (how `sample --format mlregtest` writes
+    multi-character symbols). Without `alphabet` it is the sorted set of symbols in the file."""
+    words = _read_mlregtest_words(Path(path), alphabet)
+    return _encode(words, alphabet if alphabet is not None else _infer_alphabet([words]))
+
+
+def _check_line_symbols(alphabet: Sequence[str]) -> None:
+    for symbol in alphabet:
+        if "\t" in symbol or "\n" in symbol or "\r" in symbol:
+            raise FormalRopeError(f"error: symbol {symbol!r} contains a tab or a line break and cannot be written as a text line")
+
+
+def mlregtest_lines(sets: Sequence[LabeledSet], alphabet: Sequence[str]) -> list[str]:
+    """`string<TAB>TRUE|FALSE` lines for the sets' rows (strings as `sampling.decode` writes them)."""
+    from formal_rope.sampling.text import decode
+
+    _check_line_symbols(alphabet)
+    lines: list[str] = []
+    for labeled in sets:
+        for word, label in zip(decode(labeled.symbols, alphabet), labeled.labels.tolist()):
+            lines.append(f"{word}\t{'TRUE' if label else 'FALSE'}")
+    return lines
+
+
+def write_mlregtest_file(path: str | Path, sets: Sequence[LabeledSet], alphabet: Sequence[str]) -> Path:
+    """Write `sets` as one MLRegTest string file (name it `<language>_<Split>.txt`, e.g. `x_TestLR.txt`)."""
+    path = Path(path)
+    lines = mlregtest_lines(sets, alphabet)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_text(path, lines)
+    except OSError as error:
+        raise FormalRopeError(f"error: cannot write {str(path)!r}: {error.strerror or error}") from None
+    return path
+
+
+# ---------------------------------------------------------------------------------------- Parquet
+def read_parquet_strings(path: str | Path, alphabet: Sequence[str] | None = None) -> StringFile:
+    """The labelled strings of a Parquet file written by `formalrope sample --out FILE.parquet`
+    (columns string, label, ...). "Lines" are 1-based rows."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    try:
+        table = pq.read_table(path, columns=["string", "label"])
+    except FileNotFoundError:
+        raise DataFormatError(path, None, "no such file") from None
+    except Exception as error:  # pyarrow raises several types for non-Parquet or column-less files
+        raise DataFormatError(path, None, f"not a Parquet file with columns string and label ({error})") from None
+    rows = table.column("string").to_pylist()
+    labels = table.column("label").to_pylist()
+    for number, (string, label) in enumerate(zip(rows, labels), start=1):
+        if not isinstance(string, str) or not isinstance(label, bool):
+            raise DataFormatError(path, number, f"row has string {string!r} and label {label!r}; expected text and a boolean")
+    words = _mlregtest_words(path, rows, np.array(labels, dtype=bool), np.arange(1, len(rows) + 1, dtype=np.int64), alphabet)
+    return _encode(words, alphabet if alphabet is not None else _infer_alphabet([words]))
+
+
+def write_parquet_file(path: str | Path, sets: Sequence[LabeledSet], alphabet: Sequence[str]) -> Path:
+    """Write `sets` as Parquet with columns string, label, length, near_miss (what `sample --out` writes)."""
+    import pandas as pd
+
+    from formal_rope.sampling.text import decode
+
+    path = Path(path)
+    strings: list[str] = []
+    for labeled in sets:
+        strings.extend(decode(labeled.symbols, alphabet))
+
+    def column(pick, dtype):
+        return np.concatenate([pick(labeled) for labeled in sets]) if sets else np.zeros(0, dtype)
+
+    frame = pd.DataFrame({
+        "string": strings,
+        "label": column(lambda s: s.labels, bool),
+        "length": column(lambda s: np.full(len(s), s.length, dtype=np.int64), np.int64),
+        "near_miss": column(lambda s: s.near_miss, bool),
+    })
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(temporary, index=False)
+        temporary.replace(path)  # never leave a half-written file under the requested name
+    except OSError as error:
+        raise FormalRopeError(f"error: cannot write {str(path)!r}: {error.strerror or error}") from None
+    return path
+
+
+def write_sets(fmt: str, out: str | Path, sets: Sequence[LabeledSet], dfa, *, next_symbols: bool = True) -> list[Path]:
+    """Write `sets` of `dfa`'s language in format `fmt`: flare (a split folder), mlregtest (one
+    file) or parquet (one file). Returns the paths written."""
+    if fmt == "flare":
+        return write_flare_split(out, sets, dfa, next_symbols=next_symbols)
+    if fmt == "mlregtest":
+        return [write_mlregtest_file(out, sets, dfa.alphabet)]
+    if fmt == "parquet":
+        return [write_parquet_file(out, sets, dfa.alphabet)]
+    raise FormalRopeError(f"error: unknown data format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# ------------------------------------------------------------------------------------ whole sets
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Training and test strings read from a FLaRe language folder or an MLRegTest language.
+
+    `files` are every file read (training first); `content_hash` is a SHA-256 prefix over their
+    names and bytes, so a run records exactly which data it used."""
+
+    format: str
+    root: str
+    alphabet: tuple[str, ...]
+    train: StringFile
+    tests: tuple[StringFile, ...]
+    files: tuple[str, ...]
+    content_hash: str
+
+    def test_sets(self) -> list[LabeledSet]:
+        """All test strings, one LabeledSet per length, increasing."""
+        return labeled_sets(self.tests)
+
+
+@dataclass(frozen=True)
+class DataFiles:
+    """Where a dataset's training and test strings are (see `locate_dataset`)."""
+
+    format: str
+    root: str
+    train: Path  # FLaRe: the training split folder; MLRegTest: the _Train.txt file
+    tests: tuple[Path, ...]  # FLaRe: the test split folder; MLRegTest: the _Test*.txt files
+
+
+def locate_dataset(path: str | Path) -> DataFiles:
+    """Find training and test data under `path`:
+
+    * a FLaRe language folder: main.tok + labels.txt (training) and datasets/test/ (test);
+    * an MLRegTest language: `DIR/<language>` naming `<language>_Train.txt` and its `_Test*.txt`
+      files (TestSR, TestSA, TestLR, TestLA, all used for testing), or a folder holding exactly
+      one `*_Train.txt`."""
+    path = Path(path)
+    if path.is_dir() and (path / FLARE_STRINGS).is_file():
+        test = path / FLARE_TEST_SPLIT
+        if not (test / FLARE_STRINGS).is_file():
+            raise FormalRopeError(
+                f"error: {path} looks like a FLaRe language folder ({FLARE_STRINGS} at the top is its training split) "
+                f"but has no test split {test}/{FLARE_STRINGS}; write one with "
+                f"`formalrope sample LANG --lengths 41..500 --format flare --out {test}`"
+            )
+        return DataFiles("flare", str(path), path, (test,))
+    if path.is_dir():
+        trains = sorted(path.glob("*" + MLREGTEST_TRAIN_SUFFIX))
+        if len(trains) != 1:
+            found = "no" if not trains else f"{len(trains)}"
+            raise FormalRopeError(
+                f"error: {path} is neither a FLaRe language folder (no {FLARE_STRINGS}) nor an MLRegTest folder with one "
+                f"language ({found} *{MLREGTEST_TRAIN_SUFFIX} files); give DIR/<language> to pick one MLRegTest language"
+            )
+        prefix = trains[0].with_name(trains[0].name[: -len(MLREGTEST_TRAIN_SUFFIX)])
+    else:
+        prefix = path
+    train = prefix.with_name(prefix.name + MLREGTEST_TRAIN_SUFFIX)
+    if not train.is_file():
+        raise FormalRopeError(
+            f"error: no data at {path}: expected a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an "
+            f"MLRegTest language DIR/<language> with <language>{MLREGTEST_TRAIN_SUFFIX} and <language>_Test*.txt"
+        )
+    tests = tuple(sorted(prefix.parent.glob(prefix.name + MLREGTEST_TEST_PATTERN)))
+    if not tests:
+        raise FormalRopeError(f"error: {train} has no test files beside it ({prefix.name}{MLREGTEST_TEST_PATTERN})")
+    return DataFiles("mlregtest", str(prefix), train, tests)
+
+
+def _content_hash(files: Sequence[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in files:
+        try:
+            name = str(path.relative_to(root))
+        except ValueError:
+            name = path.name
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def load_dataset(path: str | Path, alphabet: Sequence[str] | None = None) -> Dataset:
+    """Read a FLaRe language folder or an MLRegTest language (see `locate_dataset`).
+
+    With `alphabet` every symbol must belong to it (DataFormatError naming file and line);
+    without, the alphabet is the sorted set of symbols in all the files read."""
+    located = locate_dataset(path)
+    if located.format == "flare":
+        parsed = [_read_flare_words(located.train), *(_read_flare_words(test) for test in located.tests)]
+        files = [p for split in (located.train, *located.tests) for p in (split / FLARE_STRINGS, split / FLARE_LABELS)]
+        root = Path(located.root)
+    else:
+        parsed = [_read_mlregtest_words(p, alphabet) for p in (located.train, *located.tests)]
+        files = [located.train, *located.tests]
+        root = Path(located.root).parent
+    chosen = tuple(alphabet) if alphabet is not None else _infer_alphabet(parsed)
+    if not chosen:
+        raise FormalRopeError(f"error: the data at {path} holds no symbols, so no alphabet can be learnt; give --lang or --alphabet")
+    encoded = [_encode(words, chosen) for words in parsed]
+    return Dataset(
+        format=located.format,
+        root=located.root,
+        alphabet=chosen,
+        train=encoded[0],
+        tests=tuple(encoded[1:]),
+        files=tuple(str(p) for p in files),
+        content_hash=_content_hash(files, root),
+    )
+
+
+def check_labels(strings: StringFile, dfa) -> None:
+    """FormalRopeError at the first line whose label disagrees with `dfa`'s language (same alphabet)."""
+    from formal_rope.automata.membership import accepts_encoded
+    from formal_rope.sampling.text import decode
+
+    if tuple(dfa.alphabet) != tuple(strings.alphabet):
+        raise FormalRopeError(
+            f"error: {strings.path} is read over {{{', '.join(strings.alphabet)}}} but the language is over "
+            f"{{{', '.join(dfa.alphabet)}}}"
+        )
+    if not len(strings):
+        return
+    members = accepts_encoded(dfa, np.where(strings.symbols == PAD, 0, strings.symbols), strings.lengths)
+    wrong = np.flatnonzero(members != strings.labels)
+    if wrong.size:
+        row = int(wrong[0])
+        word = decode(strings.symbols[row : row + 1], strings.alphabet, strings.lengths[row : row + 1])[0]
+        said = "in the language" if strings.labels[row] else "not in the language"
+        actual = "accepts" if members[row] else "rejects"
+        raise DataFormatError(
+            strings.path, int(strings.lines[row]),
+            f"the label says {word!r} is {said}, but the language {actual} it "
+            f"({wrong.size} of {len(strings)} labels in this file disagree with the language)",
+        )
