@@ -120,3 +120,79 @@ def test_export_cli_and_transformer_lens_refusal(compiled_pmy, tmp_path, capsys)
     assert code == 2 and "no torch dtype" in err
     code, _, err = run_main(capsys, ["export", str(tmp_path / "missing.zip"), "--out", str(tmp_path / "y")])
     assert code == 2 and "does not exist" in err
+
+
+# ------------------------------------------------------------------------------------ trained models
+TRAINED_PES = ("nope", "sipe", "sipe_p", "rope", "rope_p", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
+
+
+@pytest.fixture(scope="module")
+def trained_checkpoints(tmp_path_factory):
+    """One tiny trained checkpoint per positional encoding (a few steps: what matters is that the
+    weights, learned frequencies and content projectors are no longer at their initial values)."""
+    from formal_rope.training.config import RunConfig
+    from formal_rope.training.train import run_training
+
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("trained")
+    paths = {}
+    for pe in TRAINED_PES:
+        config = RunConfig(language="(ab)*", pe=pe, steps=25, batch_size=16, layers=2, d_model=16, heads=2, lr=3e-3,
+                           periods=(2, 3) if pe in ("rope_p", "sipe_p") else None, base=50.0,
+                           test_min_length=41, test_max_length=42, n_per_length=4)
+        paths[pe] = folder / f"{pe}.zip"
+        run_training(config, progress=False, checkpoint_path=paths[pe])
+    return paths
+
+
+def _checkpoint_logits(path, words):
+    from formal_rope.automata import encode_strings
+    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.model import encode_fixed_length
+
+    loaded = load_checkpoint(path)
+    rows = []
+    with torch.no_grad():
+        for word in words:
+            symbols, lengths = encode_strings([word], loaded.alphabet)
+            tokens, readout = encode_fixed_length(symbols[:, : lengths[0]], len(loaded.alphabet))
+            rows.append(loaded.model(tokens, readout)[0].tolist())
+    return torch.tensor(rows)
+
+
+@pytest.mark.parametrize("pe", TRAINED_PES)
+def test_trained_export_gives_formalrope_run_verdicts(trained_checkpoints, tmp_path, capsys, pe):
+    path = trained_checkpoints[pe]
+    result = export_model(path, tmp_path / "out")
+    assert result.kind == "trained" and result.dtype == "float32"
+    net = load_exported(tmp_path / "out")
+    config = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert config["pe"] == pe and config["positional"]["rotate_values"] == pe.startswith("jof")
+    words = ["".join(w) for w in _random_words(("a", "b"), 80, 45, seed=2)] + ["", "ab", "abab"]
+    code, out, _ = run_main(capsys, ["run", str(path), *words, "--json"])
+    assert code == 0 and net.classify(words) == json.loads(out)
+    mine = torch.tensor(net.logits(words))
+    assert torch.allclose(mine, _checkpoint_logits(path, words), rtol=0, atol=1e-5)
+
+
+def test_trained_export_carries_what_training_changed(trained_checkpoints, tmp_path):
+    """The learned frequencies and the content projectors are exported as trained (not re-derived)."""
+    from safetensors.torch import load_file
+
+    from formal_rope.training.positional import rope_frequencies
+
+    export_model(trained_checkpoints["jof_learned"], tmp_path / "learned")
+    learned = load_file(str(tmp_path / "learned" / "model.safetensors"))["positional.learned_frequencies"]
+    assert learned.dtype == torch.float64 and learned.shape == (2, 4)
+    assert not np.allclose(learned.numpy(), np.tile(rope_frequencies(50.0, 4), (2, 1)), rtol=0, atol=1e-6)
+    export_model(trained_checkpoints["jof_projected"], tmp_path / "projected")
+    out_weight = load_file(str(tmp_path / "projected" / "model.safetensors"))["positional.projectors.0.out.weight"]
+    assert out_weight.abs().max() > 0  # zero at initialisation
+
+
+def test_trained_export_refuses_other_dtypes_and_transformer_lens(trained_checkpoints, tmp_path, capsys):
+    path = trained_checkpoints["rope"]
+    code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "a"), "--dtype", "bf16"])
+    assert code == 2 and "fp32" in err
+    code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "b"), "--format", "transformer-lens"])
+    assert code == 2 and "strict-causal" in err and "JoFormer" in err
