@@ -272,55 +272,62 @@ def _write_text(path: Path, lines: Sequence[str]) -> None:
     os.replace(temporary, path)
 
 
+def _flare_rows(sets: Sequence[LabeledSet], dfa, next_symbols: bool):
+    """Per set, the lines of each FLaRe file (generated set by set, so that a large split is
+    streamed to disk rather than held as text)."""
+    from formal_rope.sampling.counts import count_strings
+
+    tokens = np.array(dfa.alphabet, dtype=object)
+    fragments = np.array(_next_symbol_fragments(dfa), dtype=object) if next_symbols else None
+    positive_lengths = sum(bool(labeled.labels.any()) for labeled in sets)
+    for labeled in sets:
+        rows = {
+            FLARE_STRINGS: _flare_lines(labeled, tokens),
+            FLARE_LABELS: ["1" if label else "0" for label in labeled.labels.tolist()],
+            # One line per negative: near-misses are one substitution away from a positive.
+            FLARE_NUM_EDITS: ["1" if flag else "" for flag in labeled.near_miss[~labeled.labels].tolist()],
+        }
+        n_positive = int(labeled.labels.sum())
+        if n_positive:
+            # Uniform length over the split's lengths that have positives, then uniform within the length.
+            value = -math.log(positive_lengths) - math.log(count_strings(dfa, labeled.length))
+            rows[FLARE_LOG_PROBABILITIES] = [repr(value)] * n_positive
+            if fragments is not None:
+                paths = _state_paths(dfa, labeled.symbols[labeled.labels])
+                rows[FLARE_NEXT_SYMBOLS] = ["[" + ",".join(row) + "]" for row in fragments[paths].tolist()]
+        yield rows
+
+
 def write_flare_split(directory: str | Path, sets: Sequence[LabeledSet], dfa, *, next_symbols: bool = True) -> list[Path]:
     """Write `sets` (strings of `dfa`'s language, e.g. from `test_sets`) as one FLaRe split folder.
 
     Files: main.tok, labels.txt, num-edits.txt (near-misses are one substitution from a positive:
     "1"; uniform negatives: empty), log-probabilities.txt and, unless next_symbols=False,
     next-symbols.jsonl. Rows are in the sets' order. Returns the paths written."""
-    from formal_rope.sampling.counts import count_strings
-
     _check_flare_symbols(dfa.alphabet)
     directory = Path(directory)
+    names = [FLARE_STRINGS, FLARE_LABELS, FLARE_NUM_EDITS, FLARE_LOG_PROBABILITIES] + ([FLARE_NEXT_SYMBOLS] if next_symbols else [])
+    paths = [directory / name for name in names]
+    temporaries = [path.with_name(f".{path.name}.tmp") for path in paths]
     try:
         directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise FormalRopeError(f"error: cannot create the folder {str(directory)!r}: {error.strerror or error}") from None
-    tokens = np.array(dfa.alphabet, dtype=object)
-    strings: list[str] = []
-    labels: list[str] = []
-    num_edits: list[str] = []
-    log_probabilities: list[str] = []
-    next_lines: list[str] = []
-    fragments = np.array(_next_symbol_fragments(dfa), dtype=object) if next_symbols else None
-    positive_lengths = sum(bool(labeled.labels.any()) for labeled in sets)
-    for labeled in sets:
-        strings.extend(_flare_lines(labeled, tokens))
-        labels.extend("1" if label else "0" for label in labeled.labels.tolist())
-        negatives = ~labeled.labels
-        near = labeled.near_miss[negatives]
-        num_edits.extend("1" if flag else "" for flag in near.tolist())
-        n_positive = int(labeled.labels.sum())
-        if n_positive:
-            # Uniform length over the split's lengths that have positives, then uniform within the length.
-            value = -math.log(positive_lengths) - math.log(count_strings(dfa, labeled.length))
-            log_probabilities.extend([repr(value)] * n_positive)
-            if fragments is not None:
-                paths = _state_paths(dfa, labeled.symbols[labeled.labels])
-                next_lines.extend("[" + ",".join(row) + "]" for row in fragments[paths].tolist())
-    written = []
-    outputs = [(FLARE_STRINGS, strings), (FLARE_LABELS, labels), (FLARE_NUM_EDITS, num_edits),
-               (FLARE_LOG_PROBABILITIES, log_probabilities)]
-    if next_symbols:
-        outputs.append((FLARE_NEXT_SYMBOLS, next_lines))
-    for name, lines in outputs:
-        path = directory / name
+        handles = [open(t, "w", encoding="utf-8", newline="\n") for t in temporaries]
         try:
-            _write_text(path, lines)
-        except OSError as error:
-            raise FormalRopeError(f"error: cannot write {str(path)!r}: {error.strerror or error}") from None
-        written.append(path)
-    return written
+            for rows in _flare_rows(sets, dfa, next_symbols):
+                for name, handle in zip(names, handles):
+                    for line in rows.get(name, ()):
+                        handle.write(line)
+                        handle.write("\n")
+        finally:
+            for handle in handles:
+                handle.close()
+        for temporary, path in zip(temporaries, paths):
+            os.replace(temporary, path)  # never leave half-written files under FLaRe's names
+    except OSError as error:
+        for temporary in temporaries:
+            temporary.unlink(missing_ok=True)
+        raise FormalRopeError(f"error: cannot write the FLaRe split {str(directory)!r}: {error.strerror or error}") from None
+    return paths
 
 
 # -------------------------------------------------------------------------------------- MLRegTest
