@@ -45,7 +45,8 @@ def _rows(sets, alphabet):
 
 
 def _file_rows(strings):
-    return list(zip(decode(strings.symbols, strings.alphabet, strings.lengths), strings.labels.tolist()))
+    symbols, lengths = strings.padded()
+    return list(zip(decode(symbols, strings.alphabet, lengths), strings.labels.tolist()))
 
 
 @pytest.mark.parametrize("spec", ["(ab)*", "re:('open' 'close')*", "Σ*abΣ*"])
@@ -144,8 +145,7 @@ def test_mlregtest_reads_the_benchmark_layout(tmp_path):
         (tmp_path / f"{language}_TestSA.txt").write_text("ab\tFALSE\nabc\tTRUE\n")
     data = load_dataset(tmp_path / "04.04.SL.2.1.0")
     assert data.format == "mlregtest" and data.alphabet == ("a", "b", "c", "d")
-    assert decode(data.train.symbols, data.alphabet, data.train.lengths) == ["abcd", "dd", "bb"]
-    assert data.train.labels.tolist() == [True, True, False]
+    assert _file_rows(data.train) == [("abcd", True), ("dd", True), ("bb", False)]
     assert [(s.length, s.labels.tolist()) for s in data.test_sets()] == [(2, [False]), (3, [True]), (8, [True])]
     with pytest.raises(FormalRopeError, match="2 \\*_Train.txt"):
         locate_dataset(tmp_path)

@@ -31,7 +31,6 @@ import hashlib
 import json
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -53,8 +52,6 @@ MLREGTEST_TEST_PATTERN = "_Test*.txt"
 MLREGTEST_LABELS = {"TRUE": True, "FALSE": False}
 FORMATS = ("flare", "mlregtest", "parquet")
 
-_ADJACENT_NON_BLANKS = re.compile(r"\S\S")
-
 
 class DataFormatError(FormalRopeError):
     """A data file that cannot be read: the message names the file and the 1-based line."""
@@ -70,18 +67,46 @@ class DataFormatError(FormalRopeError):
 class StringFile:
     """Labelled strings read from one file, in file order.
 
-    symbols (n, width) int64 with PAD after each string's end; lengths (n,); labels (n,) bool;
-    lines (n,) the 1-based line (or Parquet row) each string came from in `path`."""
+    The symbols of all strings are stored back to back (`flat`, the smallest integer dtype that
+    holds the alphabet; string i is flat[offsets[i]:offsets[i+1]]), so a paper-size test file costs
+    one byte per symbol rather than a padded int64 matrix. labels (n,) bool; lines (n,) the 1-based
+    line (or Parquet row) each string came from in `path`."""
 
     path: str
     alphabet: tuple[str, ...]
-    symbols: np.ndarray
-    lengths: np.ndarray
+    flat: np.ndarray
+    offsets: np.ndarray
     labels: np.ndarray
     lines: np.ndarray
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def padded(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(symbols (k, longest) int64 with PAD after each end, lengths (k,)) of `rows` (default all)."""
+        rows = np.arange(len(self)) if rows is None else np.asarray(rows, dtype=np.int64)
+        starts, lengths = self.offsets[rows], self.lengths[rows]
+        width = int(lengths.max(initial=0))
+        columns = np.arange(width)[None, :]
+        inside = columns < lengths[:, None]
+        symbols = np.full((len(rows), width), PAD, dtype=np.int64)
+        symbols[inside] = self.flat[(starts[:, None] + columns)[inside]]
+        return symbols, lengths
+
+    def length_groups(self) -> list[tuple[int, np.ndarray]]:
+        """(length, rows in file order) for each distinct length, increasing."""
+        lengths = self.lengths
+        order = np.argsort(lengths, kind="stable")
+        bounds = np.flatnonzero(np.diff(lengths[order])) + 1
+        return [(int(lengths[group[0]]), group) for group in np.split(order, bounds) if group.size]
+
+    def block(self, length: int, rows: np.ndarray) -> np.ndarray:
+        """Symbols (len(rows), length) int64 of rows that all have `length` symbols."""
+        return self.flat[self.offsets[rows][:, None] + np.arange(length)[None, :]].astype(np.int64)
 
     def by_length(self) -> list[LabeledSet]:
         """One LabeledSet per distinct length, increasing (rows keep file order within a length)."""
@@ -89,35 +114,36 @@ class StringFile:
 
 
 def labeled_sets(files: Sequence[StringFile]) -> list[LabeledSet]:
-    """The strings of several files grouped into one LabeledSet per length, increasing.
+    """The strings of several files (same alphabet) grouped into one LabeledSet per length, increasing.
 
     Near-miss information is not part of these formats, so every set has n_near_miss = 0."""
     if not files:
         return []
-    lengths = np.concatenate([f.lengths for f in files])
-    labels = np.concatenate([f.labels for f in files])
-    width = max((f.symbols.shape[1] for f in files), default=0)
-    symbols = np.full((len(lengths), width), PAD, dtype=np.int64)
-    offset = 0
-    for f in files:
-        symbols[offset : offset + len(f), : f.symbols.shape[1]] = f.symbols
-        offset += len(f)
+    merged = files[0] if len(files) == 1 else _concatenate(files)
     sets = []
-    for length in np.unique(lengths):
-        rows = np.flatnonzero(lengths == length)
-        block = np.ascontiguousarray(symbols[rows, : int(length)])
+    for length, rows in merged.length_groups():
+        block = merged.block(length, rows)
+        labels = merged.labels[rows]
         block.setflags(write=False)
-        chosen = labels[rows].copy()
-        chosen.setflags(write=False)
-        sets.append(LabeledSet(int(length), block, chosen, 0, None))
+        labels.setflags(write=False)
+        sets.append(LabeledSet(length, block, labels, 0, None))
     return sets
 
 
+def _concatenate(files: Sequence[StringFile]) -> StringFile:
+    flat = np.concatenate([f.flat for f in files])
+    bases = np.cumsum([0] + [len(f.flat) for f in files[:-1]])
+    offsets = np.concatenate([[0]] + [f.offsets[1:] + base for f, base in zip(files, bases)])
+    return StringFile(
+        " + ".join(f.path for f in files), files[0].alphabet, flat, offsets.astype(np.int64),
+        np.concatenate([f.labels for f in files]), np.concatenate([f.lines for f in files]),
+    )
+
+
 # ------------------------------------------------------------------------------------------ text
-def _lines(path: Path) -> list[str]:
-    """The lines of a UTF-8 text file without their line ends (a final newline ends the last line)."""
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataFormatError(path, None, "no such file") from None
     except UnicodeDecodeError as error:
@@ -125,52 +151,101 @@ def _lines(path: Path) -> list[str]:
         raise DataFormatError(path, line, f"not UTF-8 text ({error.reason})") from None
     except OSError as error:
         raise DataFormatError(path, None, f"cannot read it: {error.strerror or error}") from None
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines without their line ends (a final newline ends the last line; "\r\n" is one line end)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _lines(path: Path) -> list[str]:
+    return _split_lines(_read_text(path))
+
+
+def _code_points(text: str) -> np.ndarray:
+    """The characters of `text` as integers (one byte each when the text is ASCII)."""
+    if text.isascii():
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
 @dataclass(frozen=True)
 class _Words:
-    """Strings of a file before encoding: plain strings of single-character symbols (`characters`)
-    or lists of symbol names."""
+    """Strings of a file before encoding: either single-character symbols (`codes`, the code points
+    of all strings back to back, with `lengths`) or lists of symbol names (`tokens`)."""
 
     path: Path
-    words: list  # list[str] when characters, else list[list[str]]
-    characters: bool
     labels: np.ndarray
     lines: np.ndarray
+    codes: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    tokens: list | None = None
 
     def vocabulary(self) -> set[str]:
-        if self.characters:
-            return set("".join(self.words))
-        return {symbol for word in self.words for symbol in word}
+        if self.codes is not None:
+            if self.codes.dtype == np.uint8:  # a presence table: no sort, no int64 copy of the codes
+                seen = np.zeros(256, dtype=bool)
+                seen[self.codes] = True
+                present = np.flatnonzero(seen)
+            else:
+                present = np.unique(self.codes)
+            return {chr(code) for code in present.tolist()}
+        return {symbol for word in self.tokens for symbol in word}
+
+
+def _character_words(path: Path, strings: Sequence[str], labels: np.ndarray, lines: np.ndarray) -> _Words:
+    lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    return _Words(path, labels, lines, codes=_code_points("".join(strings)), lengths=lengths)
+
+
+def _index_dtype(n_symbols: int):
+    return np.uint8 if n_symbols <= 256 else (np.int16 if n_symbols <= 32767 else np.int64)
 
 
 def _encode(words: _Words, alphabet: Sequence[str]) -> StringFile:
     """Symbol indices for `words` over `alphabet`; an unknown symbol names its file and line."""
     alphabet = tuple(alphabet)
+    dtype = _index_dtype(len(alphabet))
+    if words.codes is not None and all(len(symbol) == 1 for symbol in alphabet):
+        offsets = np.concatenate(([0], np.cumsum(words.lengths))).astype(np.int64)
+        points = np.array([ord(symbol) for symbol in alphabet], dtype=np.int64)
+        if words.codes.dtype == np.uint8:  # ASCII text: one table lookup per symbol
+            table = np.full(256, -1, dtype=np.int64)
+            table[points[points < 256]] = np.flatnonzero(points < 256)
+            flat = table[words.codes]
+            found = flat >= 0
+        else:
+            sorter = np.argsort(points)
+            position = np.minimum(np.searchsorted(points[sorter], words.codes), max(len(points) - 1, 0))
+            found = points[sorter][position] == words.codes if len(points) else np.zeros(len(words.codes), bool)
+            flat = sorter[position] if len(points) else position
+        if not found.all():
+            first = int(np.argmin(found))
+            row = int(np.searchsorted(offsets, first, side="right")) - 1
+            _unknown(words.path, int(words.lines[row]), chr(int(words.codes[first])), alphabet)
+        return StringFile(str(words.path), alphabet, flat.astype(dtype), offsets, words.labels, words.lines)
+    rows = words.tokens
+    if rows is None:  # characters, but the alphabet has longer symbols: each character is one symbol
+        text = "".join(chr(c) for c in words.codes.tolist())
+        bounds = np.concatenate(([0], np.cumsum(words.lengths)))
+        rows = [list(text[a:b]) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
     index = {symbol: position for position, symbol in enumerate(alphabet)}
-    unknown = words.vocabulary() - index.keys()
-    if unknown:
-        for word, line in zip(words.words, words.lines.tolist()):
-            bad = [symbol for symbol in word if symbol not in index]
-            if bad:
-                shown = ", ".join(repr(s) for s in alphabet)
-                raise DataFormatError(words.path, line, f"symbol {bad[0]!r} is not in the alphabet {{{shown}}}")
-    n = len(words.words)
-    if words.characters and all(len(symbol) == 1 for symbol in alphabet):
-        from formal_rope.sampling.text import encode
+    for row, line in zip(rows, words.lines.tolist()):
+        for symbol in row:
+            if symbol not in index:
+                _unknown(words.path, line, symbol, alphabet)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    flat = np.fromiter((index[s] for row in rows for s in row), dtype=np.int64, count=int(lengths.sum())).astype(dtype)
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    return StringFile(str(words.path), alphabet, flat, offsets, words.labels, words.lines)
 
-        symbols, lengths = encode(words.words, alphabet) if n else (np.zeros((0, 0), np.int64), np.zeros(0, np.int64))
-    else:
-        rows = [list(word) for word in words.words] if words.characters else words.words
-        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n)
-        symbols = np.full((n, int(lengths.max(initial=0))), PAD, dtype=np.int64)
-        flat = np.fromiter((index[s] for row in rows for s in row), dtype=np.int64, count=int(lengths.sum()))
-        symbols[np.arange(symbols.shape[1])[None, :] < lengths[:, None]] = flat
-    return StringFile(str(words.path), alphabet, symbols, lengths, words.labels, words.lines)
+
+def _unknown(path: Path, line: int, symbol: str, alphabet: Sequence[str]):
+    shown = ", ".join(repr(s) for s in alphabet)
+    raise DataFormatError(path, line, f"symbol {symbol!r} is not in the alphabet {{{shown}}}")
 
 
 def _infer_alphabet(parsed: Sequence[_Words]) -> tuple[str, ...]:
@@ -197,16 +272,20 @@ def _read_flare_words(directory: Path) -> _Words:
             f"line {first} of {longer.name} has no partner (the files must be line-aligned)",
         )
     labels = np.empty(len(label_lines), dtype=bool)
-    for number, text in enumerate(label_lines, start=1):
-        value = text.strip()
-        if value not in ("0", "1"):
-            raise DataFormatError(labels_path, number, f"expected a label 0 or 1, got {text!r}")
-        labels[number - 1] = value == "1"
-    joined = "\n".join(strings)
+    for number, value in enumerate(label_lines, start=1):
+        stripped = value.strip()
+        if stripped not in ("0", "1"):
+            raise DataFormatError(labels_path, number, f"expected a label 0 or 1, got {value!r}")
+        labels[number - 1] = stripped == "1"
     lines = np.arange(1, len(strings) + 1, dtype=np.int64)
-    if not _ADJACENT_NON_BLANKS.search(joined):  # every token is one character
-        return _Words(strings_path, ["".join(line.split()) for line in strings], True, labels, lines)
-    return _Words(strings_path, [line.split() for line in strings], False, labels, lines)
+    joined, n_tokens = [], 0
+    for line in strings:
+        tokens = line.split()
+        n_tokens += len(tokens)
+        joined.append("".join(tokens))
+    if n_tokens == sum(map(len, joined)):  # every token is one character: the separators can go
+        return _character_words(strings_path, joined, labels, lines)
+    return _Words(strings_path, labels, lines, tokens=[line.split() for line in strings])
 
 
 def read_flare_split(directory: str | Path, alphabet: Sequence[str] | None = None) -> StringFile:
@@ -342,14 +421,14 @@ def _mlregtest_words(path: Path, rows: list[str], labels: np.ndarray, lines: np.
     else:
         characters = not any(any(c.isspace() for c in row) for row in rows)
     if characters:
-        return _Words(path, rows, True, labels, lines)
+        return _character_words(path, rows, labels, lines)
     words = []
     for row, line in zip(rows, lines.tolist()):
         try:
             words.append(split_symbols(row, alphabet) if alphabet is not None else symbol_tokens(row))
         except FormalRopeError as error:
             raise DataFormatError(path, line, str(error).removeprefix("error: ")) from None
-    return _Words(path, words, False, labels, lines)
+    return _Words(path, labels, lines, tokens=words)
 
 
 def _read_mlregtest_words(path: Path, alphabet: Sequence[str] | None) -> _Words:
@@ -597,15 +676,17 @@ def check_labels(strings: StringFile, dfa) -> None:
             f"error: {strings.path} is read over {{{', '.join(strings.alphabet)}}} but the language is over "
             f"{{{', '.join(dfa.alphabet)}}}"
         )
-    if not len(strings):
-        return
-    members = accepts_encoded(dfa, np.where(strings.symbols == PAD, 0, strings.symbols), strings.lengths)
-    wrong = np.flatnonzero(members != strings.labels)
+    wrong = []
+    for length, rows in strings.length_groups():
+        members = accepts_encoded(dfa, strings.block(length, rows), np.full(len(rows), length))
+        wrong.append(rows[members != strings.labels[rows]])
+    wrong = np.sort(np.concatenate(wrong)) if wrong else np.zeros(0, dtype=np.int64)
     if wrong.size:
         row = int(wrong[0])
-        word = decode(strings.symbols[row : row + 1], strings.alphabet, strings.lengths[row : row + 1])[0]
+        symbols, lengths = strings.padded([row])
+        word = decode(symbols, strings.alphabet, lengths)[0]
         said = "in the language" if strings.labels[row] else "not in the language"
-        actual = "accepts" if members[row] else "rejects"
+        actual = "rejects" if strings.labels[row] else "accepts"
         raise DataFormatError(
             strings.path, int(strings.lines[row]),
             f"the label says {word!r} is {said}, but the language {actual} it "
