@@ -236,3 +236,20 @@ def test_sample_flare_is_torch_free(tmp_path):
     torch_free_stdout(main_call(["sample", "(ab)*", "--lengths", "1..3", "--n", "2", "--format", "flare",
                                  "--out", str(out), "--quiet", "--json"]))
     assert (out / "main.tok").exists()
+
+
+def test_training_batches_from_a_file_are_balanced_rows_of_the_file(tmp_path):
+    dfa = _dfa("(ab)*")
+    write_flare_split(tmp_path / "ab", test_sets(dfa, range(0, 9), n_per_length=6, seed=4), dfa)
+    write_flare_split(tmp_path / "ab" / "datasets" / "test", test_sets(dfa, [10], n_per_length=2), dfa)
+    data = load_dataset(tmp_path / "ab", dfa.alphabet)
+    rows = set(_file_rows(data.train))
+    batch = data.training_batch(np.random.default_rng(0), 9)
+    assert batch.labels.sum() == 5 and len(batch) == 9
+    texts = decode(batch.symbols, dfa.alphabet, batch.lengths)
+    assert all((text, label) in rows for text, label in zip(texts, batch.labels.tolist()))
+    again = data.training_batch(np.random.default_rng(0), 9)
+    assert np.array_equal(again.symbols, batch.symbols) and np.array_equal(again.labels, batch.labels)
+    (tmp_path / "ab" / "labels.txt").write_text("1\n" * len(data.train))
+    with pytest.raises(FormalRopeError, match="no negative string"):
+        load_dataset(tmp_path / "ab", dfa.alphabet).training_batch(np.random.default_rng(0), 4)

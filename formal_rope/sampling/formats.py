@@ -573,6 +573,29 @@ class Dataset:
         """All test strings, one LabeledSet per length, increasing."""
         return labeled_sets(self.tests)
 
+    def training_batch(self, rng: np.random.Generator, batch_size: int):
+        """A balanced batch from the training file, like `sampling.training_batch`: ceil(B/2) rows
+        drawn uniformly with replacement among its positives and floor(B/2) among its negatives,
+        rows shuffled. A file without positives or without negatives is a FormalRopeError."""
+        from formal_rope.sampling.datasets import TrainingBatch
+
+        labels = self.train.labels
+        positives, negatives = np.flatnonzero(labels), np.flatnonzero(~labels)
+        n_negative = batch_size // 2
+        n_positive = batch_size - n_negative
+        for name, rows, wanted in (("positive", positives, n_positive), ("negative", negatives, n_negative)):
+            if wanted and not rows.size:
+                raise FormalRopeError(
+                    f"error: the training data {self.train.path} has no {name} string, so balanced batches cannot be drawn"
+                )
+        chosen = np.concatenate((
+            positives[rng.integers(0, max(positives.size, 1), n_positive)] if n_positive else positives[:0],
+            negatives[rng.integers(0, max(negatives.size, 1), n_negative)] if n_negative else negatives[:0],
+        ))
+        chosen = chosen[rng.permutation(batch_size)]
+        symbols, lengths = self.train.padded(chosen)
+        return TrainingBatch(symbols, lengths, labels[chosen].copy())
+
 
 @dataclass(frozen=True)
 class DataFiles:
