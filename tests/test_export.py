@@ -196,3 +196,15 @@ def test_trained_export_refuses_other_dtypes_and_transformer_lens(trained_checkp
     assert code == 2 and "fp32" in err
     code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "b"), "--format", "transformer-lens"])
     assert code == 2 and "strict-causal" in err and "JoFormer" in err
+
+
+@pytest.mark.parametrize("pe", ["jof_projected", "rope_p"])
+def test_checkpoints_written_before_packing_export_too(tmp_path, pe):
+    """Format-1 checkpoints (no run axis) export to the same network: logits recorded when they were written."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    expected = json.loads((data / "format1_logits.json").read_text())[pe]
+    export_model(data / f"format1_{pe}.zip", tmp_path / "out")
+    net = load_exported(tmp_path / "out")
+    assert torch.allclose(torch.tensor(net.logits(expected["strings"])), torch.tensor(expected["logits"]), rtol=0, atol=1e-5)

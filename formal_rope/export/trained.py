@@ -40,15 +40,17 @@ def _periodic_tables(periods, n_pairs: int):
 
 
 def _network_state(model) -> dict:
-    """The classifier's weights under the standalone file's names, as float32 CPU tensors
-    (learned frequencies stay float64)."""
+    """The classifier's weights under the standalone file's names, as CPU tensors without the run
+    axis (a checkpoint is a pack of one run); learned frequencies stay float64."""
     import torch
 
-    state = {}
+    if model.runs != 1:
+        raise FormalRopeError(f"error: a checkpoint holds one run; this model packs {model.runs}")
     parameters = dict(model.named_parameters())
+    state = {}
 
     def put(name: str, tensor) -> None:
-        state[name] = tensor.detach().to("cpu").clone()
+        state[name] = tensor.detach()[0].to("cpu").clone()  # drop the run axis of the pack of one
 
     put("embedding.weight", parameters["embedding.weight"])
     for layer in range(len(model.blocks)):
@@ -64,10 +66,11 @@ def _network_state(model) -> dict:
             for index, name in ((0, "norm"), (1, "in"), (3, "out")):
                 put(f"positional.projectors.{layer}.{name}.weight", projector[index].weight)
                 put(f"positional.projectors.{layer}.{name}.bias", projector[index].bias)
-    if isinstance(getattr(positional, "frequencies", None), torch.nn.Parameter):
-        put("positional.learned_frequencies", positional.frequencies.to(torch.float64))
-    elif getattr(positional, "frequencies", None) is not None:
-        state["positional.frequencies"] = torch.from_numpy(np.asarray(positional.frequencies, dtype=np.float64).copy())
+    frequencies = getattr(positional, "frequencies", None)
+    if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, pairs)
+        put("positional.learned_frequencies", frequencies.to(torch.float64))
+    elif frequencies is not None:  # fixed schedules: numpy (runs, pairs)
+        state["positional.frequencies"] = torch.from_numpy(np.array(frequencies[0], dtype=np.float64))
     return state
 
 
