@@ -185,6 +185,19 @@ def _nnch_cells(row) -> tuple[str, str]:
     return f"{row.nnch_max:.3f}", f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"
 
 
+def _data_language(data: Path, lang: list[str] | None, alphabet: str | None, run_settings: dict) -> str:
+    """`sweep --data`: the data's settings (path, content hash, training and test lengths) go into
+    every run; returns the grid's one language (--lang, or data:PATH)."""
+    from formal_rope.training.data import data_settings
+
+    if lang and len(lang) > 1:
+        raise FormalRopeError("sweep --data takes at most one --lang (the data's labels are checked against it)")
+    settings = data_settings(data, language=lang[0] if lang else None, alphabet=_alphabet(alphabet))
+    language = settings.pop("language")
+    run_settings.update(settings)
+    return language
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def sweep(
@@ -208,6 +221,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("results/sweep"), "--out", help="Results folder (Parquet under runs/ and evals/). Finished runs there are skipped."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
+        data: Optional[Path] = typer.Option(None, "--data", help="Train and test every run on these files (FLaRe folder or MLRegTest DIR/<language>; docs/formats.md); at most one --lang, whose labels are checked."),
     ) -> None:
         """Run a grid of training runs (languages × PEs × bases × seeds × lrs); rerunning skips finished runs."""
         from rich.console import Console
@@ -217,6 +231,8 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         run_settings = _overrides(steps=steps, batch_size=batch_size, layers=layers, d_model=d_model, heads=heads,
                                   n_per_length=n_per_length, eval_mode=eval_mode)
+        if data is not None:
+            lang = [_data_language(data, lang, alphabet, run_settings)]
         if config is not None:
             spec, chosen = load_sweep_file(config, scale)
             spec = build_spec(

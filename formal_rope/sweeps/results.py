@@ -89,6 +89,8 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "n_star": int(result.n_star),
         "accuracy": float(result.accuracy),
         **metric_columns(result),
+        "data": config.data,
+        "data_hash": config.data_hash,
         "first_failure": result.first_failure,
         "status": result.status,
         "error": result.error,
@@ -121,7 +123,7 @@ RUN_COLUMN_TYPES = {
     "run_id": "string", "language": "string", "alphabet": "string", "pe": "string", "base": "float64",
     "periods": "string", "seed": "int64", "lr": "float64", "steps": "int64", "batch_size": "int64",
     "layers": "int64", "d_model": "int64", "heads": "int64", "n_star": "int64", "accuracy": "float64",
-    "nnch_accuracy": "float64", "eval_complete": "bool",
+    "nnch_accuracy": "float64", "eval_complete": "bool", "data": "string", "data_hash": "string",
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",
     "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string", "config": "string",
 }
