@@ -46,7 +46,7 @@ def test_labels_are_checked_against_the_language(flare, capsys):
     code, out, _ = run_main(capsys, ["train", "--data", str(flare), "--lang", "Σ*abΣ*", *TINY])
     assert code == 0 and json.loads(out)["config"]["language"] == "Σ*abΣ*"
     code, _, err = run_main(capsys, ["train", "--data", str(flare), "--lang", "re:[abc]*ba[abc]*", *TINY])
-    assert code == 2 and f"{flare / 'main.tok'}:" in err and "the label says" in err
+    assert code == 2 and f"{flare / 'main.tok'}:" in err and f"the label ({flare / 'labels.txt'}:" in err
 
 
 def test_malformed_files_exit_2_naming_file_and_line(flare, capsys):

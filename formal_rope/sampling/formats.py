@@ -78,6 +78,7 @@ class StringFile:
     offsets: np.ndarray
     labels: np.ndarray
     lines: np.ndarray
+    label_path: str | None = None  # where the labels are when not on the strings' lines (FLaRe's labels.txt)
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -136,7 +137,7 @@ def _concatenate(files: Sequence[StringFile]) -> StringFile:
     offsets = np.concatenate([[0]] + [f.offsets[1:] + base for f, base in zip(files, bases)])
     return StringFile(
         " + ".join(f.path for f in files), files[0].alphabet, flat, offsets.astype(np.int64),
-        np.concatenate([f.labels for f in files]), np.concatenate([f.lines for f in files]),
+        np.concatenate([f.labels for f in files]), np.concatenate([f.lines for f in files]), files[0].label_path,
     )
 
 
@@ -181,6 +182,7 @@ class _Words:
     labels: np.ndarray
     lines: np.ndarray
     codes: np.ndarray | None = None
+    label_path: Path | None = None
     lengths: np.ndarray | None = None
     tokens: list | None = None
 
@@ -196,9 +198,10 @@ class _Words:
         return {symbol for word in self.tokens for symbol in word}
 
 
-def _character_words(path: Path, strings: Sequence[str], labels: np.ndarray, lines: np.ndarray) -> _Words:
+def _character_words(path: Path, strings: Sequence[str], labels: np.ndarray, lines: np.ndarray,
+                     label_path: Path | None = None) -> _Words:
     lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-    return _Words(path, labels, lines, codes=_code_points("".join(strings)), lengths=lengths)
+    return _Words(path, labels, lines, codes=_code_points("".join(strings)), lengths=lengths, label_path=label_path)
 
 
 def _index_dtype(n_symbols: int):
@@ -226,7 +229,7 @@ def _encode(words: _Words, alphabet: Sequence[str]) -> StringFile:
             first = int(np.argmin(found))
             row = int(np.searchsorted(offsets, first, side="right")) - 1
             _unknown(words.path, int(words.lines[row]), chr(int(words.codes[first])), alphabet)
-        return StringFile(str(words.path), alphabet, flat.astype(dtype), offsets, words.labels, words.lines)
+        return StringFile(str(words.path), alphabet, flat.astype(dtype), offsets, words.labels, words.lines, _label_path(words))
     rows = words.tokens
     if rows is None:  # characters, but the alphabet has longer symbols: each character is one symbol
         text = "".join(chr(c) for c in words.codes.tolist())
@@ -240,7 +243,11 @@ def _encode(words: _Words, alphabet: Sequence[str]) -> StringFile:
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     flat = np.fromiter((index[s] for row in rows for s in row), dtype=np.int64, count=int(lengths.sum())).astype(dtype)
     offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    return StringFile(str(words.path), alphabet, flat, offsets, words.labels, words.lines)
+    return StringFile(str(words.path), alphabet, flat, offsets, words.labels, words.lines, _label_path(words))
+
+
+def _label_path(words: _Words) -> str | None:
+    return None if words.label_path is None else str(words.label_path)
 
 
 def _unknown(path: Path, line: int, symbol: str, alphabet: Sequence[str]):
@@ -284,8 +291,8 @@ def _read_flare_words(directory: Path) -> _Words:
         n_tokens += len(tokens)
         joined.append("".join(tokens))
     if n_tokens == sum(map(len, joined)):  # every token is one character: the separators can go
-        return _character_words(strings_path, joined, labels, lines)
-    return _Words(strings_path, labels, lines, tokens=[line.split() for line in strings])
+        return _character_words(strings_path, joined, labels, lines, labels_path)
+    return _Words(strings_path, labels, lines, tokens=[line.split() for line in strings], label_path=labels_path)
 
 
 def read_flare_split(directory: str | Path, alphabet: Sequence[str] | None = None) -> StringFile:
@@ -710,8 +717,10 @@ def check_labels(strings: StringFile, dfa) -> None:
         word = decode(symbols, strings.alphabet, lengths)[0]
         said = "in the language" if strings.labels[row] else "not in the language"
         actual = "rejects" if strings.labels[row] else "accepts"
+        line = int(strings.lines[row])
+        where = "" if strings.label_path is None else f" ({strings.label_path}:{line})"
         raise DataFormatError(
-            strings.path, int(strings.lines[row]),
-            f"the label says {word!r} is {said}, but the language {actual} it "
+            strings.path, line,
+            f"the label{where} says {word!r} is {said}, but the language {actual} it "
             f"({wrong.size} of {len(strings)} labels in this file disagree with the language)",
         )
