@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases")
+_COMMAND_MODULES = ("language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases", "export")
 
 
 def _register_commands() -> None:

@@ -27,6 +27,7 @@ SUBPACKAGES = (
     "sweeps",
     "diagnostics",
     "kernels",
+    "export",
 )
 
 # Each CLI command -> the public names (sub-package:name) that do its work. The commands in
@@ -41,7 +42,7 @@ CLI_TO_PYTHON = {
     "accepts": ["automata:accepts"],
     "equiv": ["automata:equivalent", "automata:union_alphabet"],
     "classify": ["classes:classify"],
-    "sample": ["sampling:test_sets", "sampling:test_set", "sampling:decode"],
+    "sample": ["sampling:test_sets", "sampling:test_set", "sampling:decode", "sampling:write_sets"],
     "certify": ["certify:certified_range"],
     "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model"],
     "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
@@ -52,6 +53,7 @@ CLI_TO_PYTHON = {
     "report": ["sweeps:load_results", "sweeps:aggregate", "sweeps:plot_n_star"],
     "reproduce": ["sweeps:paper_sweep_path", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:run_sweep",
                   "sweeps:aggregate", "sweeps:plot_n_star"],
+    "export": ["export:export_model", "export:load_exported", "export:transformer_lens_obstacles"],
     "phases": ["diagnostics:load_model_any", "diagnostics:capture_heads", "diagnostics:phases_summary",
                "diagnostics:decompose_head", "diagnostics:check_lemma1"],
 }
@@ -137,7 +139,7 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
         "def run():\n"
         "    import formal_rope.lang, formal_rope.automata, formal_rope.classes, formal_rope.sampling\n"
         "    import formal_rope.precision, formal_rope.certify, formal_rope.model, formal_rope.compiler\n"
-        "    import formal_rope.training, formal_rope.sweeps\n"
+        "    import formal_rope.training, formal_rope.sweeps, formal_rope.export\n"
         "    from formal_rope.training import RunConfig, scale_overrides\n"
     )
 

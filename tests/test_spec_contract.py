@@ -106,6 +106,7 @@ def test_spec_8_run_id_is_a_hash_of_every_config_field():
     changed = {
         "alphabet": ("a", "b", "c"), "periods": (2,), "pe": "nope", "attention": "torch", "phase_precision": "fp32",
         "lr_schedule": "cosine", "eval_mode": "nstar", "language": "(aa)*",
+        "data": "flare/ab", "data_hash": "0123456789abcdef",
     }
     ids = {base.run_id()}
     for field in dataclasses.fields(RunConfig):

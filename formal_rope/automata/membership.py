@@ -73,6 +73,22 @@ def split_symbols(string: str, alphabet: Sequence[str]) -> list[str]:
     return symbols
 
 
+def symbol_tokens(string: str) -> list[str]:
+    """The blank-separated symbols of `string` (quotes removed), without checking them against an
+    alphabet: how `split_symbols` reads a string over multi-character symbols. Used to learn an
+    alphabet from data files; an unterminated quote raises FormalRopeError."""
+    tokens = []
+    for match in _TOKEN.finditer(string):
+        if match.group("bad") is not None:
+            raise FormalRopeError(
+                f"error: the quote at column {match.start() + 1} of {string!r} does not enclose a symbol "
+                "(unterminated, or glued to the next token)"
+            )
+        quoted = match.group("quoted")
+        tokens.append(quoted[1:-1] if quoted is not None else match.group("bare"))
+    return tokens
+
+
 def symbol_token(symbol: str) -> str:
     """How `split_symbols` reads `symbol` back in a blank-separated string: bare, or quoted as in
     expressions when it contains a blank or starts with a quote character."""

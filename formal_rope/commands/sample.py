@@ -144,6 +144,13 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(
             None, "--out", help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout."
         ),
+        data_format: Optional[str] = typer.Option(
+            None, "--format", help="With --out: parquet (default; one file), flare (a FLaRe split folder: main.tok, labels.txt, "
+            "num-edits.txt, log-probabilities.txt, next-symbols.jsonl) or mlregtest (one string<TAB>TRUE|FALSE file). See docs/formats.md."
+        ),
+        next_symbols: bool = typer.Option(
+            True, "--next-symbols/--no-next-symbols", help="--format flare: also write next-symbols.jsonl (len+1 entries per positive; large for long strings)."
+        ),
         json_output: bool = typer.Option(False, "--json", help="With --out: print the summary as a JSON object (without --out the output is already JSON lines)."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
     ) -> None:
@@ -161,6 +168,9 @@ def register(app: typer.Typer) -> None:
             raise FormalRopeError(f"error: --near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
         if seed < 0:
             raise FormalRopeError(f"error: --seed must be a non-negative integer, got {seed}")
+        if data_format is not None and (data_format not in ("flare", "mlregtest", "parquet") or out is None):
+            raise FormalRopeError(f"error: --format takes flare, mlregtest or parquet, with --out; got --format {data_format}"
+                                  + ("" if out is not None else " without --out"))
         requested, repeated = distinct_lengths(parse_lengths(lengths))
         if repeated and not quiet:
             print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
@@ -178,9 +188,8 @@ def register(app: typer.Typer) -> None:
         started = time.perf_counter()
         sets = _generate(dfa, requested, n, seed, near_miss, quiet)
         elapsed = time.perf_counter() - started
-        strings, labels, string_lengths, near = _rows(sets, dfa.alphabet)
-
         if out is None:
+            strings, labels, string_lengths, near = _rows(sets, dfa.alphabet)
             write = sys.stdout.write
             for string, label, length, is_near in zip(strings, labels.tolist(), string_lengths.tolist(), near.tolist()):
                 write(json.dumps({"string": string, "label": label, "length": length, "near_miss": is_near}) + "\n")
@@ -190,14 +199,11 @@ def register(app: typer.Typer) -> None:
                         print(f"note: {labeled.note}", file=sys.stderr)
             return
 
-        import pandas as pd
+        from formal_rope.sampling.formats import write_sets
 
-        frame = pd.DataFrame({"string": strings, "label": labels, "length": string_lengths, "near_miss": near})
-        out.parent.mkdir(parents=True, exist_ok=True)
-        temporary = out.with_name(out.name + ".tmp")
-        frame.to_parquet(temporary, index=False)
-        temporary.replace(out)  # never leave a half-written file under the requested name
+        files = write_sets(data_format or "parquet", out, sets, dfa, next_symbols=next_symbols)
         summary = _summary(language, sets, elapsed, out)
+        summary["format"], summary["files"] = data_format or "parquet", [str(path) for path in files]
         if json_output:
             print(json.dumps(summary))
             return
@@ -213,5 +219,5 @@ def register(app: typer.Typer) -> None:
         table.add_row("one-class lengths", str(summary["one_class_lengths"]))
         table.add_row("lengths without near-misses", str(summary["no_near_miss_lengths"]))
         table.add_row("sampling time", f"{elapsed:.2f} s ({summary['strings'] / max(elapsed, 1e-9):,.0f} strings/s)")
-        table.add_row("written", str(out))
+        table.add_row("written", "\n".join(summary["files"]))
         Console().print(table)

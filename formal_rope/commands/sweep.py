@@ -104,16 +104,16 @@ def _print_json(payload) -> None:
 
 
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
-            quiet: bool = False) -> dict:
+            quiet: bool = False, sort: str | None = None) -> dict:
     """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet."""
     from rich.measure import Measurement
     from rich.table import Table
 
-    from formal_rope.sweeps.report import PE_LABELS, aggregate, format_base, mixed_settings, plot_n_star
+    from formal_rope.sweeps.report import PE_LABELS, aggregate, format_base, mixed_settings, plot_n_star, sort_rows
     from formal_rope.sweeps.results import load_results
 
     runs, evals = load_results(out)
-    rows = aggregate(runs)
+    rows = sort_rows(aggregate(runs), sort)
     ref_rows = {}
     for ref in (reference or {}).get("rows", []):
         language, pe, base = ref[0], ref[1], (None if ref[2] == 0 else float(ref[2]))
@@ -136,7 +136,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
 
     table = Table(title=title or f"results in {out}", show_lines=False)
     for name, justify in [("language", "left"), ("PE", "left"), ("base", "right"), ("runs", "right"),
-                          ("acc max", "right"), ("acc mean±std", "right"), ("N* max", "right"), ("N* mean±std", "right")]:
+                          ("acc max", "right"), ("acc mean±std", "right"), ("N* max", "right"), ("N* mean±std", "right"),
+                          ("NNCH max", "right"), ("NNCH mean±std", "right")]:
         table.add_column(name, justify=justify, no_wrap=True)
     if ref_rows:
         table.add_column("paper: acc max / N* max (mean)", justify="right", style="dim", no_wrap=True)
@@ -144,7 +145,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
         cells = [row.language, PE_LABELS.get(row.pe, row.pe), format_base(row.base),
                  f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
                  f"{row.accuracy_max:.3f}", f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
-                 f"{row.n_star_max:.0f}", f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}"]
+                 f"{row.n_star_max:.0f}", f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
+                 *_nnch_cells(row)]
         if ref_rows:
             ref = ref_rows.get((row.language, row.pe, row.base))
             if ref is None:
@@ -176,6 +178,26 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     return payload
 
 
+def _nnch_cells(row) -> tuple[str, str]:
+    """NNCH max and mean±std; "–" when no run of the row evaluated every test length (eval nstar)."""
+    if math.isnan(row.nnch_max):
+        return "–", "–"
+    return f"{row.nnch_max:.3f}", f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"
+
+
+def _data_language(data: Path, lang: list[str] | None, alphabet: str | None, run_settings: dict) -> str:
+    """`sweep --data`: the data's settings (path, content hash, training and test lengths) go into
+    every run; returns the grid's one language (--lang, or data:PATH)."""
+    from formal_rope.training.data import data_settings
+
+    if lang and len(lang) > 1:
+        raise FormalRopeError("sweep --data takes at most one --lang (the data's labels are checked against it)")
+    settings = data_settings(data, language=lang[0] if lang else None, alphabet=_alphabet(alphabet))
+    language = settings.pop("language")
+    run_settings.update(settings)
+    return language
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def sweep(
@@ -199,6 +221,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("results/sweep"), "--out", help="Results folder (Parquet under runs/ and evals/). Finished runs there are skipped."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
+        data: Optional[Path] = typer.Option(None, "--data", help="Train and test every run on these files (FLaRe folder or MLRegTest DIR/<language>; docs/formats.md); at most one --lang, whose labels are checked."),
     ) -> None:
         """Run a grid of training runs (languages × PEs × bases × seeds × lrs); rerunning skips finished runs."""
         from rich.console import Console
@@ -208,6 +231,8 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         run_settings = _overrides(steps=steps, batch_size=batch_size, layers=layers, d_model=d_model, heads=heads,
                                   n_per_length=n_per_length, eval_mode=eval_mode)
+        if data is not None:
+            lang = [_data_language(data, lang, alphabet, run_settings)]
         if config is not None:
             spec, chosen = load_sweep_file(config, scale)
             spec = build_spec(
@@ -267,8 +292,9 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
         plot: Optional[Path] = typer.Option(None, "--plot", help="Write a Figure 2/3-style plot (mean N* vs base, ±1 std; NoPE band) to this PNG."),
         reference: Optional[Path] = typer.Option(None, "--reference", help="Sweep TOML whose \\[reference] rows (the paper's numbers) are shown beside ours."),
+        sort: Optional[str] = typer.Option(None, "--sort", help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or accuracy; default: language, PE, base."),
     ) -> None:
-        """Aggregate a results folder like the core paper's Tables 4–5 (max/mean/std of accuracy and N*)."""
+        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""
         from rich.console import Console
 
         ref = None
@@ -276,7 +302,7 @@ def register(app: typer.Typer) -> None:
             from formal_rope.sweeps.grid import load_sweep_file
 
             ref = load_sweep_file(reference)[0].reference
-        _report(results, Console(), json_output, plot, ref)
+        _report(results, Console(), json_output, plot, ref, sort=sort)
 
     @app.command()
     def reproduce(

@@ -75,6 +75,9 @@ def _render(result, checkpoint: Path | None) -> None:
     summary.add_row("status", result.status + (f" ({result.error})" if result.error else ""))
     summary.add_row("run id", result.run_id)
     summary.add_row("alphabet", "{" + ", ".join(result.alphabet or ()) + "}")
+    if config.data is not None:
+        summary.add_row("data", f"{config.data} (content hash {config.data_hash}; train lengths "
+                        f"{config.train_min_length}..{config.train_max_length}, tests {config.test_min_length}..{config.test_max_length})")
     if result.resolved_periods is not None:
         summary.add_row("periods", ",".join(map(str, result.resolved_periods)) + (" (auto)" if config.periods is None else ""))
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
@@ -111,7 +114,8 @@ def _render(result, checkpoint: Path | None) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train(
-        lang: str = typer.Option(..., "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file."),
+        lang: Optional[str] = typer.Option(None, "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the data's labels are checked against it."),
+        data: Optional[Path] = typer.Option(None, "--data", help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md)."),
         pe: str = typer.Option("rope", "--pe", help="Positional encoding: nope, sipe, sipe_p, rope, rope_p, partial_rope, jof_fixed, jof_learned, jof_projected."),
         periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default) or e.g. 2 or 2,3."),
         base: Optional[float] = typer.Option(None, "--base", help="Base beta of rope/sipe/partial_rope/jof_* (> 0; default 1e4)."),
@@ -145,6 +149,8 @@ def register(app: typer.Typer) -> None:
         from formal_rope.training.scales import scale_overrides
         from formal_rope.training.train import run_training
 
+        if lang is None and data is None:
+            raise FormalRopeError("error: train needs --lang (a language to sample from) or --data (files to read), or both")
         fields: dict = {"language": lang, "pe": pe}
         if alphabet is not None:
             from formal_rope.lang.source import parse_alphabet
@@ -171,6 +177,12 @@ def register(app: typer.Typer) -> None:
         fields.update({key: value for key, value in explicit.items() if value is not None})
         if test_lengths is not None:
             fields["test_min_length"], fields["test_max_length"] = parse_length_range(test_lengths)
+        if data is not None:
+            from formal_rope.training.data import data_settings
+
+            # The files decide the training and test lengths (--test-lengths: evaluate a part of them).
+            fields.update(data_settings(data, language=lang, alphabet=fields.get("alphabet"),
+                                        test_range=parse_length_range(test_lengths) if test_lengths else None))
         if threads < 1:
             raise FormalRopeError(f"error: --threads must be at least 1, got {threads}")
         config = RunConfig(**fields)

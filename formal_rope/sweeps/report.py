@@ -40,6 +40,11 @@ class AggregateRow:
     n_star_max: float
     n_star_mean: float
     n_star_std: float
+    # Delétang et al.'s metric: per run the mean accuracy over every test length (NaN for runs whose
+    # evaluation stopped early, eval mode nstar); max/mean/std over the runs that have it.
+    nnch_max: float = math.nan
+    nnch_mean: float = math.nan
+    nnch_std: float = math.nan
 
     def to_dict(self) -> dict:
         def clean(value):
@@ -61,6 +66,7 @@ def aggregate(runs) -> list[AggregateRow]:
     for (language, pe, base_key), group in frame.groupby(["language", "pe", "base_key"], dropna=False, sort=False):
         accuracy = group["accuracy"].astype(float)  # NaN for diverged runs: left out of max/mean/std
         n_star = group["n_star"].astype(float)
+        nnch = group["nnch_accuracy"].astype(float) if "nnch_accuracy" in group else accuracy * math.nan
         rows.append(
             AggregateRow(
                 language=language,
@@ -74,6 +80,9 @@ def aggregate(runs) -> list[AggregateRow]:
                 n_star_max=float(n_star.max()),
                 n_star_mean=float(n_star.mean()),
                 n_star_std=float(n_star.std()) if len(group) > 1 else 0.0,
+                nnch_max=float(nnch.max()),
+                nnch_mean=float(nnch.mean()),
+                nnch_std=float(nnch.std()) if nnch.count() > 1 else (0.0 if nnch.count() else math.nan),
             )
         )
     pe_order = list(PE_LABELS)
@@ -85,6 +94,30 @@ def aggregate(runs) -> list[AggregateRow]:
         )
     )
     return rows
+
+
+# `report --sort`: each key orders rows by a metric's max over runs, then its mean (best first).
+SORT_KEYS = {
+    "n_star": ("n_star_max", "n_star_mean"),
+    "nnch": ("nnch_max", "nnch_mean"),
+    "accuracy": ("accuracy_max", "accuracy_mean"),
+}
+
+
+def sort_rows(rows: list[AggregateRow], key: str | None) -> list[AggregateRow]:
+    """Rows best first by `key` (n_star, nnch or accuracy; NaN last, ties keep their order);
+    None keeps `aggregate`'s order (language, PE, base)."""
+    if key is None:
+        return list(rows)
+    if key not in SORT_KEYS:
+        raise FormalRopeError(f"unknown sort key {key!r}; expected one of {', '.join(SORT_KEYS)}")
+    fields = SORT_KEYS[key]
+
+    def rank(row: AggregateRow):
+        values = [getattr(row, name) for name in fields]
+        return tuple((math.isnan(v), -v if not math.isnan(v) else 0.0) for v in values)
+
+    return sorted(rows, key=rank)
 
 
 AGGREGATED_AXES = ("seed", "lr")  # what a row of the table aggregates over, besides its own keys

@@ -8,6 +8,7 @@ names starting with '.' or '_') always sees complete runs only.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 from pathlib import Path
@@ -87,6 +88,9 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "heads": int(config.heads),
         "n_star": int(result.n_star),
         "accuracy": float(result.accuracy),
+        **metric_columns(result),
+        "data": config.data,
+        "data_hash": config.data_hash,
         "first_failure": result.first_failure,
         "status": result.status,
         "error": result.error,
@@ -99,12 +103,27 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
     }
 
 
+def nnch_accuracy(result: RunResult) -> float:
+    """Delétang et al.'s metric for one run: the mean per-length accuracy over *every* test length.
+
+    Equal to `result.accuracy` when every length was evaluated; NaN when eval mode nstar stopped
+    at the first imperfect length (the remaining lengths' accuracies are unknown) or the run diverged."""
+    return float(result.accuracy) if result.eval_complete else math.nan
+
+
+def metric_columns(result: RunResult) -> dict:
+    """The columns placed beside n_star and accuracy (mean over the *evaluated* lengths): nnch_accuracy
+    and eval_complete (whether every test length was evaluated)."""
+    return {"nnch_accuracy": nnch_accuracy(result), "eval_complete": bool(result.eval_complete)}
+
+
 # Fixed column types: every per-run file must share one schema, or reading the folder fails
 # when a column is null in one file and a string in another.
 RUN_COLUMN_TYPES = {
     "run_id": "string", "language": "string", "alphabet": "string", "pe": "string", "base": "float64",
     "periods": "string", "seed": "int64", "lr": "float64", "steps": "int64", "batch_size": "int64",
     "layers": "int64", "d_model": "int64", "heads": "int64", "n_star": "int64", "accuracy": "float64",
+    "nnch_accuracy": "float64", "eval_complete": "bool", "data": "string", "data_hash": "string",
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",
     "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string", "config": "string",
 }
@@ -114,7 +133,7 @@ EVAL_COLUMN_TYPES = {"run_id": "string", "length": "int64", "accuracy": "float64
 def _arrow_schema(column_types: dict):
     import pyarrow as pa
 
-    kinds = {"string": pa.string(), "float64": pa.float64(), "int64": pa.int64()}
+    kinds = {"string": pa.string(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
     return pa.schema([(name, kinds[kind]) for name, kind in column_types.items()])
 
 
@@ -156,6 +175,8 @@ def load_results(out: str | Path):
             "(run `formalrope sweep --out DIR` or `formalrope reproduce --out DIR` first)"
         )
     runs = pd.read_parquet(out / RUNS)
+    if "nnch_accuracy" not in runs:  # written before the column existed: unknown, not guessed
+        runs["nnch_accuracy"] = math.nan
     evals_dir = out / EVALS
     if evals_dir.is_dir() and any(evals_dir.glob("*.parquet")):
         evals = pd.read_parquet(evals_dir)

@@ -25,6 +25,10 @@ POSITIONAL_ENCODINGS = (
 )
 
 
+# RunConfig fields that appear in to_dict (and the run id) only when set.
+OPTIONAL_FIELDS = ("data", "data_hash")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that determines one training run (language, positional encoding, model, optimiser, tests).
@@ -60,11 +64,19 @@ class RunConfig:
     lr_schedule: str = "constant"  # constant | cosine (decay to 10% of lr)
     warmup_steps: int = 0  # linear learning-rate warm-up
     train_near_miss_fraction: float = 0.0  # share of training negatives replaced by near-misses
+    # Strings from files instead of the sampler (formal_rope.training.data.FileData): a FLaRe folder
+    # or an MLRegTest language, and the SHA-256 prefix of the files read. Omitted from to_dict (and
+    # so from the run id) when None, so sampled runs keep the ids they always had.
+    data: str | None = None
+    data_hash: str | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
         data["periods"] = list(self.periods) if self.periods is not None else None
+        for name in OPTIONAL_FIELDS:
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -110,6 +111,130 @@ class SampledData:
         return decode(np.asarray(symbols)[None, :], self.dfa.alphabet)[0]
 
 
+# --language for a run whose strings come only from files (`train --data DIR` without --lang): the
+# language is whatever the labels say, and no DFA exists.
+DATA_LANGUAGE_PREFIX = "data:"
+
+
+def is_data_language(language: str) -> bool:
+    """Whether a RunConfig.language names no language, only the data's labels (`data:PATH`)."""
+    return language.startswith(DATA_LANGUAGE_PREFIX)
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, alphabet: tuple[str, ...] | None):
+    """The dataset at `path` (memoised: the runs of a pack share one copy; callers check the hash)."""
+    from formal_rope.sampling.formats import load_dataset
+
+    return load_dataset(path, alphabet)
+
+
+def load_data(path: str, *, alphabet=None, dfa=None, expected_hash: str | None = None):
+    """Read the FLaRe folder or MLRegTest language at `path` (`sampling.formats.load_dataset`).
+
+    With `dfa` the strings are read over its alphabet and every label is checked against its
+    language (DataFormatError at the first disagreeing line); `expected_hash` (a run's data_hash)
+    must match the files' current content."""
+    from formal_rope.errors import FormalRopeError
+    from formal_rope.sampling.formats import check_labels
+
+    chosen = tuple(dfa.alphabet) if dfa is not None else (tuple(alphabet) if alphabet is not None else None)
+    dataset = _load(str(path), chosen)
+    if expected_hash is not None and dataset.content_hash != expected_hash:
+        _load.cache_clear()  # maybe edited since it was cached: read again before refusing
+        dataset = _load(str(path), chosen)
+        if dataset.content_hash != expected_hash:
+            raise FormalRopeError(
+                f"error: the data at {path} has changed since the run was configured (content hash "
+                f"{dataset.content_hash}, the run was set up with {expected_hash}); configure the run again"
+            )
+    if dfa is not None:
+        for strings in (dataset.train, *dataset.tests):
+            check_labels(strings, dfa)
+    return dataset
+
+
+def data_settings(path, *, language: str | None = None, alphabet=None, test_range: tuple[int, int] | None = None) -> dict:
+    """RunConfig fields for training and testing on the files at `path`: data, data_hash, the
+    training length range of the training file and the test range (the test files' lengths, or
+    `test_range` to evaluate on part of them). Labels are checked against `language` when given
+    (a registry name, expression or .att path; without one the run's language is `data:PATH`)."""
+    from formal_rope.errors import FormalRopeError
+
+    _load.cache_clear()  # configuring reads the files as they are now
+    dfa = None
+    if language is not None and not is_data_language(language):
+        from formal_rope.automata import language_dfa
+        from formal_rope.lang.source import resolve_language
+
+        dfa = language_dfa(resolve_language(language, alphabet))
+    dataset = load_data(str(path), alphabet=alphabet, dfa=dfa)
+    train_lengths = dataset.train.lengths
+    test_lengths = np.concatenate([t.lengths for t in dataset.tests])
+    if not len(train_lengths) or not len(test_lengths):
+        raise FormalRopeError(f"error: the data at {path} has no {'training' if not len(train_lengths) else 'test'} strings")
+    low, high = test_range if test_range is not None else (int(test_lengths.min()), int(test_lengths.max()))
+    return {
+        "language": language if language is not None else DATA_LANGUAGE_PREFIX + str(path),
+        "data": str(path),
+        "data_hash": dataset.content_hash,
+        "train_min_length": int(train_lengths.min()),
+        "train_max_length": int(train_lengths.max()),
+        "test_min_length": low,
+        "test_max_length": high,
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class FileData:
+    """Strings read from files (a FLaRe folder or an MLRegTest language, `config.data`): training
+    batches are balanced draws from the training file, test sets its test strings grouped by length
+    (those within config's test range)."""
+
+    config: RunConfig
+    dataset: object  # formal_rope.sampling.formats.Dataset
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        return tuple(self.dataset.alphabet)
+
+    def training_batch(self, rng: np.random.Generator, batch_size: int):
+        return self.dataset.training_batch(rng, batch_size)
+
+    def test_sets(self) -> Iterator:
+        low, high = self.config.test_min_length, self.config.test_max_length
+        return (s for s in self.dataset.test_sets() if low <= s.length <= high)
+
+    def decode(self, symbols: np.ndarray) -> str:
+        from formal_rope.sampling import decode
+
+        return decode(np.asarray(symbols)[None, :], self.alphabet)[0]
+
+
+def file_data(config: RunConfig, dfa=None) -> FileData:
+    """FileData for `config.data`, checked: content hash, labels against `dfa` (when the run has a
+    language), training lengths within the config's training range, test strings in its test range."""
+    from formal_rope.errors import FormalRopeError
+
+    dataset = load_data(config.data, alphabet=config.alphabet, dfa=dfa, expected_hash=config.data_hash)
+    lengths = dataset.train.lengths
+    if len(lengths) and (lengths.min() < config.train_min_length or lengths.max() > config.train_max_length):
+        raise FormalRopeError(
+            f"error: the training strings of {config.data} have lengths {int(lengths.min())}..{int(lengths.max())}, outside "
+            f"the run's training range {config.train_min_length}..{config.train_max_length}; build the config with "
+            "formal_rope.training.data.data_settings (what `train --data` does)"
+        )
+    data = FileData(config, dataset)
+    if not any(True for _ in data.test_sets()):
+        raise FormalRopeError(
+            f"error: no test string of {config.data} has a length in {config.test_min_length}..{config.test_max_length}"
+        )
+    return data
+
+
 def run_data(config: RunConfig, dfa) -> RunData:
-    """The strings of one run: sampled from `dfa` (the resolved language of `config`)."""
+    """The strings of one run: read from `config.data` when set (FileData; `dfa` None for a
+    `data:` language), else sampled from `dfa` (the resolved language of `config`)."""
+    if config.data is not None:
+        return file_data(config, dfa)
     return SampledData(config, dfa)

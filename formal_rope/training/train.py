@@ -116,18 +116,25 @@ def validate_device(config: RunConfig, device: str | torch.device) -> None:
 
 
 def resolve_dfa(config: RunConfig):
-    """The language's DFA (over config.alphabet when given)."""
+    """The language's DFA (over config.alphabet when given); None for a run on data files without a
+    language (language `data:PATH`: the labels are all there is)."""
     from formal_rope.automata import language_dfa
     from formal_rope.lang.source import resolve_language
+    from formal_rope.training.data import is_data_language
 
+    if config.data is not None and is_data_language(config.language):
+        return None
     return language_dfa(resolve_language(config.language, config.alphabet))
 
 
 def check_trainable(config: RunConfig, dfa) -> None:
     """FormalRopeError when balanced training batches cannot exist: the language (e.g. Σ* or ∅) has
-    no positive or no negative string of any training length."""
+    no positive or no negative string of any training length. (Runs on data files: the files' own
+    check, in `training.data.file_data`.)"""
     from formal_rope.sampling import training_batch
 
+    if config.data is not None:
+        return
     try:
         training_batch(dfa, np.random.default_rng(0), 2, config.train_min_length, config.train_max_length)
     except FormalRopeError as error:
@@ -143,6 +150,11 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
         return None  # other encodings have no periods; never report ones given by mistake as used
     if config.periods is not None:
         return validate_periods(config.periods)
+    if dfa is None:
+        raise FormalRopeError(
+            f"periods 'auto' come from the language's class, and {config.language!r} names none; "
+            "give --periods (e.g. 2,3) or --lang with --data"
+        )
     from formal_rope.classes import classify
 
     classification = classify(dfa)
@@ -657,6 +669,9 @@ def run_pack(
         dfa = resolve_dfa(configs[0])
     check_trainable(configs[0], dfa)
     periods = [resolve_periods(config, dfa) for config in configs]
+    # Before the try: unreadable or mislabelled data files are the user's error, not a failed run.
+    data = [run_data(config, dfa) for config in configs]
+    alphabet = tuple(data[0].alphabet)
     if threads is not None and str(device).startswith("cpu"):
         torch.set_num_threads(threads)
     runs = len(configs)
@@ -670,8 +685,7 @@ def run_pack(
     evaluations: list[Evaluation | None] = [None] * runs
     error: str | None = None
     try:
-        data = [run_data(config, dfa) for config in configs]
-        model = build_pack(configs, len(dfa.alphabet), periods).to(device)
+        model = build_pack(configs, len(alphabet), periods).to(device)
         reporter.stage("train", first.steps)
         outcomes = train_pack(
             model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step
@@ -711,7 +725,7 @@ def run_pack(
                 versions=versions,
                 commit=commit,
                 error=error,
-                alphabet=tuple(dfa.alphabet),
+                alphabet=alphabet,
                 resolved_periods=periods[run],
                 eval_complete=evaluation.complete if evaluation else False,
                 pack_id=key,

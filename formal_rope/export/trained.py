@@ -1,0 +1,130 @@
+"""Trained checkpoints -> tensors and config for standalone/trained.py.
+
+The standalone file names weights after the network's parts (embedding, blocks.L.qkv, ...), not
+after the trainer's internal module layout, so exported folders do not change when the trainer does.
+Periodic tables are copied from the trainer's own table code (bit-identical); fixed frequencies
+are stored in float64 and the phases rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from formal_rope.errors import FormalRopeError
+
+_POSITIONAL_KINDS = {
+    "nope": "none",
+    "sipe": "additive_fixed",
+    "sipe_p": "additive_periodic",
+    "rope": "rotary_fixed",
+    "partial_rope": "rotary_fixed",
+    "jof_fixed": "rotary_fixed",
+    "rope_p": "rotary_periodic",
+    "jof_learned": "rotary_learned",
+    "jof_projected": "rotary_projected",
+}
+_BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
+
+
+def _periodic_tables(periods, n_pairs: int):
+    """(cos (P, longest), sin, pair periods (P,)) with the trainer's own table entries."""
+    import torch
+
+    from formal_rope.training.positional import assign_periods, periodic_tables
+
+    pair_periods, _ = assign_periods(periods, n_pairs)
+    longest = int(pair_periods.max())
+    # Positions 0..longest-1 visit every residue r < m_p of every pair: row r, column p is T_p(r).
+    cos, sin = periodic_tables(periods, n_pairs, np.arange(longest, dtype=np.int64))
+    return cos.T.contiguous(), sin.T.contiguous(), torch.from_numpy(pair_periods.astype(np.int64))
+
+
+def _network_state(model) -> dict:
+    """The classifier's weights under the standalone file's names, as CPU tensors without the run
+    axis (a checkpoint is a pack of one run); learned frequencies stay float64."""
+    import torch
+
+    if model.runs != 1:
+        raise FormalRopeError(f"error: a checkpoint holds one run; this model packs {model.runs}")
+    parameters = dict(model.named_parameters())
+    state = {}
+
+    def put(name: str, tensor) -> None:
+        state[name] = tensor.detach()[0].to("cpu").clone()  # drop the run axis of the pack of one
+
+    put("embedding.weight", parameters["embedding.weight"])
+    for layer in range(len(model.blocks)):
+        for part in _BLOCK_PARTS:
+            for kind in ("weight", "bias"):
+                put(f"blocks.{layer}.{part}.{kind}", parameters[f"blocks.{layer}.{part}.{kind}"])
+    for part in ("final_norm", "readout"):
+        for kind in ("weight", "bias"):
+            put(f"{part}.{kind}", parameters[f"{part}.{kind}"])
+    positional = model.positional
+    if hasattr(positional, "projectors"):
+        for layer, projector in enumerate(positional.projectors):
+            for index, name in ((0, "norm"), (1, "in"), (3, "out")):
+                put(f"positional.projectors.{layer}.{name}.weight", projector[index].weight)
+                put(f"positional.projectors.{layer}.{name}.bias", projector[index].bias)
+    frequencies = getattr(positional, "frequencies", None)
+    if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, pairs)
+        put("positional.learned_frequencies", frequencies.to(torch.float64))
+    elif frequencies is not None:  # fixed schedules: numpy (runs, pairs)
+        state["positional.frequencies"] = torch.from_numpy(np.array(frequencies[0], dtype=np.float64))
+    return state
+
+
+def trained_export(path) -> tuple[dict, dict]:
+    """(tensors, config) of the trained checkpoint at `path`."""
+    from formal_rope.training.checkpoint import load_checkpoint
+
+    loaded = load_checkpoint(path)
+    config = loaded.config
+    model = loaded.model
+    if config.pe not in _POSITIONAL_KINDS:
+        raise FormalRopeError(f"error: {path}: positional encoding {config.pe!r} has no standalone export")
+    tensors = _network_state(model)
+    periods = loaded.metadata.get("periods")
+    head_dim = config.d_model // config.heads
+    if config.pe == "rope_p":
+        cos, sin, pair_periods = _periodic_tables(periods, head_dim // 2)
+    elif config.pe == "sipe_p":
+        cos, sin, pair_periods = _periodic_tables(periods, config.d_model // 2)
+    if config.pe in ("rope_p", "sipe_p"):
+        tensors.update({"positional.cos_table": cos, "positional.sin_table": sin, "positional.pair_periods": pair_periods})
+    rotate_values = bool(getattr(model.positional, "rotate_values", False))
+    summary = loaded.result.to_dict() if loaded.result is not None else None
+    export_config = {
+        "kind": "trained",
+        "producer": "formal-rope export",
+        "dtype": "float32",
+        "alphabet": list(loaded.alphabet),
+        "vocabulary": [*loaded.alphabet, "<bos>", "<eos>", "<pad>"],
+        "d_model": config.d_model,
+        "heads": config.heads,
+        "layers": config.layers,
+        "ffn_mult": config.ffn_mult,
+        "layer_norm_eps": float(model.final_norm.eps),
+        "pe": config.pe,
+        "positional": {
+            "kind": _POSITIONAL_KINDS[config.pe],
+            "phase_precision": config.phase_precision,
+            "rotate_values": rotate_values,
+            "periods": list(periods) if periods is not None else None,
+        },
+        "run": {"run_id": loaded.metadata.get("run_id"), "config": config.to_dict(),
+                "n_star": None if summary is None else summary.get("n_star"),
+                "accuracy": None if summary is None else _finite(summary.get("accuracy"))},
+        "notes": [
+            "computes in fp32 with the readable strict-causal attention (formal_rope.kernels.reference); "
+            "`formalrope run` uses the fused path, so logits can differ in the last bits (verdicts agree "
+            "except on a string whose two logits tie within that noise)",
+        ],
+    }
+    return tensors, export_config
+
+
+def _finite(value):
+    import math
+
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None

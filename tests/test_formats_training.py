@@ -1,0 +1,123 @@
+"""Datasets in: `train --data` / `sweep --data` train and evaluate on FLaRe or MLRegTest files
+(training.data.FileData), record which data (path + content hash), check labels against --lang."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from formal_rope.automata import language_dfa
+from formal_rope.errors import FormalRopeError
+from formal_rope.lang.source import resolve_language
+from formal_rope.sampling import test_sets, write_flare_split
+from formal_rope.training.config import RunConfig
+from formal_rope.training.data import FileData, data_settings, run_data
+from tests.cli_support import run_main
+
+TINY = ["--steps", "3", "--batch-size", "8", "--layers", "1", "--d-model", "8", "--heads", "1", "--no-save", "--json"]
+
+
+@pytest.fixture()
+def flare(tmp_path):
+    """A FLaRe language folder of Σ*abΣ*: training lengths 0..12, test lengths 14, 15, 17."""
+    dfa = language_dfa(resolve_language("Σ*abΣ*"))
+    root = tmp_path / "sab"
+    write_flare_split(root, test_sets(dfa, range(0, 13), n_per_length=8, seed=5), dfa)
+    write_flare_split(root / "datasets" / "test", test_sets(dfa, [14, 15, 17], n_per_length=6, seed=6), dfa)
+    return root
+
+
+def test_train_on_a_flare_folder(flare, capsys):
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), *TINY])
+    result = json.loads(out)
+    assert code == 0 and result["status"] == "ok"
+    config = result["config"]
+    assert config["language"] == f"data:{flare}" and config["data"] == str(flare) and len(config["data_hash"]) == 16
+    assert (config["train_min_length"], config["train_max_length"]) == (0, 12)
+    assert (config["test_min_length"], config["test_max_length"]) == (14, 17)
+    assert [r["length"] for r in result["per_length"]] == [14, 15, 17] and [r["n"] for r in result["per_length"]] == [6] * 3
+    assert result["alphabet"] == ["a", "b", "c"]
+
+
+def test_labels_are_checked_against_the_language(flare, capsys):
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), "--lang", "Σ*abΣ*", *TINY])
+    assert code == 0 and json.loads(out)["config"]["language"] == "Σ*abΣ*"
+    code, _, err = run_main(capsys, ["train", "--data", str(flare), "--lang", "re:[abc]*ba[abc]*", *TINY])
+    assert code == 2 and f"{flare / 'main.tok'}:" in err and f"the label ({flare / 'labels.txt'}:" in err
+
+
+def test_malformed_files_exit_2_naming_file_and_line(flare, capsys):
+    labels = flare / "datasets" / "test" / "labels.txt"
+    lines = labels.read_text().split("\n")
+    lines[4] = "yes"
+    labels.write_text("\n".join(lines))
+    code, _, err = run_main(capsys, ["train", "--data", str(flare), *TINY])
+    assert code == 2 and f"{labels}:5: expected a label 0 or 1, got 'yes'" in err
+    code, _, err = run_main(capsys, ["train", "--data", str(flare.parent / "nowhere"), *TINY])
+    assert code == 2 and "no data at" in err
+    code, _, err = run_main(capsys, ["train", *TINY])
+    assert code == 2 and "--lang" in err and "--data" in err
+
+
+def test_train_on_an_mlregtest_language(tmp_path, capsys):
+    language = tmp_path / "04.04.SL.2.1.0"
+    rng = np.random.default_rng(0)
+    train = ["".join(rng.choice(list("abcd"), rng.integers(3, 8))) for _ in range(40)]
+    (tmp_path / "04.04.SL.2.1.0_Train.txt").write_text("".join(f"{w}\t{'TRUE' if 'a' in w else 'FALSE'}\n" for w in train))
+    (tmp_path / "04.04.SL.2.1.0_TestLR.txt").write_text("abcdabcdabcd\tTRUE\nbbbbbbbbbbbb\tFALSE\n")
+    (tmp_path / "04.04.SL.2.1.0_TestSA.txt").write_text("abcd\tTRUE\nbcdd\tFALSE\n")
+    code, out, _ = run_main(capsys, ["train", "--data", str(language), "--lang", "re:[abcd]*a[abcd]*", *TINY])
+    result = json.loads(out)
+    assert code == 0 and [(r["length"], r["n"]) for r in result["per_length"]] == [(4, 2), (12, 2)]
+    code, out, _ = run_main(capsys, ["train", "--data", str(language), "--test-lengths", "10..20", *TINY])
+    assert code == 0 and [r["length"] for r in json.loads(out)["per_length"]] == [12]
+
+
+def test_run_id_records_the_data_only_when_used(flare):
+    sampled = RunConfig("(ab)*")
+    assert "data" not in sampled.to_dict() and "data_hash" not in sampled.to_dict()
+    settings = data_settings(flare)
+    config = RunConfig(**{**settings, "pe": "rope"})
+    assert RunConfig.from_dict(config.to_dict()) == config
+    labels = flare / "labels.txt"
+    labels.write_text(labels.read_text().replace("0", "1", 1))
+    changed = RunConfig(**{**data_settings(flare), "pe": "rope"})
+    assert changed.data_hash != config.data_hash and changed.run_id() != config.run_id()
+    with pytest.raises(FormalRopeError, match="has changed since the run was configured"):
+        run_data(config, None)  # the files no longer hold what the run was configured with
+
+
+def test_file_data_serves_the_trainer_seam(flare):
+    config = RunConfig(**{**data_settings(flare, language="Σ*abΣ*"), "pe": "rope"})
+    data = run_data(config, language_dfa(resolve_language("Σ*abΣ*")))
+    assert isinstance(data, FileData) and data.alphabet == ("a", "b", "c")
+    batch = data.training_batch(np.random.default_rng(1), 6)
+    assert batch.labels.sum() == 3 and batch.lengths.max() <= 12
+    assert [s.length for s in data.test_sets()] == [14, 15, 17]
+    assert data.decode(np.array([0, 1, 2])) == "abc"
+    narrow = config.with_(train_max_length=5)
+    with pytest.raises(FormalRopeError, match="outside the run's training range"):
+        run_data(narrow, None)
+
+
+def test_periods_auto_needs_a_language(flare, capsys):
+    code, _, err = run_main(capsys, ["train", "--data", str(flare), "--pe", "rope_p", *TINY])
+    assert code == 2 and "--periods" in err
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), "--pe", "rope_p", "--periods", "2", *TINY])
+    assert code == 0 and json.loads(out)["resolved_periods"] == [2]
+
+
+def test_sweep_on_data_records_path_and_hash(flare, tmp_path, capsys):
+    out = tmp_path / "results"
+    argv = ["sweep", "--data", str(flare), "--pe", "rope,nope", "--seeds", "1", "--steps", "3", "--batch-size", "8",
+            "--layers", "1", "--d-model", "8", "--heads", "1", "--out", str(out), "--json"]
+    code, stdout, _ = run_main(capsys, argv)
+    assert code == 0 and json.loads(stdout)["statuses"] == {"ok": 2}
+    runs = pd.read_parquet(out / "runs")
+    assert set(runs["data"]) == {str(flare)} and runs["data_hash"].str.len().eq(16).all()
+    assert all(json.loads(c)["data_hash"] == runs["data_hash"][0] for c in runs["config"])
+    code, _, err = run_main(capsys, argv[:3] + ["--lang", "Σ*abΣ*", "--lang", "(ab)*"] + argv[3:])
+    assert code == 2 and "at most one --lang" in err
