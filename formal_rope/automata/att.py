@@ -23,9 +23,9 @@ def _state_id(field: str, path: Path, line_number: int) -> int:
     try:
         value = int(field)
     except ValueError:
-        raise FormalRopeError(f"error: {path}:{line_number}: state {field!r} is not a non-negative integer") from None
+        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer") from None
     if value < 0:
-        raise FormalRopeError(f"error: {path}:{line_number}: state {field!r} is not a non-negative integer")
+        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer")
     return value
 
 
@@ -33,7 +33,7 @@ def _check_weight(field: str, path: Path, line_number: int) -> None:
     try:
         float(field)
     except ValueError:
-        raise FormalRopeError(f"error: {path}:{line_number}: weight {field!r} is not a number") from None
+        raise FormalRopeError(f"{path}:{line_number}: weight {field!r} is not a number") from None
 
 
 def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
@@ -48,7 +48,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise FormalRopeError(f"error: cannot read automaton file {path}: {error}") from None
+        raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     arcs: list[tuple[int, int, str, int]] = []
     finals: set[int] = set()
     highest_state = -1
@@ -70,20 +70,20 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
             if len(fields) == 5:
                 _check_weight(fields[4], path, line_number)
             if label in _EPSILON_LABELS:
-                raise FormalRopeError(f"error: {path}:{line_number}: ε-transitions are not supported (label {label!r})")
+                raise FormalRopeError(f"{path}:{line_number}: ε-transitions are not supported (label {label!r})")
             if output != label:
                 raise FormalRopeError(
-                    f"error: {path}:{line_number}: input label {label!r} differs from output label {output!r}; "
+                    f"{path}:{line_number}: input label {label!r} differs from output label {output!r}; "
                     "only acceptors are supported"
                 )
             arcs.append((source, target, label, line_number))
             highest_state = max(highest_state, source, target)
         else:
             raise FormalRopeError(
-                f"error: {path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
+                f"{path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
             )
     if highest_state < 0:
-        raise FormalRopeError(f"error: {path}: no states (empty automaton file)")
+        raise FormalRopeError(f"{path}: no states (empty automaton file)")
     used = sorted({label for _, _, label, _ in arcs})
     if alphabet is None:
         alphabet = tuple(used)
@@ -91,7 +91,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         alphabet = tuple(alphabet)
         unknown = [label for label in used if label not in set(alphabet)]
         if unknown:
-            raise FormalRopeError(f"error: {path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
+            raise FormalRopeError(f"{path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
     column_of = {symbol: index for index, symbol in enumerate(alphabet)}
     # State numbers are labels, not sizes: number the states that occur 0, 1, … in increasing
     # order (the identity for the usual dense files, state 0 stays first), so that a file naming
@@ -104,7 +104,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         existing = table[row, column]
         if existing >= 0 and existing != row_of[target]:
             raise FormalRopeError(
-                f"error: {path}:{line_number}: nondeterministic: state {source} already goes to {used[existing]} on {label!r}"
+                f"{path}:{line_number}: nondeterministic: state {source} already goes to {used[existing]} on {label!r}"
             )
         table[row, column] = row_of[target]
     accepting = np.zeros(len(used), dtype=bool)

@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import typer
 
+from formal_rope.commands.output import stdout_console
+
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
     "(a formula if it uses P, H, Y, S or MOD, otherwise a regex)."
@@ -59,7 +61,7 @@ def dfa_command(
     from formal_rope.errors import FormalRopeError
 
     if dot and json_output:
-        raise FormalRopeError("error: --dot and --json are two output formats; give one of them")
+        raise FormalRopeError("--dot and --json are two output formats; give one of them")
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
     if dot:
@@ -68,11 +70,10 @@ def dfa_command(
     if json_output:
         print(json.dumps({"expression": language.expression, "kind": language.kind, **to_json(dfa)}))
         return
-    from rich.console import Console
     from rich.table import Table
 
     headers, rows = to_table(dfa)
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     console.print(
         f"minimal DFA of {language.expression} ({language.kind}) over {{{', '.join(dfa.alphabet)}}}: "
         f"{dfa.n_states} state{'s' if dfa.n_states != 1 else ''} (→ start, * accepting)",

@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.output import stdout_console
+
 _JSON_KEYS = ("offset", "freq", "scale", "format", "f_large", "mode", "n_max", "paper_sufficient_bound")
 
 
@@ -37,11 +39,12 @@ def certify_command(
     from formal_rope.certify import certified_range
 
     if mode == "realized" and not json_output:
+        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         bar = Progress(
             TextColumn("scanning query positions"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TimeRemainingColumn(), transient=True,
+            TimeRemainingColumn(), transient=True, console=Console(stderr=True),  # stdout holds only the result
         )
         task = bar.add_task("scan", total=None)
 
@@ -68,7 +71,6 @@ def certify_command(
 
 
 def _render(result) -> None:
-    from rich.console import Console
     from rich.panel import Panel
     from rich.table import Table
 
@@ -89,7 +91,7 @@ def _render(result) -> None:
     ]
     for label, value in rows:
         table.add_row(label, value)
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     console.print(Panel(table, title="certified range N_max^(k)(g, C, F)", expand=False))
     console.print(result.explanation(), markup=False)
 

@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.output import stdout_console
+
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
     "(a formula if it uses P, H, Y, S or MOD, otherwise a regex)."
@@ -57,10 +59,9 @@ def classify_command(
 
 
 def _render(payload: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     console.print(
         f"{payload['expression']} ({payload['kind']}) over {{{', '.join(payload['alphabet'])}}}: minimal DFA "
         f"{payload['states']} states, syntactic monoid {payload['monoid_size']} elements",

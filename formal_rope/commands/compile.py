@@ -9,6 +9,8 @@ from typing import List, Optional
 
 import typer
 
+from formal_rope.commands.output import stdout_console
+
 from formal_rope.errors import FormalRopeError
 
 _MODE_HELP = (
@@ -145,13 +147,12 @@ def _json_report(compiled, verification, out: Path | None) -> dict:
 
 
 def _print_report(compiled, verification, out: Path | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from formal_rope.model.io import model_table
     from formal_rope.precision.formats import f_large
 
-    console = Console()
+    console = stdout_console()
     model = compiled.ir
     large = f_large(compiled.options.fmt)
     console.print(
@@ -232,7 +233,6 @@ def run_command(
     if json_output:
         print(json.dumps([bool(v) for v in verdicts]))
         return
-    from rich.console import Console
     from rich.table import Table
 
     if metadata["kind"] == "compiled":  # SPEC §5: say which mode and format produced the verdicts
@@ -244,7 +244,7 @@ def run_command(
     table.add_column("accepted")
     for string, verdict in zip(strings, verdicts):
         table.add_row(repr(string), "yes" if verdict else "no")
-    Console().print(table)
+    stdout_console().print(table)
 
 
 def _note_beyond_certified(metadata: dict, strings: list[str], model) -> None:
@@ -280,13 +280,12 @@ def _trace(model, string: str, format_name: str | None, mode: str, json_output: 
             "coordinates": {name: [float(v) if np.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
         }, ensure_ascii=False))
         return
-    from rich.console import Console
     from rich.table import Table
 
     def cell(value: float) -> str:
         return str(int(value)) if value in (0.0, 1.0) else f"{value:.4g}"
 
-    console = Console()
+    console = stdout_console()
     title = f"trace of {string!r} ({mode} {fmt}): accepted = {bool(result.accepted[0])}"
     # One column per position is readable for short strings; beyond the console width the columns
     # would be squeezed to single characters, so long strings get one row per position instead.

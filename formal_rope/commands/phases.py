@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.output import stdout_console
+
 from formal_rope.errors import FormalRopeError
 
 _DEFAULT_TOP = 5
@@ -92,13 +94,9 @@ def _token(token: str) -> str:
 
 def _render(summary: dict) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not console.is_terminal:
-        # Piped output has no width to respect: keep the per-pair columns unsqueezed.
-        console = Console(width=150)
+    console = stdout_console()
     positions = summary["positions"]
     epsilon = summary["epsilon"]
     console.print(

@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.output import stdout_console
+
 from formal_rope.errors import FormalRopeError
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
@@ -33,22 +35,22 @@ def parse_lengths(text: str) -> list[int]:
                 low_text, high_text = part.split("..", 1)
                 low, high = int(low_text), int(high_text)
                 if low > high:
-                    raise FormalRopeError(f"error: --lengths range {part!r} is empty (start > end)")
+                    raise FormalRopeError(f"--lengths range {part!r} is empty (start > end)")
                 if high - low + 1 + len(lengths) > _MAX_LENGTHS:
                     raise FormalRopeError(
-                        f"error: --lengths {text!r} lists more than {_MAX_LENGTHS:,} lengths; sample fewer per call"
+                        f"--lengths {text!r} lists more than {_MAX_LENGTHS:,} lengths; sample fewer per call"
                     )
                 lengths.extend(range(low, high + 1))
             else:
                 lengths.append(int(part))
         except ValueError:
             raise FormalRopeError(
-                f"error: --lengths: {part!r} is not a length; use e.g. 41..500, 10,20,30 or 5"
+                f"--lengths: {part!r} is not a length; use e.g. 41..500, 10,20,30 or 5"
             ) from None
     if not lengths:
-        raise FormalRopeError("error: --lengths is empty; use e.g. 41..500, 10,20,30 or 5")
+        raise FormalRopeError("--lengths is empty; use e.g. 41..500, 10,20,30 or 5")
     if min(lengths) < 0:
-        raise FormalRopeError(f"error: --lengths must be non-negative, got {min(lengths)}")
+        raise FormalRopeError(f"--lengths must be non-negative, got {min(lengths)}")
     return lengths
 
 
@@ -156,18 +158,18 @@ def register(app: typer.Typer) -> None:
 
         # Range checks here rather than typer's min/max, so they surface as one-paragraph user errors.
         if n < 1:
-            raise FormalRopeError(f"error: --n must be at least 1, got {n}")
+            raise FormalRopeError(f"--n must be at least 1, got {n}")
         if not 0.0 <= near_miss <= 1.0:
-            raise FormalRopeError(f"error: --near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
+            raise FormalRopeError(f"--near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
         if seed < 0:
-            raise FormalRopeError(f"error: --seed must be a non-negative integer, got {seed}")
+            raise FormalRopeError(f"--seed must be a non-negative integer, got {seed}")
         requested, repeated = distinct_lengths(parse_lengths(lengths))
         if repeated and not quiet:
             print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
         total_symbols = n * sum(requested)
         if total_symbols > _MAX_SYMBOLS:
             raise FormalRopeError(
-                f"error: --lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
+                f"--lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
                 f"lengths), more than one call holds in memory ({_MAX_SYMBOLS:,}, about 14 bytes each); "
                 "split the lengths over several calls (each length's strings depend only on --seed and the length)"
             )
@@ -201,7 +203,6 @@ def register(app: typer.Typer) -> None:
         if json_output:
             print(json.dumps(summary))
             return
-        from rich.console import Console
         from rich.table import Table
 
         table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}", show_header=False)
@@ -214,4 +215,4 @@ def register(app: typer.Typer) -> None:
         table.add_row("lengths without near-misses", str(summary["no_near_miss_lengths"]))
         table.add_row("sampling time", f"{elapsed:.2f} s ({summary['strings'] / max(elapsed, 1e-9):,.0f} strings/s)")
         table.add_row("written", str(out))
-        Console().print(table)
+        stdout_console().print(table)

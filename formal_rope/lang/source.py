@@ -106,10 +106,10 @@ def parse_alphabet(text: str | Sequence[str]) -> tuple[str, ...]:
     else:
         items = [str(item) for item in text]
         if any(not item for item in items):
-            raise FormalRopeError("error: the alphabet contains an empty symbol")
+            raise FormalRopeError("the alphabet contains an empty symbol")
     alphabet = tuple(dict.fromkeys(items))
     if not alphabet:
-        raise FormalRopeError(f"error: the alphabet {text!r} is empty; give at least one symbol, e.g. --alphabet ab")
+        raise FormalRopeError(f"the alphabet {text!r} is empty; give at least one symbol, e.g. --alphabet ab")
     return alphabet
 
 
@@ -124,15 +124,15 @@ def att_alphabet(path: str | Path, required: bool = True) -> tuple[str, ...]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise FormalRopeError(f"error: cannot read automaton file {path}: {error}") from None
+        raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if len(fields) >= 3 and len(fields) <= 5:
             labels.add(fields[2])
         elif len(fields) > 5:
-            raise FormalRopeError(f"error: {path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
+            raise FormalRopeError(f"{path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
     if not labels and required:
-        raise FormalRopeError(f"error: {path} has no transitions, so its alphabet is unknown; pass --alphabet")
+        raise FormalRopeError(f"{path} has no transitions, so its alphabet is unknown; pass --alphabet")
     return tuple(sorted(labels))
 
 
@@ -178,7 +178,7 @@ def _from_entry(spec: str, entry: RegistryEntry, alphabet: tuple[str, ...] | Non
     if force_kind is not None and entry.kind != force_kind:
         wanted = "an LTL formula" if force_kind == "ltl" else "a regular expression"
         raise FormalRopeError(
-            f"error: {spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
+            f"{spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
         )
     note = f"registry language {entry.name}: {entry.expression} over {{{', '.join(entry.alphabet)}}}"
     if alphabet is not None and not same_alphabet(alphabet, entry.alphabet):
@@ -222,7 +222,7 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
             close = difflib.get_close_matches(text, registry_names(), n=3, cutoff=0.6)
             if close:
                 raise FormalRopeError(
-                    f"error: {text!r} is not a registry language; did you mean {' or '.join(close)}?"
+                    f"{text!r} is not a registry language; did you mean {' or '.join(close)}?"
                     " (formalrope languages lists them)"
                 ) from None
         if parsed_ltl is not None:
@@ -251,12 +251,12 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
     explicit = parse_alphabet(alphabet) if alphabet is not None else None
     text = spec.strip()
     if not text:
-        raise FormalRopeError("error: empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file")
+        raise FormalRopeError("empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file")
 
     for prefix, kind in _PREFIXES.items():
         if text.lower().startswith(prefix):
             if force_kind is not None and kind != force_kind:
-                raise FormalRopeError(f"error: {spec!r} is a {kind} source, but an {force_kind} expression is needed here")
+                raise FormalRopeError(f"{spec!r} is a {kind} source, but an {force_kind} expression is needed here")
             expression = text[len(prefix) :].strip()
             entry = lookup(expression, explicit)
             if entry is not None and entry.kind != kind:
@@ -265,7 +265,7 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
 
     if text.lower().endswith(".att") or (force_kind is None and "/" in text and Path(text).is_file()):
         if force_kind is not None:
-            raise FormalRopeError(f"error: {spec!r} is an automaton file; an {force_kind} expression is needed here")
+            raise FormalRopeError(f"{spec!r} is an automaton file; an {force_kind} expression is needed here")
         return _from_att(spec, text, explicit)
 
     entry = lookup(text, explicit)
@@ -288,13 +288,13 @@ def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Languag
     path = Path(text).expanduser()
     if not path.is_file():
         problem = "is not a file" if path.exists() else "not found"
-        raise FormalRopeError(f"error: automaton file {text!r} {problem}")
+        raise FormalRopeError(f"automaton file {text!r} {problem}")
     labels = att_alphabet(path, required=explicit is None)
     if explicit is not None:
         missing = [label for label in labels if label not in explicit]
         if missing:
             raise FormalRopeError(
-                f"error: {path} reads {', '.join(missing)}, which the alphabet {{{', '.join(explicit)}}} does not contain"
+                f"{path} reads {', '.join(missing)}, which the alphabet {{{', '.join(explicit)}}} does not contain"
             )
         alphabet = explicit
     else:
