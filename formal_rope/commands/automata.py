@@ -118,7 +118,7 @@ def equiv_command(
     second: str = typer.Argument(..., metavar="EXPR2", help=_EXPR_HELP),
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP + " Applies to both."),
     max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
-    json_output: bool = typer.Option(False, "--json", help='Print {"equivalent": bool, "counterexample": str|null}.'),
+    json_output: bool = typer.Option(False, "--json", help='Print {"equivalent", "counterexample" (str or null), "alphabets" (both), "alphabets_differ"}.'),
 ) -> None:
     """Decide whether two languages are equal; otherwise print a shortest string in exactly one.
 
@@ -134,9 +134,20 @@ def equiv_command(
     result = equivalent(first_dfa, second_dfa, max_states=max_states)
     symbols = union_alphabet(first_dfa.alphabet, second_dfa.alphabet)
     counterexample = None if result.counterexample is None else _word_text(result.counterexample, symbols)
+    differ = set(first_dfa.alphabet) != set(second_dfa.alphabet)
     if json_output:
-        print(json.dumps({"equivalent": result.equivalent, "counterexample": counterexample}))
+        print(json.dumps({
+            "equivalent": result.equivalent, "counterexample": counterexample,
+            "alphabets": [list(first_dfa.alphabet), list(second_dfa.alphabet)], "alphabets_differ": differ,
+        }, ensure_ascii=False))
         return
+    if differ:
+        # Said first: a counterexample using a symbol one language lacks is about the alphabets.
+        print(
+            f"the alphabets differ: {first} is over {{{', '.join(first_dfa.alphabet)}}}, {second} over "
+            f"{{{', '.join(second_dfa.alphabet)}}}; compared over their union {{{', '.join(symbols)}}} "
+            "(--alphabet gives both the same)"
+        )
     if result.equivalent:
         print(f"equivalent over {{{', '.join(symbols)}}}")
         return

@@ -65,6 +65,8 @@ def compile_command(
         problem = "is a directory" if out.is_dir() else f"is in a folder that does not exist ({out.parent})"
         raise FormalRopeError(f"cannot write model file {out}: it {problem}")
     language = resolve_language(formula, alphabet, force_kind="ltl")
+    if language.detected:  # a registry entry brought its alphabet: say which
+        print(f"note: {formula!r} {language.detected}", file=sys.stderr)
     compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
                                certify_mode=certify_mode, certify_max_length=certify_max_length)
     verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states,
