@@ -99,7 +99,7 @@ def test_lower_bound_certified_length_is_marked(capsys):
 
 def test_max_states_option_and_early_mode_checks(capsys):
     # The DFA-size error tells users to pass --max-states, which compile did not accept.
-    code, _, err = _run(capsys, ["compile", "Y^12(a)", "-a", "ab", "--verify-to", "0", "--max-states", "100"])
+    code, _, err = _run(capsys, ["compile", "Y^12(a)", "-a", "ab", "--verify-to", "20", "--max-states", "100"])
     assert code == 2 and "more than 100 states" in err and "Traceback" not in err
     code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--mode", "native", "-F", "fp8e4m3"])
     assert code == 2 and "no native torch dtype" in err
@@ -161,3 +161,15 @@ def test_trace_of_a_long_string_has_one_row_per_position(tmp_path, capsys):
     code, out, _ = _run(capsys, ["run", str(model), "--trace", "ab" * 20])
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert code == 0 and len(rows) == 42 and "│ 41 │ eos" in rows[-1]
+
+
+def test_compile_without_sampled_verification_builds_no_dfa(capsys):
+    # Issue 9: `compile 'Y^20(a)' --verify-to 0 --exhaustive 0` was refused after 10 s because the
+    # verification DFA (2^20 states) exceeded --max-states; only sampling needs that DFA.
+    code, out, err = _run(capsys, ["compile", "Y^12(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "3",
+                                   "--max-states", "100", "--json"])
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and data["verified_strings"] == 15 and data["disagreements"] == 0
+    code, out, err = _run(capsys, ["compile", "Y^12(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "0",
+                                   "--max-states", "100", "--json"])
+    assert code == 0 and json.loads(out)["verified_strings"] == 1
