@@ -25,6 +25,10 @@ def _run(capsys, argv, stdin=None, monkeypatch=None):
     return code, out, err
 
 
+def _verdicts(out: str) -> list[bool]:
+    return [row["accepted"] for row in json.loads(out)["results"]]
+
+
 def test_compile_json_save_and_run(tmp_path, capsys, monkeypatch):
     model = tmp_path / "m.zip"
     code, out, _ = _run(capsys, ["compile", "ltl:P(a) & MOD_2^0", "--alphabet", "ab", "--verify-to", "40",
@@ -39,9 +43,13 @@ def test_compile_json_save_and_run(tmp_path, capsys, monkeypatch):
     assert math.isclose(report["f_large"], 103.972, rel_tol=1e-4)
 
     code, out, _ = _run(capsys, ["run", str(model), "ab", "bba", "", "--json"])
-    assert code == 0 and json.loads(out) == [False, True, False]
+    assert code == 0 and _verdicts(out) == [False, True, False]
+    report = json.loads(out)
+    assert (report["format"], report["mode"], report["certified_length"]) == ("fp32", "emulated", None)
+    assert [row["string"] for row in report["results"]] == ["ab", "bba", ""]
+    assert [row["beyond_certified_length"] for row in report["results"]] == [False] * 3
     code, out, _ = _run(capsys, ["run", str(model), "--json"], stdin="a\n\nbab\n", monkeypatch=monkeypatch)
-    assert code == 0 and json.loads(out) == [True, False, True]
+    assert code == 0 and _verdicts(out) == [True, False, True]
 
     code, out, _ = _run(capsys, ["run", str(model), "--trace", "abba", "--json"])
     trace = json.loads(out)
@@ -114,7 +122,7 @@ def test_run_refuses_weights_that_overflow_and_notes_uncertified_lengths(tmp_pat
     assert code == 0
     # N_max = 6 here: the 8-symbol string is beyond it and gets a note on stderr.
     code, out, err = _run(capsys, ["run", str(model), "ab", "aaaaaaab", "--json"])
-    assert code == 0 and len(json.loads(out)) == 2
+    assert code == 0 and len(json.loads(out)["results"]) == 2
     assert "1 of 2 strings are longer than the model's certified length 6" in err
     # C = 1024 fits fp16 but not e3m2 (max 14): an overflowed weight made every score NaN and every
     # verdict "rejected"; now it is a user error.
@@ -173,3 +181,73 @@ def test_compile_without_sampled_verification_builds_no_dfa(capsys):
     code, out, err = _run(capsys, ["compile", "Y^12(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "0",
                                    "--max-states", "100", "--json"])
     assert code == 0 and json.loads(out)["verified_strings"] == 1
+
+
+@pytest.fixture(scope="module")
+def y_fp32(tmp_path_factory):
+    """Y(a) over {a, b} compiled for fp32 (certified to 709 there, to 43 in bf16)."""
+    path = tmp_path_factory.mktemp("y") / "y.zip"
+    main(["compile", "Y(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "2", "--out", str(path), "--json"])
+    return path
+
+
+@pytest.mark.parametrize("mode", ["emulated", "native"])
+def test_run_in_another_format_recomputes_the_certificate_and_flags_longer_inputs(y_fp32, capsys, mode):
+    # Issue 9: `run y.zip --format bf16 --json` on a^60 b printed [true] (accepts says false) with
+    # nothing on stderr: the note used fp32's certified length 709, but in bf16 the head holds to 43.
+    long = "a" * 60 + "b"
+    code, out, err = _run(capsys, ["run", str(y_fp32), "--format", "bf16", "--mode", mode, long, "ab", "--json"])
+    report = json.loads(out)
+    assert code == 0 and report["certified_length"] == 43 and report["certificate_recomputed"] is True
+    assert [row["beyond_certified_length"] for row in report["results"]] == [True, False]
+    assert [row["length"] for row in report["results"]] == [61, 2]
+    assert "1 of 2 strings are longer than the model's certified length 43 in bf16" in err
+    assert "compiled for fp32: 709" in err
+    code, out, err = _run(capsys, ["run", str(y_fp32), "--format", "bf16", "--mode", mode, "--trace", long, "--json"])
+    trace = json.loads(out)
+    assert trace["certified_length"] == 43 and trace["beyond_certified_length"] is True and "43 in bf16" in err
+    code, out, err = _run(capsys, ["run", str(y_fp32), long, "--json"])  # fp32: inside 709, nothing flagged
+    report = json.loads(out)
+    assert report["certified_length"] == 709 and not report["results"][0]["beyond_certified_length"] and err == ""
+
+
+def test_every_wrong_verdict_in_another_format_is_flagged(y_fp32):
+    """Soundness against the DFA: in bf16 about a quarter of random strings up to length 200 get the
+    wrong verdict; each must be flagged as beyond the recomputed certified length."""
+    import numpy as np
+
+    from formal_rope.automata import accepts, language_dfa
+    from formal_rope.lang import resolve_language
+    from formal_rope.model import evaluate, load_model
+
+    rng = np.random.default_rng(7)
+    strings = ["".join(rng.choice(["a", "b"], size=n)) for n in rng.integers(0, 201, size=120)]
+    truth = accepts(language_dfa(resolve_language("Y(a)", "ab")), strings)
+    result = evaluate(load_model(y_fp32), strings, fmt="bf16")
+    wrong = result.accepted != truth
+    assert wrong.sum() > 10  # the format really breaks the head
+    assert not (wrong & ~result.beyond_certified_length).any()
+    assert result.certificate.certified_length == 43 and result.certificate.recomputed
+    same = evaluate(load_model(y_fp32), strings, fmt="fp32")
+    assert not same.certificate.recomputed and same.n_beyond_certified == 0 and (same.accepted == truth).all()
+
+
+def test_multi_character_symbols_are_read_as_accepts_reads_them(tmp_path, capsys):
+    # Issue 9 item 2: `run mc.zip --trace 'open close open'` raised IndexError, and with --json
+    # split the input into characters.
+    model = tmp_path / "mc.zip"
+    code, _, err = _run(capsys, ["compile", "P('open') & !Y('close')", "--verify-to", "0", "--exhaustive", "3",
+                                 "--out", str(model)])
+    assert code == 0, err
+    code, out, err = _run(capsys, ["run", str(model), "--trace", "open close open", "--json"])
+    trace = json.loads(out)
+    assert code == 0 and trace["positions"] == ["bos", "open", "close", "open", "eos"] and trace["accepted"] is True
+    assert trace["length"] == 3
+    code, out, err = _run(capsys, ["run", str(model), "--trace", "open close open"])
+    assert code == 0 and "close" in out and "Traceback" not in err
+    code, out, _ = _run(capsys, ["run", str(model), "open close open", "open close", "--json"])
+    assert _verdicts(out) == [True, False]
+    code, out, err = _run(capsys, ["run", str(model), "--trace", "open shut"])
+    assert code == 2 and "unknown symbol 'shut'" in err
+    code, out, _ = _run(capsys, ["phases", str(model), "open close open", "--head", "1", "--json"])
+    assert code == 0 and json.loads(out)["positions"] == ["<bos>", "open", "close", "open", "<eos>"]

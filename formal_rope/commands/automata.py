@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from formal_rope.commands.output import stdout_console
+from formal_rope.commands.terminal import input_strings, stdout_console
 
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
@@ -103,8 +103,7 @@ def accepts_command(
 
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
-    if not strings:
-        strings = sys.stdin.read().splitlines()
+    strings = input_strings(strings)
     verdicts = accepts(dfa, list(strings)).tolist()
     if json_output:
         print(json.dumps(verdicts))

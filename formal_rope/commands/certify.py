@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from formal_rope.commands.output import stdout_console
+from formal_rope.commands.terminal import stdout_console
 
 _JSON_KEYS = ("offset", "freq", "scale", "format", "f_large", "mode", "n_max", "paper_sufficient_bound")
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from formal_rope.commands.output import stdout_console
+from formal_rope.commands.terminal import stdout_console
 
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "

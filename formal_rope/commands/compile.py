@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from formal_rope.commands.output import stdout_console
+from formal_rope.commands.terminal import input_strings, stdout_console
 
 from formal_rope.errors import FormalRopeError
 
@@ -208,75 +208,153 @@ def _print_report(compiled, verification, out: Path | None) -> None:
 
 def run_command(
     model_path: Path = typer.Argument(..., help="Model file (compiled by `formalrope compile --out`, or a trained checkpoint)."),
-    strings: Optional[List[str]] = typer.Argument(None, help="Strings to classify (default: one per line from stdin; an empty line is the empty string)."),
-    format_name: Optional[str] = typer.Option(None, "--format", "-F", help="Number format (default: the model's)."),
-    mode: str = typer.Option("emulated", "--mode", help=_MODE_HELP + " (compiled models)"),
+    strings: Optional[List[str]] = typer.Argument(
+        None, help="Strings to classify, read as `accepts` reads them (default: one per line from stdin; an empty line is the empty string)."
+    ),
+    format_name: Optional[str] = typer.Option(
+        None, "--format", "-F",
+        help="Number format (default: the model's). A compiled model's certified length is recomputed for it.",
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help=_MODE_HELP + " Compiled models only (default emulated); a trained model always runs natively."
+    ),
     trace: bool = typer.Option(False, "--trace", help="Show every subformula coordinate at every position of one string."),
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON array of booleans in input order."),
+    json_output: bool = typer.Option(
+        False, "--json",
+        help="Print one JSON object: format, mode, certified length, and per string its verdict and whether it "
+        "lies beyond the certified length.",
+    ),
 ) -> None:
-    """Classify strings with a saved model."""
-    from formal_rope.model.io import load_model, load_runnable, read_metadata
+    """Classify strings with a saved model.
 
-    if strings is None or len(strings) == 0:
-        if sys.stdin.isatty():
-            raise FormalRopeError("give strings as arguments or one per line on stdin")
-        strings = [line.rstrip("\r\n") for line in sys.stdin.read().splitlines()]
+    A compiled model's verdicts are guaranteed only up to its certified length in the format and mode
+    it runs in (recomputed when they are not the ones it was compiled for): longer inputs are flagged.
+    """
+    from formal_rope.model.io import read_metadata
+
+    strings = input_strings(strings)
     metadata = read_metadata(model_path)
-    if trace:
-        if metadata["kind"] != "compiled":
+    if metadata["kind"] != "compiled":
+        if trace:
             raise FormalRopeError("--trace needs a compiled model (its coordinates are subformulas)")
+        if mode is not None:
+            raise FormalRopeError(
+                f"--mode {mode} applies to compiled models (emulated or native arithmetic); {model_path} is a "
+                f"{metadata['kind']} model, which always runs natively in torch (choose its dtype with --format fp32/bf16/fp16)"
+            )
+        _run_trained(model_path, strings, format_name, json_output)
+        return
+    from formal_rope.model.evaluate import check_mode, evaluate
+    from formal_rope.model.io import load_model
+
+    mode = mode or "emulated"
+    fmt = format_name or str(metadata.get("format", "fp32"))
+    check_mode(mode, fmt)
+    model = load_model(model_path)
+    if trace:
         if len(strings) != 1:
             raise FormalRopeError(f"--trace shows one string; got {len(strings)}")
-        _trace(load_model(model_path), strings[0], format_name, mode, json_output)
+        _trace(model, strings[0], fmt, mode, json_output)
         return
-    runnable = load_runnable(model_path, mode=mode)
-    verdicts = runnable.classify(list(strings), fmt=format_name)
-    _note_beyond_certified(metadata, strings, getattr(runnable, "model", None))
+    result = evaluate(model, strings, fmt=fmt, mode=mode)
+    _note_beyond_certified(result, metadata)
     if json_output:
-        print(json.dumps([bool(v) for v in verdicts]))
+        print(json.dumps(_run_json(model_path, "compiled", result.format, mode, strings, result.lengths.tolist(),
+                                   result.to_list(), result.beyond_certified_length.tolist(), result.certificate),
+                         ensure_ascii=False))
         return
+    # SPEC §5: say which mode and format produced the verdicts
+    caption = f"{mode} {result.format}; certified length {result.certificate.describe()}" if result.certificate.available \
+        else f"{mode} {result.format}"
+    _print_verdicts(model_path, metadata, strings, result.to_list(), result.beyond_certified_length.tolist(), caption)
+
+
+def _run_trained(model_path: Path, strings: list[str], format_name: str | None, json_output: bool) -> None:
+    from formal_rope.automata.membership import split_symbols
+    from formal_rope.model.io import load_runnable
+
+    runnable = load_runnable(model_path)
+    verdicts = runnable.classify(list(strings), fmt=format_name)
+    if json_output:
+        lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
+        print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths, verdicts,
+                                   [None] * len(strings), None), ensure_ascii=False))
+        return
+    _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
+
+
+def _run_json(model_path, kind, fmt, mode, strings, lengths, verdicts, beyond, certificate) -> dict:
+    """`run --json`: how the verdicts were produced, then one object per input string."""
+    return {
+        "model": str(model_path),
+        "kind": kind,
+        "format": fmt,
+        "mode": mode,
+        "certified_length": None if certificate is None else certificate.certified_length,
+        "certified_length_is_lower_bound": None if certificate is None else certificate.is_lower_bound,
+        "certificate_recomputed": None if certificate is None else certificate.recomputed,
+        "results": [
+            {"string": string, "length": int(length), "accepted": bool(verdict),
+             "beyond_certified_length": None if flag is None else bool(flag)}
+            for string, length, verdict, flag in zip(strings, lengths, verdicts, beyond)
+        ],
+    }
+
+
+def _print_verdicts(model_path, metadata, strings, verdicts, beyond, caption: str) -> None:
     from rich.table import Table
 
-    if metadata["kind"] == "compiled":  # SPEC §5: say which mode and format produced the verdicts
-        how = f"{mode} {format_name or metadata.get('format', 'fp32')}"
-    else:
-        how = f"torch {format_name or 'fp32'}"
-    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})", caption=how)
+    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})", caption=caption)
     table.add_column("string")
     table.add_column("accepted")
-    for string, verdict in zip(strings, verdicts):
-        table.add_row(repr(string), "yes" if verdict else "no")
+    flagged = beyond is not None and any(beyond)
+    if flagged:
+        table.add_column("guaranteed")
+    for index, (string, verdict) in enumerate(zip(strings, verdicts)):
+        cells = [repr(string), "yes" if verdict else "no"]
+        if flagged:
+            cells.append("no: beyond the certified length" if beyond[index] else "yes")
+        table.add_row(*cells)
     stdout_console().print(table)
 
 
-def _note_beyond_certified(metadata: dict, strings: list[str], model) -> None:
-    """Y heads are exact only up to the certified length (appendix D): say so on stderr."""
-    certified = metadata.get("certified_length") if metadata.get("kind") == "compiled" else None
-    if certified is None or model is None or metadata.get("certified_length_is_lower_bound"):
+def _note_beyond_certified(result, metadata: dict) -> None:
+    """Y heads (and P heads in narrow formats) are exact only up to the certified length in the format
+    and mode the model runs in (appendix D): say on stderr how many verdicts lie beyond it."""
+    certificate = result.certificate
+    if certificate is None or not result.n_beyond_certified:
         return
-    # Lengths in symbols (multi-character symbols count once), as the model reads them: bos w eos.
-    beyond = sum(len(model.encode(string)) - 2 > certified for string in strings)
-    if beyond:
-        print(
-            f"note: {beyond} of {len(strings)} strings are longer than the model's certified length {certified} "
-            f"in {metadata.get('format', 'fp32')}; verdicts there are not guaranteed",
-            file=sys.stderr,
-        )
+    where = certificate.describe()
+    if certificate.recomputed:
+        compiled = metadata.get("certified_length")
+        as_compiled = "unbounded" if compiled is None else f"{'>= ' if metadata.get('certified_length_is_lower_bound') else ''}{compiled}"
+        where += (f", recomputed for this format and mode (compiled for {metadata.get('format')}: {as_compiled};"
+                  f" {certificate.reason})")
+    print(
+        f"note: {result.n_beyond_certified} of {len(result.accepted)} strings are longer than the model's certified length "
+        f"{where}; verdicts there are not guaranteed",
+        file=sys.stderr,
+    )
 
 
-def _trace(model, string: str, format_name: str | None, mode: str, json_output: bool) -> None:
+def _trace(model, string: str, fmt: str, mode: str, json_output: bool) -> None:
     import numpy as np
 
     from formal_rope.model.evaluate import evaluate
 
-    fmt = format_name or str(model.metadata.get("format", "fp32"))
     result = evaluate(model, [string], fmt=fmt, mode=mode, trace=True)
+    _note_beyond_certified(result, model.metadata)
     residual = result.residuals[0]
-    symbols = ["bos", *list(string), "eos"]
+    symbols = ["bos", *model.read(string), "eos"]  # read as `accepts` reads it (multi-character symbols)
     shown = [(i, name) for i, name in enumerate(model.coordinates) if not name.startswith(("const:", "flag:"))]
+    beyond = bool(result.beyond_certified_length[0])
     if json_output:
+        certificate = result.certificate
         print(json.dumps({
-            "string": string, "accepted": bool(result.accepted[0]), "format": fmt, "mode": mode,
+            "string": string, "accepted": bool(result.accepted[0]), "format": result.format, "mode": mode,
+            "length": int(result.lengths[0]),
+            "certified_length": certificate.certified_length if certificate.available else None,
+            "beyond_certified_length": beyond,
             "positions": symbols,
             # JSON has no NaN/inf (overflowed scores): those values are null.
             "coordinates": {name: [float(v) if np.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
@@ -288,12 +366,16 @@ def _trace(model, string: str, format_name: str | None, mode: str, json_output: 
         return str(int(value)) if value in (0.0, 1.0) else f"{value:.4g}"
 
     console = stdout_console()
-    title = f"trace of {string!r} ({mode} {fmt}): accepted = {bool(result.accepted[0])}"
+    title = f"trace of {string!r} ({mode} {result.format}): accepted = {bool(result.accepted[0])}"
+    if beyond:
+        title += f" (beyond the certified length {result.certificate.describe()}: not guaranteed)"
     # One column per position is readable for short strings; beyond the console width the columns
-    # would be squeezed to single characters, so long strings get one row per position instead.
+    # would be squeezed to single characters, so long strings get one row per position instead
+    # (piped output has no width: it keeps to a screen's worth of columns).
+    width = console.width if console.is_terminal else 160
     widths = [max(len(str(position)), len(symbol), 6) + 3 for position, symbol in enumerate(symbols)]
     name_width = max(len(name) for _, name in shown) + 4 if shown else 12
-    if name_width + sum(widths) <= console.width or len(shown) + 1 >= len(symbols):
+    if name_width + sum(widths) <= width or len(shown) + 1 >= len(symbols):
         table = Table(title=title)
         table.add_column("coordinate")
         for position, symbol in enumerate(symbols):

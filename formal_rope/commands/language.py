@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from formal_rope.commands.output import stdout_console
+from formal_rope.commands.terminal import stdout_console
 
 _INDENTED_JSON_MAX_DEPTH = 64
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from formal_rope.commands.output import stdout_console
+from formal_rope.commands.terminal import stdout_console
 
 from formal_rope.errors import FormalRopeError
 
@@ -75,6 +75,12 @@ def phases_command(
             summary = phases_summary(captured, query, epsilon, shown,
                                      on_head=lambda done: bar.update(task, completed=done))
     summary = {"model": str(model_path), **summary}
+    if captured.beyond_certified_length:
+        typer.echo(
+            f"note: the input ({captured.length - 2} symbols) is longer than the model's certified length "
+            f"{captured.certificate.describe()}; its heads' selections there are not guaranteed",
+            err=True,
+        )
     if json_output:
         print(json.dumps(summary, ensure_ascii=False))
         return
