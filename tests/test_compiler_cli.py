@@ -251,3 +251,29 @@ def test_multi_character_symbols_are_read_as_accepts_reads_them(tmp_path, capsys
     assert code == 2 and "unknown symbol 'shut'" in err
     code, out, _ = _run(capsys, ["phases", str(model), "open close open", "--head", "1", "--json"])
     assert code == 0 and json.loads(out)["positions"] == ["<bos>", "open", "close", "open", "<eos>"]
+
+
+def test_python_classify_warns_beyond_the_certified_length(y_fp32):
+    from formal_rope.model import load_runnable
+    from formal_rope.model.certificate import BeyondCertifiedLengthWarning
+
+    runnable = load_runnable(y_fp32)
+    with pytest.warns(BeyondCertifiedLengthWarning, match="43 in bf16"):
+        assert runnable.classify(["a" * 60 + "b"], fmt="bf16") == [True]  # wrong, and now flagged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BeyondCertifiedLengthWarning)
+        assert runnable.classify(["a" * 60 + "b"]) == [False]  # fp32: inside 709
+
+
+def test_phases_flags_an_input_beyond_the_certified_length_of_its_dtype(y_fp32, capsys):
+    from formal_rope.diagnostics import capture_heads
+
+    long = "a" * 60 + "b"
+    code, out, err = _run(capsys, ["phases", str(y_fp32), long, "-F", "bf16", "--json"])
+    summary = json.loads(out)
+    assert code == 0 and summary["certified_length"] == 43 and summary["beyond_certified_length"] is True
+    assert "longer than the model's certified length 43 in bf16 (native)" in err
+    code, out, err = _run(capsys, ["phases", str(y_fp32), long, "--json"])  # fp32: inside
+    assert code == 0 and json.loads(out)["beyond_certified_length"] is False and err == ""
+    captured = capture_heads(y_fp32, long, fmt="bf16")
+    assert captured.beyond_certified_length and captured.certificate.certified_length == 43

@@ -44,6 +44,11 @@ _BLOCK_ROWS = 256
 _POSITION_ONLY_INPUTS = ("const:1", "flag:bos", "true")
 
 
+class BeyondCertifiedLengthWarning(UserWarning):
+    """Some verdicts of a compiled model lie beyond its certified length in the format and mode it
+    ran in (the Python counterpart of `formalrope run`'s stderr note)."""
+
+
 @dataclass(frozen=True)
 class ConstructCertificate:
     """One attention construct's certified length in a format and mode (None: every length)."""

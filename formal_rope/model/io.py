@@ -188,9 +188,22 @@ class CompiledRunnable:
         self.default_format = str(model.metadata.get("format", "fp32"))
 
     def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]:
+        """Verdicts in input order; a BeyondCertifiedLengthWarning when some input is longer than the
+        model's certified length in this format and mode (`evaluate` gives the per-string flags)."""
+        import warnings
+
+        from formal_rope.model.certificate import BeyondCertifiedLengthWarning
         from formal_rope.model.evaluate import evaluate
 
-        return evaluate(self.model, strings, fmt=fmt or self.default_format, mode=self.mode).to_list()
+        result = evaluate(self.model, strings, fmt=fmt or self.default_format, mode=self.mode)
+        if result.n_beyond_certified:
+            warnings.warn(
+                f"{result.n_beyond_certified} of {len(strings)} strings are longer than the model's certified length "
+                f"{result.certificate.describe()}; verdicts there are not guaranteed",
+                BeyondCertifiedLengthWarning,
+                stacklevel=2,
+            )
+        return result.to_list()
 
 
 def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:
