@@ -144,11 +144,18 @@ def test_trace_json_stays_valid_when_scores_overflow(tmp_path, capsys):
     assert code == 0 and None in trace["coordinates"]["Y(a)"] and "RuntimeWarning" not in err
 
 
-def test_bad_out_path_is_refused_before_compiling(tmp_path, capsys):
+def test_bad_out_path_is_refused_before_compiling_and_missing_folders_are_created(tmp_path, capsys):
     code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(tmp_path)])
     assert code == 2 and "is a directory" in err
-    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(tmp_path / "missing" / "m.zip")])
-    assert code == 2 and "does not exist" in err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(blocker / "m.zip")])
+    assert code == 2 and err.startswith("error: cannot write model file")
+    # Issue 9: compile refused a missing folder while train --out and report --plot create them.
+    target = tmp_path / "missing" / "deeper" / "m.zip"
+    code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--verify-to", "0", "--exhaustive", "1",
+                                 "--out", str(target)])
+    assert code == 0 and target.is_file() and not (target.parent / "m.zip.tmp").exists()
 
 
 def test_run_table_says_which_mode_and_format_produced_the_verdicts(tmp_path, capsys):

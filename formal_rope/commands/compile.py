@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from formal_rope.commands.terminal import input_strings, stdout_console
+from formal_rope.commands.terminal import input_strings, prepare_out, stdout_console
 
 from formal_rope.errors import FormalRopeError
 
@@ -61,9 +61,8 @@ def compile_command(
             "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
         )
     check_mode(mode, format_name)  # before compiling, which can take a while
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        problem = "is a directory" if out.is_dir() else f"is in a folder that does not exist ({out.parent})"
-        raise FormalRopeError(f"cannot write model file {out}: it {problem}")
+    if out is not None:
+        prepare_out(out, "model file")  # before compiling, which can take a while
     language = resolve_language(formula, alphabet, force_kind="ltl")
     if language.detected:  # a registry entry brought its alphabet: say which
         print(f"note: {formula!r} {language.detected}", file=sys.stderr)

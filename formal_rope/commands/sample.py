@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from formal_rope.commands.terminal import stdout_console
+from formal_rope.commands.terminal import prepare_out, stdout_console
 
 from formal_rope.errors import FormalRopeError
 
@@ -62,6 +62,19 @@ def distinct_lengths(lengths: list[int]) -> tuple[list[int], list[int]]:
     for length in lengths:
         counts[length] = counts.get(length, 0) + 1
     return list(counts), [length for length, count in counts.items() if count > 1]
+
+
+def describe_lengths(lengths: list[int]) -> str:
+    """The lengths as written back: consecutive runs as ranges ('1, 3, 7, 20', '41..500', '1..3, 10')."""
+    parts: list[str] = []
+    ordered = sorted(lengths)
+    start = 0
+    for index in range(1, len(ordered) + 1):
+        if index == len(ordered) or ordered[index] != ordered[index - 1] + 1:
+            low, high = ordered[start], ordered[index - 1]
+            parts.append(str(low) if low == high else (f"{low}, {high}" if high == low + 1 else f"{low}..{high}"))
+            start = index
+    return ", ".join(parts)
 
 
 def _repeated_note(repeated: list[int]) -> str:
@@ -116,7 +129,7 @@ def _summary(language, sets, elapsed: float, out: Path | None) -> dict:
     return {
         "language": language.expression,
         "alphabet": list(language.alphabet),
-        "lengths": [min(s.length for s in sets), max(s.length for s in sets)] if sets else [],
+        "lengths": [s.length for s in sets],  # every length sampled, in the order given
         "n_lengths": len(sets),
         "strings": n_total,
         "positive": n_positive,
@@ -163,6 +176,8 @@ def register(app: typer.Typer) -> None:
             raise FormalRopeError(f"--near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
         if seed < 0:
             raise FormalRopeError(f"--seed must be a non-negative integer, got {seed}")
+        if out is not None:
+            prepare_out(out, "--out")  # before sampling: a directory or an unwritable folder
         requested, repeated = distinct_lengths(parse_lengths(lengths))
         if repeated and not quiet:
             print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
@@ -175,7 +190,7 @@ def register(app: typer.Typer) -> None:
             )
         language = resolve_language(expression, alphabet)
         if language.detected and not quiet:
-            print(f"{expression}: {language.detected}", file=sys.stderr)
+            print(f"note: {expression!r} {language.detected}", file=sys.stderr)
         dfa = language_dfa(language)
         started = time.perf_counter()
         sets = _generate(dfa, requested, n, seed, near_miss, quiet)
@@ -195,10 +210,15 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         frame = pd.DataFrame({"string": strings, "label": labels, "length": string_lengths, "near_miss": near})
-        out.parent.mkdir(parents=True, exist_ok=True)
         temporary = out.with_name(out.name + ".tmp")
-        frame.to_parquet(temporary, index=False)
-        temporary.replace(out)  # never leave a half-written file under the requested name
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            frame.to_parquet(temporary, index=False)
+            temporary.replace(out)  # never leave a half-written file under the requested name
+        except OSError as error:
+            raise FormalRopeError(f"cannot write --out {out}: {error.strerror or error}") from None
+        finally:
+            temporary.unlink(missing_ok=True)  # a failed write leaves no .tmp behind
         summary = _summary(language, sets, elapsed, out)
         if json_output:
             print(json.dumps(summary))
@@ -208,7 +228,7 @@ def register(app: typer.Typer) -> None:
         table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}", show_header=False)
         table.add_column("key", style="bold")
         table.add_column("value", overflow="fold")  # long output paths wrap instead of being cut
-        table.add_row("lengths", f"{summary['lengths'][0]}..{summary['lengths'][1]} ({summary['n_lengths']} lengths)")
+        table.add_row("lengths", f"{describe_lengths(summary['lengths'])} ({summary['n_lengths']} lengths)")
         table.add_row("strings", f"{summary['strings']:,} ({summary['positive']:,} positive, {summary['negative']:,} negative)")
         table.add_row("near-misses", f"{summary['near_miss']:,}")
         table.add_row("one-class lengths", str(summary["one_class_lengths"]))

@@ -40,3 +40,21 @@ def input_strings(strings: Sequence[str] | None) -> list[str]:
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no new string
     return [line.removesuffix("\r") for line in lines]
+
+
+def prepare_out(path, what: str):
+    """Check an --out file path before the work that fills it: not a directory, and its folder
+    exists or can be created (every --out creates missing parent folders) and takes a file."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.is_dir():
+        raise FormalRopeError(f"cannot write {what} {path}: it is a directory (give a file name inside it)")
+    probe = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        raise FormalRopeError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    return path

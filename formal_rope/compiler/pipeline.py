@@ -132,7 +132,7 @@ def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: in
 
 
 def compile_formula(
-    formula: Formula,
+    formula: Formula | str,
     alphabet: Sequence[str],
     *,
     fmt: str = "fp32",
@@ -141,7 +141,13 @@ def compile_formula(
     certify_mode: str = "realized",
     certify_max_length: int = 4096,
 ) -> CompiledModel:
-    """Compile an LTL[P,Y,MOD] formula into an exact transformer for ``fmt`` (see docs/compiler.md)."""
+    """Compile an LTL[P,Y,MOD] formula (an AST, or its text: ``"P(a) & MOD_2^0"``, an optional
+    ``ltl:`` prefix) into an exact transformer for ``fmt`` (see docs/compiler.md)."""
+    if isinstance(formula, str):
+        from formal_rope.lang.parser import parse_ltl
+
+        text = formula.strip()
+        formula = parse_ltl(text[4:] if text.lower().startswith("ltl:") else text, tuple(alphabet))
     from formal_rope.certify import certified_range
     from formal_rope.precision.formats import f_large, parse_format
 

@@ -60,7 +60,8 @@ def describe_layers(model: TransformerIR) -> list[dict[str, Any]]:
 
 
 def save_model(model: TransformerIR, path: str | Path) -> Path:
-    """Write ``model`` as one zip file (atomically: a temporary file renamed into place)."""
+    """Write ``model`` as one zip file (atomically: a temporary file renamed into place), creating
+    missing parent folders."""
     path = Path(path)
     arrays: dict[str, np.ndarray] = {"embedding": model.embedding}
     for l, layer in enumerate(model.layers):
@@ -96,6 +97,7 @@ def save_model(model: TransformerIR, path: str | Path) -> Path:
     np.savez(buffer, **arrays)
     temporary = path.with_name(path.name + ".tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # as every --out does
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("metadata.json", json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default))
             archive.writestr("weights.npz", buffer.getvalue())
