@@ -284,3 +284,20 @@ def test_phases_flags_an_input_beyond_the_certified_length_of_its_dtype(y_fp32, 
     assert code == 0 and json.loads(out)["beyond_certified_length"] is False and err == ""
     captured = capture_heads(y_fp32, long, fmt="bf16")
     assert captured.beyond_certified_length and captured.certificate.certified_length == 43
+
+
+def test_options_without_effect_get_a_note(capsys):
+    # Issue 9 (class of item 12): --scale/--freq on a formula without Y heads, or --seed with no
+    # sampled strings, were silently ignored.
+    code, out, err = _run(capsys, ["compile", "P(a)", "-a", "ab", "--scale", "5", "--freq", "2", "--verify-to", "0",
+                                   "--seed", "3", "--max-states", "10", "--json"])
+    assert code == 0 and json.loads(out)["ok"]
+    assert "note: --freq, --scale set the Y^k heads, and P(a) has none: no effect" in err
+    assert "note: --seed, --max-states set the sampled verification strings" in err
+    code, out, err = _run(capsys, ["compile", "Y(a)", "-a", "ab", "--scale", "1e6", "--verify-to", "30", "--seed", "1",
+                                   "--json"])
+    assert code == 0 and "note:" not in err
+    code, out, err = _run(capsys, ["certify", "--scale", "1e6", "--max-length", "100", "--json"])
+    assert code == 2 and "--max-length bounds the realized scan" in err
+    code, out, err = _run(capsys, ["certify", "--scale", "1e300", "--json"])
+    assert code == 0 and "overflows fp32" in err

@@ -25,25 +25,27 @@ def compile_command(
         None, "--alphabet", "-a", help="Alphabet, e.g. 'ab' or 'a,b' (default: the symbols the formula mentions)."
     ),
     format_name: str = typer.Option("fp32", "--format", "-F", help="Number format: fp32, bf16, fp16, fp64, fp8e4m3, fp8e5m2 or eXmY."),
-    freq: float = typer.Option(1.0, "--freq", "-g", help="RoPE_NP angle g (radians per position) of the Y^k heads."),
+    freq: Optional[float] = typer.Option(None, "--freq", "-g", help="RoPE_NP angle g (radians per position) of the Y^k heads (default 1)."),
     scale: Optional[float] = typer.Option(
         None, "--scale", "-C", help="Score scale C of the Y^k heads (default: chosen for the format, reported)."
     ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the model to this file (a zip with metadata.json + weights.npz)."),
     verify_to: int = typer.Option(2000, "--verify-to", help="Longest sampled string length of the verification (0: exhaustive part only)."),
     exhaustive: int = typer.Option(10, "--exhaustive", help="Check every string up to this length (lowered for large alphabets)."),
-    per_length: int = typer.Option(8, "--per-length", help="Sampled strings per length (half in L, half outside)."),
+    per_length: Optional[int] = typer.Option(None, "--per-length", help="Sampled strings per length (half in L, half outside; default 8)."),
     mode: str = typer.Option("emulated", "--mode", help=_MODE_HELP),
-    certify_mode: str = typer.Option(
-        "realized", "--certify", help="How Y^k certified lengths are computed: realized (the model's own rounded scores) or ideal."
+    certify_mode: Optional[str] = typer.Option(
+        None, "--certify",
+        help="How Y^k certified lengths are computed: realized (the model's own rounded scores, default) or ideal.",
     ),
-    certify_max_length: int = typer.Option(
-        4096, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²))."
+    certify_max_length: Optional[int] = typer.Option(
+        None, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²); default 4096)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sampled verification strings."),
-    max_states: int = typer.Option(
-        10**6, "--max-states", min=1,
-        help="Refuse to build the formula's DFA (for the verification labels) with more states than this.",
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sampled verification strings (default 0)."),
+    max_states: Optional[int] = typer.Option(
+        None, "--max-states", min=1,
+        help="Refuse to build the formula's DFA (labels of the sampled verification strings) with more states than this "
+        "(default 10^6).",
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -56,6 +58,18 @@ def compile_command(
     from formal_rope.model.evaluate import check_mode
     from formal_rope.model.io import save_model
 
+    # Options left at None were not given: options that cannot act on this formula or this
+    # verification are named in a note rather than silently ignored.
+    given_y = [name for name, value in (("--freq", freq), ("--scale", scale), ("--certify", certify_mode),
+                                         ("--certify-max-length", certify_max_length)) if value is not None]
+    given_sampling = [name for name, value in (("--per-length", per_length), ("--seed", seed), ("--max-states", max_states))
+                      if value is not None]
+    max_states = 10**6 if max_states is None else max_states
+    freq = 1.0 if freq is None else freq
+    per_length = 8 if per_length is None else per_length
+    certify_mode = certify_mode or "realized"
+    certify_max_length = 4096 if certify_max_length is None else certify_max_length
+    seed = 0 if seed is None else seed
     if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1:
         raise FormalRopeError(
             "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
@@ -68,8 +82,15 @@ def compile_command(
         print(f"note: {formula!r} {language.detected}", file=sys.stderr)
     compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
                                certify_mode=certify_mode, certify_max_length=certify_max_length)
+    if given_y and compiled.y_scale is None:
+        print(f"note: {', '.join(given_y)} set the Y^k heads, and {compiled.formula_text} has none: no effect",
+              file=sys.stderr)
     verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states,
                            show_progress=not json_output)
+    if given_sampling and not verification.sampled_lengths:
+        print(f"note: {', '.join(given_sampling)} set the sampled verification strings (and their DFA), and --verify-to {verify_to} "
+              f"samples none (only the exhaustive part up to length {verification.exhaustive_up_to}): no effect",
+              file=sys.stderr)
     if out is not None:
         save_model(compiled.ir, out)
     if json_output:
