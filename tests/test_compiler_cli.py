@@ -301,3 +301,20 @@ def test_options_without_effect_get_a_note(capsys):
     assert code == 2 and "--max-length bounds the realized scan" in err
     code, out, err = _run(capsys, ["certify", "--scale", "1e300", "--json"])
     assert code == 0 and "overflows fp32" in err
+
+
+def test_a_model_too_large_to_build_is_refused_up_front(capsys):
+    # Y^99999 (a gate of 99999 nested P heads) ran for minutes and gigabytes before failing.
+    code, out, err = _run(capsys, ["compile", "Y^99999(a)", "-a", "ab", "--verify-to", "0"])
+    assert code == 2 and out == "" and "nested P heads" in err and "offsets up to about k =" in err
+
+
+def test_deeply_nested_formulas_compile_or_are_refused_without_recursion_errors(capsys):
+    # The DAG builder recursed once per nesting level: P(P(…(a)…)) 1000 deep raised RecursionError.
+    from formal_rope.compiler import compile_formula
+
+    deep = "P(" * 1200 + "a" + ")" * 1200
+    compiled = compile_formula(deep, "ab", certify_mode="ideal")
+    assert len(compiled.ir.layers) == 1200
+    code, out, err = _run(capsys, ["compile", "P(" * 3000 + "a" + ")" * 3000, "-a", "ab", "--verify-to", "0"])
+    assert code == 2 and "more than the compiler builds" in err and "Traceback" not in err
