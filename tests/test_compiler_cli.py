@@ -313,8 +313,8 @@ def test_deeply_nested_formulas_compile_or_are_refused_without_recursion_errors(
     # The DAG builder recursed once per nesting level: P(P(…(a)…)) 1000 deep raised RecursionError.
     from formal_rope.compiler import compile_formula
 
-    deep = "P(" * 1200 + "a" + ")" * 1200
+    deep = "P(" * 1100 + "a" + ")" * 1100
     compiled = compile_formula(deep, "ab", certify_mode="ideal")
-    assert len(compiled.ir.layers) == 1200
-    code, out, err = _run(capsys, ["compile", "P(" * 3000 + "a" + ")" * 3000, "-a", "ab", "--verify-to", "0"])
+    assert len(compiled.ir.layers) == 1100
+    code, out, err = _run(capsys, ["compile", "P(" * 2000 + "a" + ")" * 2000, "-a", "ab", "--verify-to", "0"])
     assert code == 2 and "more than the compiler builds" in err and "Traceback" not in err
