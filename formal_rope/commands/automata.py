@@ -15,7 +15,8 @@ from formal_rope.commands.terminal import input_strings, stdout_console
 
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
-    "(a formula if it uses P, H, Y, S or MOD, otherwise a regex)."
+    "(a formula if it applies P, H, Y, S or MOD, otherwise a regex). Its alphabet is its own symbols unless it "
+    "names a registry entry or is one of the paper's five languages verbatim."
 )
 _ALPHABET_HELP = "Alphabet overriding the default (the symbols the expression mentions): 'ab', 'a,b' or 'foo bar'."
 _MAX_STATES_HELP = "Refuse to build automata with more states than this."
