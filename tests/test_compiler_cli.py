@@ -318,3 +318,30 @@ def test_deeply_nested_formulas_compile_or_are_refused_without_recursion_errors(
     assert len(compiled.ir.layers) == 1100
     code, out, err = _run(capsys, ["compile", "P(" * 2000 + "a" + ")" * 2000, "-a", "ab", "--verify-to", "0"])
     assert code == 2 and "more than the compiler builds" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("damage", ["construct_formula", "constructs_type", "y_scale", "format"])
+def test_damaged_certificate_records_are_reported_on_loading(y_fp32, tmp_path, capsys, damage):
+    # The certificate is recomputed from metadata.json's construct records: damaged ones raised
+    # ValueError tracebacks (or caret errors naming no file) from run.
+    import zipfile
+
+    with zipfile.ZipFile(y_fp32) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    metadata = json.loads(members["metadata.json"])
+    if damage == "construct_formula":
+        metadata["constructs"][0]["formula"] = "Y(("
+    elif damage == "constructs_type":
+        metadata["constructs"] = "x"
+    elif damage == "y_scale":
+        metadata["y_scale"] = "big"
+    else:
+        metadata["format"] = "fp99"
+    members["metadata.json"] = json.dumps(metadata).encode()
+    target = tmp_path / f"{damage}.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    code, out, err = _run(capsys, ["run", str(target), "ab", "-F", "bf16"])
+    assert code == 2 and out == "" and err.startswith(f"error: {target}: corrupt compiled model")
+    assert len(err.strip().splitlines()) == 1

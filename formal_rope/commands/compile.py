@@ -324,7 +324,7 @@ def _run_json(model_path, kind, fmt, mode, strings, lengths, verdicts, beyond, c
 def _print_verdicts(model_path, metadata, strings, verdicts, beyond, caption: str) -> None:
     from rich.table import Table
 
-    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})", caption=caption)
+    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})")
     table.add_column("string")
     table.add_column("accepted")
     flagged = beyond is not None and any(beyond)
@@ -335,7 +335,9 @@ def _print_verdicts(model_path, metadata, strings, verdicts, beyond, caption: st
         if flagged:
             cells.append("no: beyond the certified length" if beyond[index] else "yes")
         table.add_row(*cells)
-    stdout_console().print(table)
+    console = stdout_console()
+    console.print(table)
+    console.print(caption, markup=False, highlight=False)  # a caption would wrap to the table's width
 
 
 def _note_beyond_certified(result, metadata: dict) -> None:

@@ -158,6 +158,7 @@ def load_model(path: str | Path) -> TransformerIR:
             weights=arrays.get("readout.weights"),
             bias=float(readout_data.get("bias", 0.0)),
         )
+        _check_certificate_records(metadata)
         skip = {"coordinates", "vocabulary", "layers", "readout", "d_model", "n_layers", "n_heads", "format_version"}
         return TransformerIR(
             coordinates=tuple(metadata["coordinates"]),
@@ -169,6 +170,34 @@ def load_model(path: str | Path) -> TransformerIR:
         )
     except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError) as error:
         raise FormalRopeError(f"{path}: corrupt compiled model ({type(error).__name__}: {error})") from None
+    except FormalRopeError as error:  # e.g. a construct's formula that no longer parses
+        first_line = str(error).splitlines()[0]
+        raise FormalRopeError(f"{path}: corrupt compiled model ({first_line})") from None
+
+
+def _check_certificate_records(metadata: dict[str, Any]) -> None:
+    """The compiler's records that certificates are recomputed from (formal_rope.model.certificate):
+    raise ValueError/TypeError when present but unusable, so a damaged file is reported on loading."""
+    from formal_rope.lang.parser import parse_ltl
+    from formal_rope.precision.formats import parse_format
+
+    constructs = metadata.get("constructs")
+    if constructs is None:
+        return  # a hand-built model: no certificate
+    if not isinstance(constructs, list) or not all(isinstance(c, dict) for c in constructs):
+        raise TypeError("metadata 'constructs' must be a list of objects")
+    for construct in constructs:
+        if construct.get("construct") in ("Y", "MOD", "P"):
+            parse_ltl(str(construct["formula"]))
+            str(construct["head"])
+            if construct.get("certified_length") is not None:
+                int(construct["certified_length"])
+    for key in ("freq", "y_scale"):
+        if metadata.get(key) is not None:
+            float(metadata[key])
+    if metadata.get("certified_length") is not None:
+        int(metadata["certified_length"])
+    parse_format(metadata.get("format", "fp32"))
 
 
 class Runnable(Protocol):
