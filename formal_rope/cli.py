@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         context = getattr(error, "ctx", None)
         if type(error).__name__ == "NoArgsIsHelpError" and context is not None:
             print(context.get_help())  # `formalrope` alone prints the overview, as --help does
-            sys.exit(0)
+            sys.exit(2)  # but no command ran (Click's convention)
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         hint = ""
         if context is not None:
