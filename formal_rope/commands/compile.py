@@ -152,6 +152,9 @@ def _json_report(compiled, verification, out: Path | None) -> dict:
         "certified_length_is_lower_bound": compiled.certified_length_is_lower_bound,
         "constructs": [c.to_json() for c in compiled.constructs],
         "mode": verification.mode,
+        # The certified length the verification judged "inside" by: in native mode it is recomputed
+        # for torch's arithmetic and can differ from certified_length (emulated, as compiled).
+        "verification_certified_length": verification.certified_length,
         "verified_strings": verification.verified_strings,
         "verified_max_length": verification.verified_max_length,
         "exhaustive_up_to": verification.exhaustive_up_to,
@@ -214,6 +217,9 @@ def _print_report(compiled, verification, out: Path | None) -> None:
         f"length {verification.exhaustive_up_to}, sampled at {len(verification.sampled_lengths)} lengths up to "
         f"{verification.verified_max_length}: {verification.disagreements} disagreements"
     )
+    if verification.certified_length != compiled.certified_length:
+        console.print(f"certified length in {verification.mode} {verification.format} arithmetic (used for the "
+                      f"verification): {verification.certified_length}")
     first = verification.first_disagreement
     if first is not None:
         shown = first.string if len(first.string) <= 80 else first.string[:38] + "…" + first.string[-38:]

@@ -12,7 +12,8 @@ The expected label is the DFA's (built only when there are sampled lengths: with
 the exhaustive strings are labelled by evaluating the formula directly, so a formula whose DFA is
 huge, like Y^20(a), can still be compiled); the model runs in the chosen format and mode. A disagreement
 counts as *inside the certified range* when the string is no longer than the model's certified
-length (always, for models without a certified length: no Y heads and no P head that can overflow).
+length in the format and mode of the verification (the compile-time one, or the one recomputed for
+another format or native mode; always, for models without a certified length).
 """
 
 from __future__ import annotations
@@ -184,6 +185,10 @@ def verify_compiled(
     else:
         expected = np.asarray(accepts(dfa, words), dtype=bool)
     result = evaluate(compiled.ir, words, fmt=fmt, mode=mode, on_progress=on_progress)
+    if result.certificate is not None and result.certificate.recomputed:
+        # Another format or native arithmetic: the range the model is guaranteed in is the one
+        # recomputed for them (formal_rope.model.certificate), not the compile-time one.
+        certified = result.certificate.certified_length
     wrong = np.nonzero(result.accepted != expected)[0]
     per_length: dict[int, int] = {}
     first = first_inside = None
