@@ -187,5 +187,5 @@ def register(app: typer.Typer) -> None:
         else:
             _render(result, checkpoint)
         if result.status == "failed":
-            print(f"run failed: {result.error}", file=sys.stderr)
+            print(f"error: the run failed: {result.error}", file=sys.stderr)
             raise typer.Exit(1)
