@@ -1,4 +1,8 @@
-"""User-facing errors. The CLI prints them as one paragraph and exits with code 2 (no traceback)."""
+"""User-facing errors. The CLI prints them as one paragraph and exits with code 2 (no traceback).
+
+A message says what is wrong without any prefix; `render()` adds the `error: ` the CLI prints, so
+the prefix appears exactly once whichever layer raised the error.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ class FormalRopeError(Exception):
     exit_code = 2
 
     def render(self) -> str:
-        return str(self)
+        """The paragraph the CLI prints on stderr: `error: ` followed by the message."""
+        return "error: " + str(self)
 
 
 class ExpressionError(FormalRopeError):
@@ -23,10 +28,10 @@ class ExpressionError(FormalRopeError):
         self.message = message
         self.column = column
         self.expected = expected
-        super().__init__(self.render())
+        super().__init__(self._body())
 
-    def render(self) -> str:
-        lines = [f"error: {self.message}"]
+    def _body(self) -> str:
+        lines = [self.message]
         lines.append(f"  in expression: {self.expression}")
         if self.column is not None:
             # Align the caret under the offending character of the echoed expression.

@@ -120,3 +120,18 @@ def test_unreadable_and_transitionless_files(tmp_path, capsys):
     assert code == 2 and "--alphabet" in err
     code, out, _ = _att_cli(capsys, "accepts", str(only_final), "--alphabet", "ab", "--json", "", "a")
     assert code == 0 and out.strip() == "[true, false]"
+
+
+def test_weight_inf_is_the_semiring_zero_not_a_present_arc(tmp_path):
+    # OpenFst's tropical weight inf is zero: `1 inf` is not a final state and an arc weighted inf
+    # does not exist. They were read as present, so 'a' was accepted by an automaton rejecting it.
+    from formal_rope.errors import FormalRopeError
+
+    path = tmp_path / "zero.att"
+    path.write_text("0 1 a a inf\n0 2 b b 0.5\n1\n2 inf\n3 -2.5\n0 3 c\n", encoding="utf-8")
+    dfa = load_att(path, ("a", "b", "c"))
+    assert accepts(dfa, ["a", "b", "c", ""]).tolist() == [False, False, True, False]
+    bad = tmp_path / "nan.att"
+    bad.write_text("0 1 a\n1 nan\n", encoding="utf-8")
+    with pytest.raises(FormalRopeError, match="not a tropical weight"):
+        load_att(bad)

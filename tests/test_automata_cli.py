@@ -54,17 +54,46 @@ def test_accepts_unknown_symbol_is_a_user_error(capsys, monkeypatch):
     assert code == 2 and "'c' at column 3" in err and "Traceback" not in err
 
 
+def _verdict(out: str) -> dict:
+    data = json.loads(out)
+    return {key: data[key] for key in ("equivalent", "counterexample")}
+
+
 def test_equiv(capsys, monkeypatch):
     code, out, _ = run(capsys, monkeypatch, "equiv", "ltl:P(a)", "re:Σ*aΣ*", "--alphabet", "ab", "--json")
-    assert json.loads(out) == {"equivalent": True, "counterexample": None}
+    assert _verdict(out) == {"equivalent": True, "counterexample": None}
+    assert json.loads(out)["alphabets_differ"] is False
     code, out, _ = run(capsys, monkeypatch, "equiv", "re:(aa)*", "re:a*", "--json")
-    assert json.loads(out) == {"equivalent": False, "counterexample": "a"}
+    assert _verdict(out) == {"equivalent": False, "counterexample": "a"}
     code, out, _ = run(capsys, monkeypatch, "equiv", "re:a*", "re:(a|b)*", "--json")
-    assert json.loads(out) == {"equivalent": False, "counterexample": "b"}  # compared over {a, b}
+    assert _verdict(out) == {"equivalent": False, "counterexample": "b"}  # compared over {a, b}
     code, out, _ = run(capsys, monkeypatch, "equiv", "re:(ab)*", "re:(ab)*|ε|b", "--json")
     assert json.loads(out)["counterexample"] == "b"
     code, out, _ = run(capsys, monkeypatch, "equiv", "re:a+", "re:a*")
     assert out.strip() == "not equivalent: ε is in re:a* but not in re:a+"
+
+
+def test_equiv_says_the_alphabets_differ_before_the_counterexample(capsys, monkeypatch):
+    # Issue 9: P(b & Y(a)) (over {a, b}) against the registry's contains_ab (over {a, b, c}): the
+    # counterexample abc is about the alphabets, and the output must say so first.
+    code, out, _ = run(capsys, monkeypatch, "equiv", "P(b & Y(a))", "contains_ab")
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == 2
+    assert lines[0].startswith("the alphabets differ: P(b & Y(a)) is over {a, b}, contains_ab over {a, b, c}")
+    assert lines[1].startswith("not equivalent: 'abc'")
+    code, out, _ = run(capsys, monkeypatch, "equiv", "P(b & Y(a))", "contains_ab", "--json")
+    data = json.loads(out)
+    assert data["alphabets_differ"] is True and data["alphabets"] == [["a", "b"], ["a", "b", "c"]]
+    code, out, _ = run(capsys, monkeypatch, "equiv", "P(b & Y(a))", "contains_ab", "-a", "abc")
+    assert out.strip() == "equivalent over {a, b, c}"
+
+
+def test_accepts_reads_a_formula_over_its_own_symbols(capsys, monkeypatch):
+    # Issue 9: `accepts 'ltl:a S b' cb` said true (the registry's a_since_b is over {a, b, c}).
+    code, out, err = run(capsys, monkeypatch, "accepts", "ltl:a S b", "cb")
+    assert code == 2 and out == "" and "'c'" in err and err.startswith("error: ")
+    code, out, err = run(capsys, monkeypatch, "accepts", "a_since_b", "cb")
+    assert code == 0 and out.startswith("accept") and "registry language a_since_b" in err
 
 
 def test_equiv_over_att_file(capsys, monkeypatch, mlregtest_dir):

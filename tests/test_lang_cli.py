@@ -109,3 +109,36 @@ def test_languages_table_without_classes(capsys):
 
 def test_cli_language_commands_do_not_import_torch():
     torch_free_stdout(main_call(["parse", "P(a)", "--json"]))
+
+
+@pytest.mark.parametrize("text, column", [("P(a) S", 7), ("P(a) & Q(b)", 9), ("Y(a) b", 6)])
+def test_parse_a_broken_formula_is_an_error_with_a_caret_not_a_regex(capsys, text, column):
+    # Issue 9: `parse 'P(a) S'` exited 0 as the regex PaS over {P, S, a}.
+    code, out, err = _run(capsys, "parse", text)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith("error: ") and f"re:{text}" in lines[0]
+    echo = next(line for line in lines if "in expression:" in line)
+    caret = lines[lines.index(echo) + 1]
+    assert caret.index("^") == echo.index(text) + column - 1
+    code, out, _ = _run(capsys, "parse", f"re:{text}", "--json")
+    assert code == 0 and json.loads(out)["kind"] == "regex"  # the hint works
+
+
+def test_classify_a_formula_over_its_own_symbols_whatever_registry_entry_it_spells(capsys):
+    # Issue 9: P(b & Y(a)) equals contains_ab_ltl and was classified over {a, b, c} (not LTL[P]),
+    # while P(Y(a) & b), the same formula, was over {a, b} (LTL[P]).
+    results = []
+    for text in ("P(b & Y(a))", "P(Y(a) & b)"):
+        code, out, err = _run(capsys, "classify", text, "--json")
+        assert code == 0
+        data = json.loads(out)
+        results.append((data["alphabet"], data["ltl_p"]))
+        assert "registry" not in err
+    assert results == [(["a", "b"], True), (["a", "b"], True)]
+
+
+def test_compile_says_when_a_registry_entry_brings_its_alphabet(capsys):
+    code, out, err = _run(capsys, "compile", "sigma_star_a_ltl", "--verify-to", "0", "--exhaustive", "3", "--json")
+    assert code == 0 and json.loads(out)["alphabet"] == ["a", "b"]
+    assert "registry language sigma_star_a_ltl" in err and "{a, b}" in err

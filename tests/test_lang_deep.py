@@ -77,8 +77,10 @@ def test_dfa_of_a_long_expression(capsys):
     assert code == 0 and json.loads(out)["n_states"] == 1202
 
 
-def test_parse_table_does_not_draw_a_tree_that_cannot_fit(capsys):
-    """Rich folded labels and dropped levels of a 30-deep tree in 80 columns; say so instead."""
+def test_parse_table_does_not_draw_a_tree_that_cannot_fit(capsys, monkeypatch):
+    """Rich folded labels and dropped levels of a 30-deep tree in 80 columns; say so instead.
+    (Piped output has no width limit; COLUMNS sets one, as a terminal does.)"""
+    monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run_main(capsys, ["parse", "re:" + "a" * 30])
     assert code == 0 and "30 levels deep, too deep to draw" in out and "Symbol" not in out
     code, out, _ = run_main(capsys, ["parse", "re:aaa"])

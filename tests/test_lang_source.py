@@ -50,12 +50,41 @@ def test_registry_names_resolve_with_kind_ast_and_alphabet():
     assert formula.expression == "P(a) & MOD_2^0"
 
 
-def test_registry_ast_match_finds_other_spellings():
-    language = resolve_language("a.*")
+def test_registry_ast_match_names_other_spellings_over_the_same_alphabet():
+    # a.* over {a, b} *is* a_sigma_star: named, and the note says so; it brings no alphabet itself.
+    language = resolve_language("a.*", "ab")
     assert language.name == "a_sigma_star" and language.alphabet == ("a", "b")
-    assert "a_sigma_star" in language.detected
-    assert lookup_ast("regex", parse_regex("(a a)*")).name == "aa_star"
+    assert "same as registry language a_sigma_star" in language.detected
+    assert lookup_ast("regex", parse_regex("(a a)*"), "a").name == "aa_star"
+    assert lookup_ast("regex", parse_regex("(a a)*"), "ab") is None
     assert lookup("nonexistent") is None
+
+
+@pytest.mark.parametrize(
+    "text, alphabet",
+    [("P(b & Y(a))", ("a", "b")), ("P(Y(a) & b)", ("a", "b")), ("ltl:a S b", ("a", "b")), ("a S b", ("a", "b")),
+     ("Y(a)", ("a",)), ("(0*10*1)*0*", ("0", "1")), (".*ab.*", ("a", "b"))],
+)
+def test_an_expression_is_over_its_own_symbols_even_when_it_spells_a_registry_formula(text, alphabet):
+    """SPEC §2 (issue 9): only a named entry or one of the paper's five languages verbatim brings a
+    registry alphabet; P(b & Y(a)) used to be over {a, b, c} (as contains_ab_ltl) and P(Y(a) & b)
+    over {a, b}, the same formula over two alphabets."""
+    language = resolve_language(text)
+    assert language.alphabet == alphabet
+    assert language.detected is None or "registry's alphabet" not in language.detected
+
+
+@pytest.mark.parametrize(
+    "text, name, alphabet",
+    [("(aa)*", "aa_star", ("a",)), ("(ab)*", "ab_star", ("a", "b")), ("aΣ*", "a_sigma_star", ("a", "b")),
+     ("Σ*a", "sigma_star_a", ("a", "b")), ("Σ*abΣ*", "contains_ab", ("a", "b", "c")),
+     ("Σ* ab Σ*", "contains_ab", ("a", "b", "c")), ("re:Σ*abΣ*", "contains_ab", ("a", "b", "c")),
+     ("contains_ab_ltl", "contains_ab_ltl", ("a", "b", "c")), ("a_since_b", "a_since_b", ("a", "b", "c"))],
+)
+def test_a_registry_alphabet_applies_to_named_entries_and_verbatim_paper_languages_with_a_note(text, name, alphabet):
+    language = resolve_language(text)
+    assert (language.name, language.alphabet) == (name, alphabet)
+    assert f"registry language {name}" in language.detected and "{" + ", ".join(alphabet) + "}" in language.detected
 
 
 def test_explicit_alphabet_overrides_registry_and_drops_the_name_when_different():
@@ -96,8 +125,6 @@ def test_default_alphabet_is_the_sorted_mentioned_symbols():
 
 def test_explicit_alphabet_required_when_meaning_depends_on_unmentioned_symbols():
     for text in ("a.*", "Σ*", "[^a]*", "~(aa)*", ".a"):
-        if lookup_ast("regex", parse_regex(text)):
-            continue  # a registry spelling carries its own alphabet
         with pytest.raises(ExpressionError, match="alphabet cannot be inferred"):
             resolve_language(text)
     with pytest.raises(ExpressionError, match="mentions no symbols"):
@@ -249,10 +276,11 @@ def test_future_operators_and_registry_typos_get_hints():
 @pytest.mark.parametrize("alphabet", ["ab", "ba"])
 def test_registry_expression_over_another_entrys_alphabet_is_named_after_that_entry(spec, alphabet):
     # Σ*abΣ* is contains_ab over {a,b,c} and contains_ab_binary over {a,b}: the name must follow the
-    # alphabet (the order of the symbols does not change the language).
+    # alphabet (the order of the symbols does not change the language). Typed verbatim, the paper's
+    # Σ*abΣ* is over {a,b,c}; the ASCII .*ab.* is not the paper's text, so it is over its own {a,b}.
     language = resolve_language(spec, alphabet)
     assert language.name == "contains_ab_binary"
-    assert resolve_language(spec).name == "contains_ab"
+    assert resolve_language(spec).name == ("contains_ab_binary" if spec == ".*ab.*" else "contains_ab")
     assert resolve_language(spec, "abc").name == "contains_ab"
     assert resolve_language(spec, "abcd").name is None
 

@@ -61,8 +61,11 @@ def test_uniform_head_output_is_the_exact_average_and_bos_sees_nothing():
 
 
 def test_unknown_symbol_is_a_user_error():
-    with pytest.raises(FormalRopeError, match="not in the model's alphabet"):
+    # The same reading, and the same message, as `accepts` (issue 9: one way to read input strings).
+    with pytest.raises(FormalRopeError, match="unknown symbol 'c' at column 3 of 'abc'"):
         evaluate(_counting_model(), ["abc"])
+    with pytest.raises(FormalRopeError, match="not in the model's alphabet"):
+        evaluate(_counting_model(), [("a", "c")])
 
 
 @given(st.lists(st.floats(allow_nan=False, width=64, min_value=-1e40, max_value=1e40), min_size=1, max_size=30),

@@ -424,3 +424,17 @@ def test_docs_example_runs(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "LTL[P,MOD]"
     assert printed[1] == "False True 2 True"
+
+
+def test_compile_formula_accepts_formula_text():
+    # Issue 9: compile_formula("P(a)", ...) needed an AST.
+    from formal_rope.compiler import compile_formula
+    from formal_rope.errors import ExpressionError
+    from formal_rope.lang import parse_ltl
+
+    from_text = compile_formula("P(a) & MOD_2^0", "ab")
+    from_ast = compile_formula(parse_ltl("P(a) & MOD_2^0"), ("a", "b"))
+    assert from_text.formula == from_ast.formula and from_text.alphabet == ("a", "b")
+    assert compile_formula("ltl:Y(a)", "ab", certify_mode="ideal").certified_length is not None
+    with pytest.raises(ExpressionError, match="not in the alphabet"):
+        compile_formula("P(c)", "ab")

@@ -61,7 +61,7 @@ def test_parquet_output_and_json_summary(tmp_path, capsys):
     frame = pandas.read_parquet(out)
     assert list(frame.columns) == ["string", "label", "length", "near_miss"]
     assert len(frame) == summary["strings"] == 64
-    assert summary["one_class_lengths"] == 2 and summary["lengths"] == [41, 44]
+    assert summary["one_class_lengths"] == 2 and summary["lengths"] == [41, 42, 43, 44]
     even = frame[frame.length % 2 == 0]
     assert even.label.sum() == 16 and even.near_miss.sum() == 8
     assert all((re.fullmatch("(ab)*", s) is not None) == label for s, label in zip(frame.string, frame.label))
@@ -136,3 +136,24 @@ def test_repeated_lengths_are_sampled_once_with_a_note(capsys):
     assert "--lengths lists 3, 2 more than once" in captured.err
     quiet = _run(capsys, "sample", "(ab)*", "--lengths", "3,3", "--n", "2", "--quiet")
     assert len(quiet.out.splitlines()) == 2 and quiet.err == ""
+
+
+def test_summary_reports_the_lengths_actually_sampled(tmp_path, capsys):
+    # Issue 9: `--lengths 1,3,7,20 --json` reported "lengths": [1, 20] and the table "1..20 (4 lengths)".
+    out = tmp_path / "s.parquet"
+    summary = json.loads(_run(capsys, "sample", "(ab)*", "--lengths", "1,3,7,20", "--n", "4", "--out", str(out),
+                              "--json").out)
+    assert summary["lengths"] == [1, 3, 7, 20] and summary["n_lengths"] == 4
+    table = _run(capsys, "sample", "(ab)*", "--lengths", "1,3,7,20..22", "--n", "4", "--out", str(out)).out
+    assert "1, 3, 7, 20..22 (6 lengths)" in table
+
+
+def test_out_onto_a_directory_is_a_user_error_and_leaves_nothing_behind(tmp_path, capsys):
+    # Issue 9: `sample ... --out DIR` raised IsADirectoryError from the rename and left DIR.tmp.
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sample", "(ab)*", "--lengths", "4", "--n", "2", "--out", str(folder)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("error: ") and "is a directory" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["folder"]

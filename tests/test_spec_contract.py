@@ -173,15 +173,29 @@ def test_spec_8_sweep_paper_scale_is_the_papers_grid_and_plain_sweeps_are_quick(
 
 @pytest.mark.parametrize(
     "spec, alphabet",
-    [("Σ*abΣ*", ("a", "b", "c")), ("re:Σ*abΣ*", ("a", "b", "c")), ("ltl:a S b", ("a", "b", "c")),
+    [("Σ*abΣ*", ("a", "b", "c")), ("re:Σ*abΣ*", ("a", "b", "c")), ("aΣ*", ("a", "b")), ("contains_ab_ltl", ("a", "b", "c")),
+     ("ltl:a S b", ("a", "b")), ("P(b & Y(a))", ("a", "b")), (".*ab.*", ("a", "b")),
      ("(aa)*", ("a",)), ("c(ab)*", ("a", "b", "c")), ("ltl:P(a) & b", ("a", "b"))],
 )
-def test_spec_1_default_alphabet_is_the_mentioned_symbols_or_the_registry_entrys(spec, alphabet):
-    """SPEC §1/§2 (documented reading in docs/languages.md): the default alphabet is the symbols the
-    expression mentions, except that an expression equal to a registry entry's keeps the registry's
-    fixed alphabet (the paper's languages); --alphabet overrides both."""
-    assert tuple(resolve_language(spec).alphabet) == alphabet
+def test_spec_2_default_alphabet_is_the_expressions_own_symbols_unless_a_registry_entry_is_named_or_typed(spec, alphabet):
+    """SPEC §2: an expression's alphabet is its own symbols; a registry alphabet applies only when
+    the user names the entry or types one of the paper's five languages verbatim (then a note says
+    which); --alphabet overrides both."""
+    language = resolve_language(spec)
+    assert tuple(language.alphabet) == alphabet
+    registry_applied = language.name is not None and "registry's alphabet" in (language.detected or "")
+    assert registry_applied == (spec in ("Σ*abΣ*", "re:Σ*abΣ*", "aΣ*", "contains_ab_ltl", "(aa)*"))
     assert tuple(resolve_language(spec, "abcd").alphabet) == ("a", "b", "c", "d")
+
+
+@pytest.mark.parametrize("spec", ["P(a) S", "P(a) & Q(b)", "Y^2(a", "MOD_2^0 &", "a S !"])
+def test_spec_2_a_bare_expression_with_a_temporal_application_is_a_formula_or_a_parse_error(spec):
+    """SPEC §2: `P(a) S` used to be read as the regex PaS over {P, S, a}."""
+    from formal_rope.errors import ExpressionError
+
+    with pytest.raises(ExpressionError) as error:
+        resolve_language(spec)
+    assert error.value.column is not None and "re:" in error.value.message
 
 
 def test_spec_3_classify_reports_every_class_the_spec_names(capsys):

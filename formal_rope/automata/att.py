@@ -1,8 +1,10 @@
 """Loading OpenFst AT&T text acceptors (the MLRegTest `.att` format) as complete DFAs.
 
 Format: `src dst in out [weight]` lines are transitions (an acceptor has in == out; the input
-label is used; the 3-field acceptor form `src dst label` is read too), `state [weight]` lines are final states, state 0 is initial. Files describe
-partial DFAs; missing transitions go to a rejecting sink.
+label is used; the 3-field acceptor form `src dst label` is read too), `state [weight]` lines are
+final states, state 0 is initial. Files describe partial DFAs; missing transitions go to a
+rejecting sink. A weight of `inf` (the tropical semiring's zero) means the arc or final state is
+absent; finite weights are kept (the language is the automaton's support).
 """
 
 from __future__ import annotations
@@ -23,17 +25,23 @@ def _state_id(field: str, path: Path, line_number: int) -> int:
     try:
         value = int(field)
     except ValueError:
-        raise FormalRopeError(f"error: {path}:{line_number}: state {field!r} is not a non-negative integer") from None
+        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer") from None
     if value < 0:
-        raise FormalRopeError(f"error: {path}:{line_number}: state {field!r} is not a non-negative integer")
+        raise FormalRopeError(f"{path}:{line_number}: state {field!r} is not a non-negative integer")
     return value
 
 
-def _check_weight(field: str, path: Path, line_number: int) -> None:
+def _present(field: str, path: Path, line_number: int) -> bool:
+    """Whether a weighted line exists in the language: OpenFst's tropical/log weight `inf` is the
+    semiring zero, i.e. no arc and no final state (reading it as present accepted strings the
+    automaton rejects); any finite weight is kept (the language is the support)."""
     try:
-        float(field)
+        weight = float(field)
     except ValueError:
-        raise FormalRopeError(f"error: {path}:{line_number}: weight {field!r} is not a number") from None
+        raise FormalRopeError(f"{path}:{line_number}: weight {field!r} is not a number") from None
+    if weight != weight or weight == float("-inf"):
+        raise FormalRopeError(f"{path}:{line_number}: weight {field!r} is not a tropical weight (a number or inf)")
+    return weight != float("inf")
 
 
 def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
@@ -48,7 +56,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise FormalRopeError(f"error: cannot read automaton file {path}: {error}") from None
+        raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     arcs: list[tuple[int, int, str, int]] = []
     finals: set[int] = set()
     highest_state = -1
@@ -58,32 +66,32 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
             continue
         if len(fields) in (1, 2):
             state = _state_id(fields[0], path, line_number)
-            if len(fields) == 2:
-                _check_weight(fields[1], path, line_number)
-            finals.add(state)
+            if len(fields) == 1 or _present(fields[1], path, line_number):
+                finals.add(state)
             highest_state = max(highest_state, state)
         elif len(fields) in (3, 4, 5):
             source = _state_id(fields[0], path, line_number)
             target = _state_id(fields[1], path, line_number)
             # 3 fields: acceptor arc `src dst label`; 4-5: transducer arc `src dst in out [weight]`.
             label, output = fields[2], fields[3] if len(fields) > 3 else fields[2]
-            if len(fields) == 5:
-                _check_weight(fields[4], path, line_number)
+            if len(fields) == 5 and not _present(fields[4], path, line_number):
+                highest_state = max(highest_state, source, target)
+                continue  # weight inf: the arc is the semiring zero, i.e. absent
             if label in _EPSILON_LABELS:
-                raise FormalRopeError(f"error: {path}:{line_number}: ε-transitions are not supported (label {label!r})")
+                raise FormalRopeError(f"{path}:{line_number}: ε-transitions are not supported (label {label!r})")
             if output != label:
                 raise FormalRopeError(
-                    f"error: {path}:{line_number}: input label {label!r} differs from output label {output!r}; "
+                    f"{path}:{line_number}: input label {label!r} differs from output label {output!r}; "
                     "only acceptors are supported"
                 )
             arcs.append((source, target, label, line_number))
             highest_state = max(highest_state, source, target)
         else:
             raise FormalRopeError(
-                f"error: {path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
+                f"{path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
             )
     if highest_state < 0:
-        raise FormalRopeError(f"error: {path}: no states (empty automaton file)")
+        raise FormalRopeError(f"{path}: no states (empty automaton file)")
     used = sorted({label for _, _, label, _ in arcs})
     if alphabet is None:
         alphabet = tuple(used)
@@ -91,7 +99,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         alphabet = tuple(alphabet)
         unknown = [label for label in used if label not in set(alphabet)]
         if unknown:
-            raise FormalRopeError(f"error: {path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
+            raise FormalRopeError(f"{path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
     column_of = {symbol: index for index, symbol in enumerate(alphabet)}
     # State numbers are labels, not sizes: number the states that occur 0, 1, … in increasing
     # order (the identity for the usual dense files, state 0 stays first), so that a file naming
@@ -104,7 +112,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         existing = table[row, column]
         if existing >= 0 and existing != row_of[target]:
             raise FormalRopeError(
-                f"error: {path}:{line_number}: nondeterministic: state {source} already goes to {used[existing]} on {label!r}"
+                f"{path}:{line_number}: nondeterministic: state {source} already goes to {used[existing]} on {label!r}"
             )
         table[row, column] = row_of[target]
     accepting = np.zeros(len(used), dtype=bool)

@@ -25,7 +25,7 @@ def language_dfa(language: Any, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     elif language.kind == "att":
         dfa = minimize(load_att(language.path, alphabet))
     else:
-        raise FormalRopeError(f"error: unknown language kind {language.kind!r} (expected regex, ltl or att)")
+        raise FormalRopeError(f"unknown language kind {language.kind!r} (expected regex, ltl or att)")
     # The constructions check the intermediate automata they explore; small ones (a symbol set,
     # a .att file) are not explored, so the result is checked too: the limit holds for every kind.
     check_state_limit(dfa.n_states, max_states, "the language's automaton")

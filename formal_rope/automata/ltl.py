@@ -52,7 +52,7 @@ from formal_rope.lang.ast import (
 
 def _children(node: Formula) -> tuple[Formula, ...]:
     if not isinstance(node, FORMULA_TYPES):
-        raise FormalRopeError(f"error: not an LTL formula node: {node!r}")
+        raise FormalRopeError(f"not an LTL formula node: {node!r}")
     return children(node)
 
 
@@ -81,12 +81,12 @@ def _validate(nodes: list[Formula], alphabet: tuple[str, ...]) -> None:
     for node in nodes:
         if isinstance(node, Atom) and node.symbol not in known:
             raise FormalRopeError(
-                f"error: the formula mentions symbol {node.symbol!r}, which is not in the alphabet {{{', '.join(alphabet)}}}"
+                f"the formula mentions symbol {node.symbol!r}, which is not in the alphabet {{{', '.join(alphabet)}}}"
             )
         if isinstance(node, Mod) and node.m < 1:
-            raise FormalRopeError(f"error: MOD_{node.m}^{node.r}: the modulus must be at least 1")
+            raise FormalRopeError(f"MOD_{node.m}^{node.r}: the modulus must be at least 1")
         if isinstance(node, Yesterday) and node.k < 1:
-            raise FormalRopeError(f"error: Y^{node.k}: the offset k must be at least 1")
+            raise FormalRopeError(f"Y^{node.k}: the offset k must be at least 1")
 
 
 # ------------------------------------------------------------------------ oracle evaluator
@@ -129,7 +129,7 @@ def evaluate_ltl(formula: Formula, word: Sequence[str], position: int) -> bool:
             )
         if isinstance(node, Mod):
             return i % node.m == node.r % node.m
-        raise FormalRopeError(f"error: not an LTL formula node: {node!r}")
+        raise FormalRopeError(f"not an LTL formula node: {node!r}")
 
     return holds(formula, position)
 
@@ -246,7 +246,7 @@ _MAX_MEMORY_BITS = 2**31
 def _check_memory(n_states: int, n_bits: int) -> None:
     if n_states * n_bits > _MAX_MEMORY_BITS:
         raise FormalRopeError(
-            f"error: building the formula's automaton needs more than {_MAX_MEMORY_BITS:,} bits of state memory "
+            f"building the formula's automaton needs more than {_MAX_MEMORY_BITS:,} bits of state memory "
             f"({n_states:,} states so far × {n_bits:,} memory bits each: one per P, H or S subformula and k per "
             "Y^k); use a smaller k in Y^k or fewer temporal subformulas"
         )
@@ -274,7 +274,7 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
         raise TooManyStatesError(max_states, "the formula's automaton")
     if layout.period > _MAX_PERIOD:
         raise FormalRopeError(
-            f"error: the MOD moduli have least common multiple {layout.period:,}; the formula's automaton counts "
+            f"the MOD moduli have least common multiple {layout.period:,}; the formula's automaton counts "
             f"positions modulo it, so it needs at least that many states, more than can be built whatever "
             f"--max-states says (at most {_MAX_PERIOD:,}); use smaller moduli"
         )

@@ -32,7 +32,7 @@ def _single_character(alphabet: Sequence[str]) -> bool:
 def _unknown_symbol(symbol: str, column: int, string: str, alphabet: Sequence[str]) -> FormalRopeError:
     shown = ", ".join(repr(s) for s in alphabet)
     return FormalRopeError(
-        f"error: unknown symbol {symbol!r} at column {column} of {string!r}; the alphabet is {{{shown}}}"
+        f"unknown symbol {symbol!r} at column {column} of {string!r}; the alphabet is {{{shown}}}"
     )
 
 
@@ -61,7 +61,7 @@ def split_symbols(string: str, alphabet: Sequence[str]) -> list[str]:
         column = match.start() + 1
         if match.group("bad") is not None:
             raise FormalRopeError(
-                f"error: the quote at column {column} of {string!r} does not enclose a symbol (unterminated, or glued to "
+                f"the quote at column {column} of {string!r} does not enclose a symbol (unterminated, or glued to "
                 "the next token); a quoted symbol ends with the "
                 "same quote character it starts with ('long name' or \"it's\") and is followed by a blank or the end"
             )
@@ -81,7 +81,7 @@ def symbol_tokens(string: str) -> list[str]:
     for match in _TOKEN.finditer(string):
         if match.group("bad") is not None:
             raise FormalRopeError(
-                f"error: the quote at column {match.start() + 1} of {string!r} does not enclose a symbol "
+                f"the quote at column {match.start() + 1} of {string!r} does not enclose a symbol "
                 "(unterminated, or glued to the next token)"
             )
         quoted = match.group("quoted")
@@ -93,12 +93,12 @@ def symbol_token(symbol: str) -> str:
     """How `split_symbols` reads `symbol` back in a blank-separated string: bare, or quoted as in
     expressions when it contains a blank or starts with a quote character."""
     if not symbol:
-        raise FormalRopeError("error: an empty symbol cannot be written in a string")
+        raise FormalRopeError("an empty symbol cannot be written in a string")
     if not _NEEDS_QUOTES.search(symbol) and symbol[0] not in "'\"":
         return symbol
     if "\n" in symbol or ("'" in symbol and '"' in symbol):
         raise FormalRopeError(
-            f"error: symbol {symbol!r} cannot be written in a string: it needs quotes (it contains a blank or starts "
+            f"symbol {symbol!r} cannot be written in a string: it needs quotes (it contains a blank or starts "
             "with a quote) but contains a newline or both quote characters"
         )
     quote = '"' if "'" in symbol else "'"

@@ -28,7 +28,7 @@ class TooManyStatesError(FormalRopeError):
     def __init__(self, limit: int, what: str = "the automaton"):
         self.limit = limit
         super().__init__(
-            f"error: building {what} needs more than {limit:,} states (the limit); "
+            f"building {what} needs more than {limit:,} states (the limit); "
             "raise it with --max-states N (max_states=N in Python) if you have the memory"
         )
 
@@ -306,7 +306,7 @@ def extend_alphabet(dfa: DFA, alphabet: Sequence[str]) -> DFA:
         return dfa
     missing = [symbol for symbol in dfa.alphabet if symbol not in alphabet]
     if missing:
-        raise FormalRopeError(f"error: alphabet {alphabet} lacks the automaton's symbols {missing}")
+        raise FormalRopeError(f"alphabet {alphabet} lacks the automaton's symbols {missing}")
     own_index = dfa.symbol_index()
     columns = [own_index.get(symbol, -1) for symbol in alphabet]
     table = np.full((dfa.n_states, len(alphabet)), -1, dtype=np.int64)

@@ -111,7 +111,7 @@ class _Builder:
             return minimize(product(self.cache[node.child], _epsilon(alphabet), "or", limit))
         if isinstance(node, Repeat):
             return repeat(self.cache[node.child], node.low, node.high, limit)
-        raise FormalRopeError(f"error: not a regular expression node: {node!r}")
+        raise FormalRopeError(f"not a regular expression node: {node!r}")
 
     def _join(self, kind: type, left: DFA, right: DFA) -> DFA:
         key = (kind, id(left), id(right))
@@ -126,7 +126,7 @@ class _Builder:
     def _known(self, symbol: str) -> str:
         if symbol not in self.alphabet:
             raise FormalRopeError(
-                f"error: the expression mentions symbol {symbol!r}, which is not in the alphabet {{{', '.join(self.alphabet)}}}"
+                f"the expression mentions symbol {symbol!r}, which is not in the alphabet {{{', '.join(self.alphabet)}}}"
             )
         return symbol
 
@@ -311,7 +311,7 @@ def repeat(a: DFA, low: int, high: int | None, max_states: int = DEFAULT_MAX_STA
     """Minimal DFA of L(a){low,high} (high None: unbounded)."""
     require_dfa(a, "repeat", "a")
     if low < 0 or (high is not None and high < low):
-        raise FormalRopeError(f"error: invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
+        raise FormalRopeError(f"invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
     epsilon = _epsilon(a.alphabet)
     head = power(a, low, max_states)
     if high is None:

@@ -124,13 +124,13 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
         right_rows.append(child_ids.reshape(-1, n_symbols))
         if size + new.size > max_size:
             raise MonoidTooLargeError(
-                f"error: the transition monoid has more than {max_size} elements (automaton with {n_states} states "
+                f"the transition monoid has more than {max_size} elements (automaton with {n_states} states "
                 f"over {n_symbols} symbols); raise the cap (--max-monoid-size N on the command line, "
                 "max_monoid_size=N in Python) to classify this language"
             )
         if (size + new.size) * n_states > MAX_TABLE_CELLS:
             raise MonoidTooLargeError(
-                f"error: the transition monoid has more than {size + new.size} elements on {n_states} states, more than "
+                f"the transition monoid has more than {size + new.size} elements on {n_states} states, more than "
                 f"{MAX_TABLE_CELLS:.0e} table cells; this language is too large to classify in memory"
             )
         if new.size == 0:

@@ -108,7 +108,7 @@ def length_sets(monoid: TransitionMonoid, max_steps: int = DEFAULT_MAX_STABILITY
             return LengthSets(index, k - index, tuple(levels), tuple(parents), tuple(letters))
         first_seen[key] = k
     raise FormalRopeError(
-        f"error: the sets of word-length classes η(Σ^k) did not become periodic within {max_steps} steps; "
+        f"the sets of word-length classes η(Σ^k) did not become periodic within {max_steps} steps; "
         "raise the stability step cap to classify this language"
     )
 

@@ -11,9 +11,12 @@ from typing import List, Optional
 
 import typer
 
+from formal_rope.commands.terminal import input_strings, stdout_console
+
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
-    "(a formula if it uses P, H, Y, S or MOD, otherwise a regex)."
+    "(a formula if it applies P, H, Y, S or MOD, otherwise a regex). Its alphabet is its own symbols unless it "
+    "names a registry entry or is one of the paper's five languages verbatim."
 )
 _ALPHABET_HELP = "Alphabet overriding the default (the symbols the expression mentions): 'ab', 'a,b' or 'foo bar'."
 _MAX_STATES_HELP = "Refuse to build automata with more states than this."
@@ -59,7 +62,7 @@ def dfa_command(
     from formal_rope.errors import FormalRopeError
 
     if dot and json_output:
-        raise FormalRopeError("error: --dot and --json are two output formats; give one of them")
+        raise FormalRopeError("--dot and --json are two output formats; give one of them")
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
     if dot:
@@ -68,11 +71,10 @@ def dfa_command(
     if json_output:
         print(json.dumps({"expression": language.expression, "kind": language.kind, **to_json(dfa)}))
         return
-    from rich.console import Console
     from rich.table import Table
 
     headers, rows = to_table(dfa)
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     console.print(
         f"minimal DFA of {language.expression} ({language.kind}) over {{{', '.join(dfa.alphabet)}}}: "
         f"{dfa.n_states} state{'s' if dfa.n_states != 1 else ''} (→ start, * accepting)",
@@ -102,8 +104,7 @@ def accepts_command(
 
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
-    if not strings:
-        strings = sys.stdin.read().splitlines()
+    strings = input_strings(strings)
     verdicts = accepts(dfa, list(strings)).tolist()
     if json_output:
         print(json.dumps(verdicts))
@@ -117,7 +118,7 @@ def equiv_command(
     second: str = typer.Argument(..., metavar="EXPR2", help=_EXPR_HELP),
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP + " Applies to both."),
     max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
-    json_output: bool = typer.Option(False, "--json", help='Print {"equivalent": bool, "counterexample": str|null}.'),
+    json_output: bool = typer.Option(False, "--json", help='Print {"equivalent", "counterexample" (str or null), "alphabets" (both), "alphabets_differ"}.'),
 ) -> None:
     """Decide whether two languages are equal; otherwise print a shortest string in exactly one.
 
@@ -133,9 +134,20 @@ def equiv_command(
     result = equivalent(first_dfa, second_dfa, max_states=max_states)
     symbols = union_alphabet(first_dfa.alphabet, second_dfa.alphabet)
     counterexample = None if result.counterexample is None else _word_text(result.counterexample, symbols)
+    differ = set(first_dfa.alphabet) != set(second_dfa.alphabet)
     if json_output:
-        print(json.dumps({"equivalent": result.equivalent, "counterexample": counterexample}))
+        print(json.dumps({
+            "equivalent": result.equivalent, "counterexample": counterexample,
+            "alphabets": [list(first_dfa.alphabet), list(second_dfa.alphabet)], "alphabets_differ": differ,
+        }, ensure_ascii=False))
         return
+    if differ:
+        # Said first: a counterexample using a symbol one language lacks is about the alphabets.
+        print(
+            f"the alphabets differ: {first} is over {{{', '.join(first_dfa.alphabet)}}}, {second} over "
+            f"{{{', '.join(second_dfa.alphabet)}}}; compared over their union {{{', '.join(symbols)}}} "
+            "(--alphabet gives both the same)"
+        )
     if result.equivalent:
         print(f"equivalent over {{{', '.join(symbols)}}}")
         return

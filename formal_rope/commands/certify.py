@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.terminal import stdout_console
+
 _JSON_KEYS = ("offset", "freq", "scale", "format", "f_large", "mode", "n_max", "paper_sufficient_bound")
 
 
@@ -29,19 +31,35 @@ def certify_command(
     max_length: Optional[int] = typer.Option(
         None,
         "--max-length",
-        help="Realized mode: longest string length L to scan (O(L²) work; default 4096). Ignored in ideal mode.",
+        help="Realized mode: longest string length L to scan (O(L²) work; default 4096). An error in ideal mode.",
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a panel."),
 ) -> None:
     """Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."""
-    from formal_rope.certify import certified_range
+    import sys
 
+    from formal_rope.certify import certified_range
+    from formal_rope.errors import FormalRopeError
+
+    if mode == "ideal" and max_length is not None:
+        raise FormalRopeError("--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length")
+    if mode == "ideal":
+        from formal_rope.precision.formats import parse_format, round_to_format
+
+        fmt = parse_format(format_name)
+        if scale > 0 and not abs(float(round_to_format(float(scale), fmt))) < float("inf"):
+            print(
+                f"note: the scale C = {scale:g} overflows {fmt.name} (max finite {fmt.max_finite:g}), so no {fmt.name} "
+                "model can store it; the ideal range below assumes the exact C",
+                file=sys.stderr,
+            )
     if mode == "realized" and not json_output:
+        from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         bar = Progress(
             TextColumn("scanning query positions"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TimeRemainingColumn(), transient=True,
+            TimeRemainingColumn(), transient=True, console=Console(stderr=True),  # stdout holds only the result
         )
         task = bar.add_task("scan", total=None)
 
@@ -68,7 +86,6 @@ def certify_command(
 
 
 def _render(result) -> None:
-    from rich.console import Console
     from rich.panel import Panel
     from rich.table import Table
 
@@ -89,7 +106,7 @@ def _render(result) -> None:
     ]
     for label, value in rows:
         table.add_row(label, value)
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     console.print(Panel(table, title="certified range N_max^(k)(g, C, F)", expand=False))
     console.print(result.explanation(), markup=False)
 

@@ -11,9 +11,12 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.terminal import stdout_console
+
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
-    "(a formula if it uses P, H, Y, S or MOD, otherwise a regex)."
+    "(a formula if it applies P, H, Y, S or MOD, otherwise a regex). Its alphabet is its own symbols unless it "
+    "names a registry entry or is one of the paper's five languages verbatim."
 )
 
 # (field, label shown in the table, what the class means)
@@ -57,10 +60,9 @@ def classify_command(
 
 
 def _render(payload: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = stdout_console(highlight=False)
     console.print(
         f"{payload['expression']} ({payload['kind']}) over {{{', '.join(payload['alphabet'])}}}: minimal DFA "
         f"{payload['states']} states, syntactic monoid {payload['monoid_size']} elements",

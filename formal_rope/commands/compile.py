@@ -9,6 +9,8 @@ from typing import List, Optional
 
 import typer
 
+from formal_rope.commands.terminal import input_strings, prepare_out, stdout_console
+
 from formal_rope.errors import FormalRopeError
 
 _MODE_HELP = (
@@ -23,25 +25,27 @@ def compile_command(
         None, "--alphabet", "-a", help="Alphabet, e.g. 'ab' or 'a,b' (default: the symbols the formula mentions)."
     ),
     format_name: str = typer.Option("fp32", "--format", "-F", help="Number format: fp32, bf16, fp16, fp64, fp8e4m3, fp8e5m2 or eXmY."),
-    freq: float = typer.Option(1.0, "--freq", "-g", help="RoPE_NP angle g (radians per position) of the Y^k heads."),
+    freq: Optional[float] = typer.Option(None, "--freq", "-g", help="RoPE_NP angle g (radians per position) of the Y^k heads (default 1)."),
     scale: Optional[float] = typer.Option(
         None, "--scale", "-C", help="Score scale C of the Y^k heads (default: chosen for the format, reported)."
     ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the model to this file (a zip with metadata.json + weights.npz)."),
     verify_to: int = typer.Option(2000, "--verify-to", help="Longest sampled string length of the verification (0: exhaustive part only)."),
     exhaustive: int = typer.Option(10, "--exhaustive", help="Check every string up to this length (lowered for large alphabets)."),
-    per_length: int = typer.Option(8, "--per-length", help="Sampled strings per length (half in L, half outside)."),
+    per_length: Optional[int] = typer.Option(None, "--per-length", help="Sampled strings per length (half in L, half outside; default 8)."),
     mode: str = typer.Option("emulated", "--mode", help=_MODE_HELP),
-    certify_mode: str = typer.Option(
-        "realized", "--certify", help="How Y^k certified lengths are computed: realized (the model's own rounded scores) or ideal."
+    certify_mode: Optional[str] = typer.Option(
+        None, "--certify",
+        help="How Y^k certified lengths are computed: realized (the model's own rounded scores, default) or ideal.",
     ),
-    certify_max_length: int = typer.Option(
-        4096, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²))."
+    certify_max_length: Optional[int] = typer.Option(
+        None, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²); default 4096)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the sampled verification strings."),
-    max_states: int = typer.Option(
-        10**6, "--max-states", min=1,
-        help="Refuse to build the formula's DFA (for the verification labels) with more states than this.",
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sampled verification strings (default 0)."),
+    max_states: Optional[int] = typer.Option(
+        None, "--max-states", min=1,
+        help="Refuse to build the formula's DFA (labels of the sampled verification strings) with more states than this "
+        "(default 10^6).",
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -54,19 +58,39 @@ def compile_command(
     from formal_rope.model.evaluate import check_mode
     from formal_rope.model.io import save_model
 
+    # Options left at None were not given: options that cannot act on this formula or this
+    # verification are named in a note rather than silently ignored.
+    given_y = [name for name, value in (("--freq", freq), ("--scale", scale), ("--certify", certify_mode),
+                                         ("--certify-max-length", certify_max_length)) if value is not None]
+    given_sampling = [name for name, value in (("--per-length", per_length), ("--seed", seed), ("--max-states", max_states))
+                      if value is not None]
+    max_states = 10**6 if max_states is None else max_states
+    freq = 1.0 if freq is None else freq
+    per_length = 8 if per_length is None else per_length
+    certify_mode = certify_mode or "realized"
+    certify_max_length = 4096 if certify_max_length is None else certify_max_length
+    seed = 0 if seed is None else seed
     if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1:
         raise FormalRopeError(
             "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
         )
     check_mode(mode, format_name)  # before compiling, which can take a while
-    if out is not None and (out.is_dir() or not out.parent.is_dir()):
-        problem = "is a directory" if out.is_dir() else f"is in a folder that does not exist ({out.parent})"
-        raise FormalRopeError(f"cannot write model file {out}: it {problem}")
+    if out is not None:
+        prepare_out(out, "model file")  # before compiling, which can take a while
     language = resolve_language(formula, alphabet, force_kind="ltl")
+    if language.detected:  # a registry entry brought its alphabet: say which
+        print(f"note: {formula!r} {language.detected}", file=sys.stderr)
     compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
                                certify_mode=certify_mode, certify_max_length=certify_max_length)
+    if given_y and compiled.y_scale is None:
+        print(f"note: {', '.join(given_y)} set the Y^k heads, and {compiled.formula_text} has none: no effect",
+              file=sys.stderr)
     verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states,
                            show_progress=not json_output)
+    if given_sampling and not verification.sampled_lengths:
+        print(f"note: {', '.join(given_sampling)} set the sampled verification strings (and their DFA), and --verify-to {verify_to} "
+              f"samples none (only the exhaustive part up to length {verification.exhaustive_up_to}): no effect",
+              file=sys.stderr)
     if out is not None:
         save_model(compiled.ir, out)
     if json_output:
@@ -128,6 +152,9 @@ def _json_report(compiled, verification, out: Path | None) -> dict:
         "certified_length_is_lower_bound": compiled.certified_length_is_lower_bound,
         "constructs": [c.to_json() for c in compiled.constructs],
         "mode": verification.mode,
+        # The certified length the verification judged "inside" by: in native mode it is recomputed
+        # for torch's arithmetic and can differ from certified_length (emulated, as compiled).
+        "verification_certified_length": verification.certified_length,
         "verified_strings": verification.verified_strings,
         "verified_max_length": verification.verified_max_length,
         "exhaustive_up_to": verification.exhaustive_up_to,
@@ -145,13 +172,12 @@ def _json_report(compiled, verification, out: Path | None) -> dict:
 
 
 def _print_report(compiled, verification, out: Path | None) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from formal_rope.model.io import model_table
     from formal_rope.precision.formats import f_large
 
-    console = Console()
+    console = stdout_console()
     model = compiled.ir
     large = f_large(compiled.options.fmt)
     console.print(
@@ -191,6 +217,9 @@ def _print_report(compiled, verification, out: Path | None) -> None:
         f"length {verification.exhaustive_up_to}, sampled at {len(verification.sampled_lengths)} lengths up to "
         f"{verification.verified_max_length}: {verification.disagreements} disagreements"
     )
+    if verification.certified_length != compiled.certified_length:
+        console.print(f"certified length in {verification.mode} {verification.format} arithmetic (used for the "
+                      f"verification): {verification.certified_length}")
     first = verification.first_disagreement
     if first is not None:
         shown = first.string if len(first.string) <= 80 else first.string[:38] + "…" + first.string[-38:]
@@ -205,94 +234,176 @@ def _print_report(compiled, verification, out: Path | None) -> None:
 
 def run_command(
     model_path: Path = typer.Argument(..., help="Model file (compiled by `formalrope compile --out`, or a trained checkpoint)."),
-    strings: Optional[List[str]] = typer.Argument(None, help="Strings to classify (default: one per line from stdin; an empty line is the empty string)."),
-    format_name: Optional[str] = typer.Option(None, "--format", "-F", help="Number format (default: the model's)."),
-    mode: str = typer.Option("emulated", "--mode", help=_MODE_HELP + " (compiled models)"),
+    strings: Optional[List[str]] = typer.Argument(
+        None, help="Strings to classify, read as `accepts` reads them (default: one per line from stdin; an empty line is the empty string)."
+    ),
+    format_name: Optional[str] = typer.Option(
+        None, "--format", "-F",
+        help="Number format (default: the model's). A compiled model's certified length is recomputed for it.",
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help=_MODE_HELP + " Compiled models only (default emulated); a trained model always runs natively."
+    ),
     trace: bool = typer.Option(False, "--trace", help="Show every subformula coordinate at every position of one string."),
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON array of booleans in input order."),
+    json_output: bool = typer.Option(
+        False, "--json",
+        help="Print one JSON object: format, mode, certified length, and per string its verdict and whether it "
+        "lies beyond the certified length.",
+    ),
 ) -> None:
-    """Classify strings with a saved model."""
-    from formal_rope.model.io import load_model, load_runnable, read_metadata
+    """Classify strings with a saved model.
 
-    if strings is None or len(strings) == 0:
-        if sys.stdin.isatty():
-            raise FormalRopeError("give strings as arguments or one per line on stdin")
-        strings = [line.rstrip("\r\n") for line in sys.stdin.read().splitlines()]
+    A compiled model's verdicts are guaranteed only up to its certified length in the format and mode
+    it runs in (recomputed when they are not the ones it was compiled for): longer inputs are flagged.
+    """
+    from formal_rope.model.io import read_metadata
+
+    strings = input_strings(strings)
     metadata = read_metadata(model_path)
-    if trace:
-        if metadata["kind"] != "compiled":
+    if metadata["kind"] != "compiled":
+        if trace:
             raise FormalRopeError("--trace needs a compiled model (its coordinates are subformulas)")
+        if mode is not None:
+            raise FormalRopeError(
+                f"--mode {mode} applies to compiled models (emulated or native arithmetic); {model_path} is a "
+                f"{metadata['kind']} model, which always runs natively in torch (choose its dtype with --format fp32/bf16/fp16)"
+            )
+        _run_trained(model_path, strings, format_name, json_output)
+        return
+    from formal_rope.model.evaluate import check_mode, evaluate
+    from formal_rope.model.io import load_model
+
+    mode = mode or "emulated"
+    fmt = format_name or str(metadata.get("format", "fp32"))
+    check_mode(mode, fmt)
+    model = load_model(model_path)
+    if trace:
         if len(strings) != 1:
             raise FormalRopeError(f"--trace shows one string; got {len(strings)}")
-        _trace(load_model(model_path), strings[0], format_name, mode, json_output)
+        _trace(model, strings[0], fmt, mode, json_output)
         return
-    runnable = load_runnable(model_path, mode=mode)
-    verdicts = runnable.classify(list(strings), fmt=format_name)
-    _note_beyond_certified(metadata, strings, getattr(runnable, "model", None))
+    result = evaluate(model, strings, fmt=fmt, mode=mode)
+    _note_beyond_certified(result, metadata)
     if json_output:
-        print(json.dumps([bool(v) for v in verdicts]))
+        print(json.dumps(_run_json(model_path, "compiled", result.format, mode, strings, result.lengths.tolist(),
+                                   result.to_list(), result.beyond_certified_length.tolist(), result.certificate),
+                         ensure_ascii=False))
         return
-    from rich.console import Console
+    # SPEC §5: say which mode and format produced the verdicts
+    caption = f"{mode} {result.format}; certified length {result.certificate.describe()}" if result.certificate.available \
+        else f"{mode} {result.format}"
+    _print_verdicts(model_path, metadata, strings, result.to_list(), result.beyond_certified_length.tolist(), caption)
+
+
+def _run_trained(model_path: Path, strings: list[str], format_name: str | None, json_output: bool) -> None:
+    from formal_rope.automata.membership import split_symbols
+    from formal_rope.model.io import load_runnable
+
+    runnable = load_runnable(model_path)
+    verdicts = runnable.classify(list(strings), fmt=format_name)
+    if json_output:
+        lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
+        print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths, verdicts,
+                                   [None] * len(strings), None), ensure_ascii=False))
+        return
+    _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
+
+
+def _run_json(model_path, kind, fmt, mode, strings, lengths, verdicts, beyond, certificate) -> dict:
+    """`run --json`: how the verdicts were produced, then one object per input string."""
+    return {
+        "model": str(model_path),
+        "kind": kind,
+        "format": fmt,
+        "mode": mode,
+        "certified_length": None if certificate is None else certificate.certified_length,
+        "certified_length_is_lower_bound": None if certificate is None else certificate.is_lower_bound,
+        "certificate_recomputed": None if certificate is None else certificate.recomputed,
+        "results": [
+            {"string": string, "length": int(length), "accepted": bool(verdict),
+             "beyond_certified_length": None if flag is None else bool(flag)}
+            for string, length, verdict, flag in zip(strings, lengths, verdicts, beyond)
+        ],
+    }
+
+
+def _print_verdicts(model_path, metadata, strings, verdicts, beyond, caption: str) -> None:
     from rich.table import Table
 
-    if metadata["kind"] == "compiled":  # SPEC §5: say which mode and format produced the verdicts
-        how = f"{mode} {format_name or metadata.get('format', 'fp32')}"
-    else:
-        how = f"torch {format_name or 'fp32'}"
-    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})", caption=how)
+    table = Table(title=f"{model_path} ({metadata.get('formula', metadata['kind'])})")
     table.add_column("string")
     table.add_column("accepted")
-    for string, verdict in zip(strings, verdicts):
-        table.add_row(repr(string), "yes" if verdict else "no")
-    Console().print(table)
+    flagged = beyond is not None and any(beyond)
+    if flagged:
+        table.add_column("guaranteed")
+    for index, (string, verdict) in enumerate(zip(strings, verdicts)):
+        cells = [repr(string), "yes" if verdict else "no"]
+        if flagged:
+            cells.append("no: beyond the certified length" if beyond[index] else "yes")
+        table.add_row(*cells)
+    console = stdout_console()
+    console.print(table)
+    console.print(caption, markup=False, highlight=False)  # a caption would wrap to the table's width
 
 
-def _note_beyond_certified(metadata: dict, strings: list[str], model) -> None:
-    """Y heads are exact only up to the certified length (appendix D): say so on stderr."""
-    certified = metadata.get("certified_length") if metadata.get("kind") == "compiled" else None
-    if certified is None or model is None or metadata.get("certified_length_is_lower_bound"):
+def _note_beyond_certified(result, metadata: dict) -> None:
+    """Y heads (and P heads in narrow formats) are exact only up to the certified length in the format
+    and mode the model runs in (appendix D): say on stderr how many verdicts lie beyond it."""
+    certificate = result.certificate
+    if certificate is None or not result.n_beyond_certified:
         return
-    # Lengths in symbols (multi-character symbols count once), as the model reads them: bos w eos.
-    beyond = sum(len(model.encode(string)) - 2 > certified for string in strings)
-    if beyond:
-        print(
-            f"note: {beyond} of {len(strings)} strings are longer than the model's certified length {certified} "
-            f"in {metadata.get('format', 'fp32')}; verdicts there are not guaranteed",
-            file=sys.stderr,
-        )
+    where = certificate.describe()
+    if certificate.recomputed:
+        compiled = metadata.get("certified_length")
+        as_compiled = "unbounded" if compiled is None else f"{'>= ' if metadata.get('certified_length_is_lower_bound') else ''}{compiled}"
+        where += (f", recomputed for this format and mode (compiled for {metadata.get('format')}: {as_compiled};"
+                  f" {certificate.reason})")
+    print(
+        f"note: {result.n_beyond_certified} of {len(result.accepted)} strings are longer than the model's certified length "
+        f"{where}; verdicts there are not guaranteed",
+        file=sys.stderr,
+    )
 
 
-def _trace(model, string: str, format_name: str | None, mode: str, json_output: bool) -> None:
+def _trace(model, string: str, fmt: str, mode: str, json_output: bool) -> None:
     import numpy as np
 
     from formal_rope.model.evaluate import evaluate
 
-    fmt = format_name or str(model.metadata.get("format", "fp32"))
     result = evaluate(model, [string], fmt=fmt, mode=mode, trace=True)
+    _note_beyond_certified(result, model.metadata)
     residual = result.residuals[0]
-    symbols = ["bos", *list(string), "eos"]
+    symbols = ["bos", *model.read(string), "eos"]  # read as `accepts` reads it (multi-character symbols)
     shown = [(i, name) for i, name in enumerate(model.coordinates) if not name.startswith(("const:", "flag:"))]
+    beyond = bool(result.beyond_certified_length[0])
     if json_output:
+        certificate = result.certificate
         print(json.dumps({
-            "string": string, "accepted": bool(result.accepted[0]), "format": fmt, "mode": mode,
+            "string": string, "accepted": bool(result.accepted[0]), "format": result.format, "mode": mode,
+            "length": int(result.lengths[0]),
+            "certified_length": certificate.certified_length if certificate.available else None,
+            "beyond_certified_length": beyond,
             "positions": symbols,
             # JSON has no NaN/inf (overflowed scores): those values are null.
             "coordinates": {name: [float(v) if np.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
         }, ensure_ascii=False))
         return
-    from rich.console import Console
     from rich.table import Table
 
     def cell(value: float) -> str:
         return str(int(value)) if value in (0.0, 1.0) else f"{value:.4g}"
 
-    console = Console()
-    title = f"trace of {string!r} ({mode} {fmt}): accepted = {bool(result.accepted[0])}"
+    console = stdout_console()
+    title = f"trace of {string!r} ({mode} {result.format}): accepted = {bool(result.accepted[0])}"
+    if beyond:
+        title += f" (beyond the certified length {result.certificate.describe()}: not guaranteed)"
     # One column per position is readable for short strings; beyond the console width the columns
-    # would be squeezed to single characters, so long strings get one row per position instead.
+    # would be squeezed to single characters, so long strings get one row per position instead
+    # (piped output has no width: it keeps to a screen's worth of columns).
+    width = console.width if console.is_terminal else 160
     widths = [max(len(str(position)), len(symbol), 6) + 3 for position, symbol in enumerate(symbols)]
     name_width = max(len(name) for _, name in shown) + 4 if shown else 12
-    if name_width + sum(widths) <= console.width or len(shown) + 1 >= len(symbols):
+    if name_width + sum(widths) <= width or len(shown) + 1 >= len(symbols):
         table = Table(title=title)
         table.add_column("coordinate")
         for position, symbol in enumerate(symbols):

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.terminal import stdout_console
+
 _INDENTED_JSON_MAX_DEPTH = 64
 
 STYLE_HELP = "Print formulas/regexes with Unicode operators (¬ ∧ ∨ → ↔ ⊤ ⊥ Σ ε ∅) or ASCII ones (! & | -> <-> . () [])."
@@ -83,7 +85,7 @@ def _class_summaries(language) -> tuple[dict | None, str | None]:
     try:
         facts["classes"] = _classes_of(classify(dfa))
     except FormalRopeError as error:  # e.g. a syntactic monoid too large to enumerate
-        return facts, f"classes of {language.label} not computed: {str(error).removeprefix('error: ')}"
+        return facts, f"classes of {language.label} not computed: {error}"
     return facts, None
 
 
@@ -161,7 +163,7 @@ def register(app: typer.Typer) -> None:
                 cells += [_mark(found.get("ltl_p")), _mod_cell(found), _mark(found.get("star_free"))]
             cells.append(escape(row["description"]))
             table.add_row(*cells)
-        console = Console()
+        console = stdout_console()
         console.print(table)
         if note:
             Console(stderr=True).print(f"note: {note}")
@@ -188,7 +190,7 @@ def register(app: typer.Typer) -> None:
         from formal_rope.lang.source import resolve_language
 
         if kind is not None and kind not in ("ltl", "regex"):
-            raise FormalRopeError(f"error: --kind must be 'ltl' or 'regex', got {kind!r}")
+            raise FormalRopeError(f"--kind must be 'ltl' or 'regex', got {kind!r}")
         language = resolve_language(expression, alphabet, force_kind=kind)
         style = None if unicode is None else ("unicode" if unicode else "ascii")
         canonical = _canonical(language, style)
@@ -214,11 +216,10 @@ def register(app: typer.Typer) -> None:
             print(json_text(payload, indent=2 if depth <= _INDENTED_JSON_MAX_DEPTH else None))
             return
 
-        from rich.console import Console
         from rich.markup import escape
         from rich.table import Table
 
-        console = Console()
+        console = stdout_console()
         facts = Table.grid(padding=(0, 2))
         facts.add_column(style="bold")
         facts.add_column()

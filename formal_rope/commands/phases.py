@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.terminal import stdout_console
+
 from formal_rope.errors import FormalRopeError
 
 _DEFAULT_TOP = 5
@@ -73,6 +75,12 @@ def phases_command(
             summary = phases_summary(captured, query, epsilon, shown,
                                      on_head=lambda done: bar.update(task, completed=done))
     summary = {"model": str(model_path), **summary}
+    if captured.beyond_certified_length:
+        typer.echo(
+            f"note: the input ({captured.length - 2} symbols) is longer than the model's certified length "
+            f"{captured.certificate.describe()}; its heads' selections there are not guaranteed",
+            err=True,
+        )
     if json_output:
         print(json.dumps(summary, ensure_ascii=False))
         return
@@ -92,13 +100,9 @@ def _token(token: str) -> str:
 
 def _render(summary: dict) -> None:
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
-    if not console.is_terminal:
-        # Piped output has no width to respect: keep the per-pair columns unsqueezed.
-        console = Console(width=150)
+    console = stdout_console()
     positions = summary["positions"]
     epsilon = summary["epsilon"]
     console.print(

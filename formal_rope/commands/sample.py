@@ -10,6 +10,8 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands.terminal import prepare_out, stdout_console
+
 from formal_rope.errors import FormalRopeError
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
@@ -33,22 +35,22 @@ def parse_lengths(text: str) -> list[int]:
                 low_text, high_text = part.split("..", 1)
                 low, high = int(low_text), int(high_text)
                 if low > high:
-                    raise FormalRopeError(f"error: --lengths range {part!r} is empty (start > end)")
+                    raise FormalRopeError(f"--lengths range {part!r} is empty (start > end)")
                 if high - low + 1 + len(lengths) > _MAX_LENGTHS:
                     raise FormalRopeError(
-                        f"error: --lengths {text!r} lists more than {_MAX_LENGTHS:,} lengths; sample fewer per call"
+                        f"--lengths {text!r} lists more than {_MAX_LENGTHS:,} lengths; sample fewer per call"
                     )
                 lengths.extend(range(low, high + 1))
             else:
                 lengths.append(int(part))
         except ValueError:
             raise FormalRopeError(
-                f"error: --lengths: {part!r} is not a length; use e.g. 41..500, 10,20,30 or 5"
+                f"--lengths: {part!r} is not a length; use e.g. 41..500, 10,20,30 or 5"
             ) from None
     if not lengths:
-        raise FormalRopeError("error: --lengths is empty; use e.g. 41..500, 10,20,30 or 5")
+        raise FormalRopeError("--lengths is empty; use e.g. 41..500, 10,20,30 or 5")
     if min(lengths) < 0:
-        raise FormalRopeError(f"error: --lengths must be non-negative, got {min(lengths)}")
+        raise FormalRopeError(f"--lengths must be non-negative, got {min(lengths)}")
     return lengths
 
 
@@ -60,6 +62,19 @@ def distinct_lengths(lengths: list[int]) -> tuple[list[int], list[int]]:
     for length in lengths:
         counts[length] = counts.get(length, 0) + 1
     return list(counts), [length for length, count in counts.items() if count > 1]
+
+
+def describe_lengths(lengths: list[int]) -> str:
+    """The lengths as written back: consecutive runs as ranges ('1, 3, 7, 20', '41..500', '1..3, 10')."""
+    parts: list[str] = []
+    ordered = sorted(lengths)
+    start = 0
+    for index in range(1, len(ordered) + 1):
+        if index == len(ordered) or ordered[index] != ordered[index - 1] + 1:
+            low, high = ordered[start], ordered[index - 1]
+            parts.append(str(low) if low == high else (f"{low}, {high}" if high == low + 1 else f"{low}..{high}"))
+            start = index
+    return ", ".join(parts)
 
 
 def _repeated_note(repeated: list[int]) -> str:
@@ -114,7 +129,7 @@ def _summary(language, sets, elapsed: float, out: Path | None) -> dict:
     return {
         "language": language.expression,
         "alphabet": list(language.alphabet),
-        "lengths": [min(s.length for s in sets), max(s.length for s in sets)] if sets else [],
+        "lengths": [s.length for s in sets],  # every length sampled, in the order given
         "n_lengths": len(sets),
         "strings": n_total,
         "positive": n_positive,
@@ -163,27 +178,29 @@ def register(app: typer.Typer) -> None:
 
         # Range checks here rather than typer's min/max, so they surface as one-paragraph user errors.
         if n < 1:
-            raise FormalRopeError(f"error: --n must be at least 1, got {n}")
+            raise FormalRopeError(f"--n must be at least 1, got {n}")
         if not 0.0 <= near_miss <= 1.0:
-            raise FormalRopeError(f"error: --near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
+            raise FormalRopeError(f"--near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
         if seed < 0:
-            raise FormalRopeError(f"error: --seed must be a non-negative integer, got {seed}")
+            raise FormalRopeError(f"--seed must be a non-negative integer, got {seed}")
         if data_format is not None and (data_format not in ("flare", "mlregtest", "parquet") or out is None):
-            raise FormalRopeError(f"error: --format takes flare, mlregtest or parquet, with --out; got --format {data_format}"
+            raise FormalRopeError(f"--format takes flare, mlregtest or parquet, with --out; got --format {data_format}"
                                   + ("" if out is not None else " without --out"))
+        if out is not None and data_format in (None, "parquet"):
+            prepare_out(out, "--out")  # before sampling: a directory or an unwritable folder
         requested, repeated = distinct_lengths(parse_lengths(lengths))
         if repeated and not quiet:
             print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
         total_symbols = n * sum(requested)
         if total_symbols > _MAX_SYMBOLS:
             raise FormalRopeError(
-                f"error: --lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
+                f"--lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
                 f"lengths), more than one call holds in memory ({_MAX_SYMBOLS:,}, about 14 bytes each); "
                 "split the lengths over several calls (each length's strings depend only on --seed and the length)"
             )
         language = resolve_language(expression, alphabet)
         if language.detected and not quiet:
-            print(f"{expression}: {language.detected}", file=sys.stderr)
+            print(f"note: {expression!r} {language.detected}", file=sys.stderr)
         dfa = language_dfa(language)
         started = time.perf_counter()
         sets = _generate(dfa, requested, n, seed, near_miss, quiet)
@@ -207,17 +224,16 @@ def register(app: typer.Typer) -> None:
         if json_output:
             print(json.dumps(summary))
             return
-        from rich.console import Console
         from rich.table import Table
 
         table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}", show_header=False)
         table.add_column("key", style="bold")
         table.add_column("value", overflow="fold")  # long output paths wrap instead of being cut
-        table.add_row("lengths", f"{summary['lengths'][0]}..{summary['lengths'][1]} ({summary['n_lengths']} lengths)")
+        table.add_row("lengths", f"{describe_lengths(summary['lengths'])} ({summary['n_lengths']} lengths)")
         table.add_row("strings", f"{summary['strings']:,} ({summary['positive']:,} positive, {summary['negative']:,} negative)")
         table.add_row("near-misses", f"{summary['near_miss']:,}")
         table.add_row("one-class lengths", str(summary["one_class_lengths"]))
         table.add_row("lengths without near-misses", str(summary["no_near_miss_lengths"]))
         table.add_row("sampling time", f"{elapsed:.2f} s ({summary['strings'] / max(elapsed, 1e-9):,.0f} strings/s)")
         table.add_row("written", "\n".join(summary["files"]))
-        Console().print(table)
+        stdout_console().print(table)

@@ -20,9 +20,9 @@ def parse_periods(text: str | None) -> tuple[int, ...] | None:
     try:
         periods = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise FormalRopeError(f"error: --periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
+        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
     if not periods or min(periods) <= 0:
-        raise FormalRopeError(f"error: --periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}")
+        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}")
     return periods
 
 
@@ -34,9 +34,9 @@ def parse_length_range(text: str) -> tuple[int, int]:
         else:
             low = high = int(text)
     except ValueError:
-        raise FormalRopeError(f"error: --test-lengths must look like 41..500, got {text!r}") from None
+        raise FormalRopeError(f"--test-lengths must look like 41..500, got {text!r}") from None
     if low < 0 or low > high:
-        raise FormalRopeError(f"error: --test-lengths {text!r} is not a non-empty range of non-negative lengths")
+        raise FormalRopeError(f"--test-lengths {text!r} is not a non-empty range of non-negative lengths")
     return low, high
 
 
@@ -150,7 +150,7 @@ def register(app: typer.Typer) -> None:
         from formal_rope.training.train import run_training
 
         if lang is None and data is None:
-            raise FormalRopeError("error: train needs --lang (a language to sample from) or --data (files to read), or both")
+            raise FormalRopeError("train needs --lang (a language to sample from) or --data (files to read), or both")
         fields: dict = {"language": lang, "pe": pe}
         if alphabet is not None:
             from formal_rope.lang.source import parse_alphabet
@@ -184,7 +184,7 @@ def register(app: typer.Typer) -> None:
             fields.update(data_settings(data, language=lang, alphabet=fields.get("alphabet"),
                                         test_range=parse_length_range(test_lengths) if test_lengths else None))
         if threads < 1:
-            raise FormalRopeError(f"error: --threads must be at least 1, got {threads}")
+            raise FormalRopeError(f"--threads must be at least 1, got {threads}")
         config = RunConfig(**fields)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
         result, _ = run_training(
@@ -199,5 +199,5 @@ def register(app: typer.Typer) -> None:
         else:
             _render(result, checkpoint)
         if result.status == "failed":
-            print(f"run failed: {result.error}", file=sys.stderr)
+            print(f"the run failed: {result.error}", file=sys.stderr)
             raise typer.Exit(1)

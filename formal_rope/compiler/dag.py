@@ -81,6 +81,23 @@ class _Builder:
         return True if kind == "true" else False if kind == "false" else None
 
     def build(self, formula: Formula) -> int:
+        """The node index of `formula`, built bottom-up without recursion (formulas nest thousands deep)."""
+        from formal_rope.lang.analysis import fold_ast
+
+        return fold_ast(formula, self._combine)
+
+    def negate(self, child: int) -> int:
+        value = self.is_const(child)
+        if value is not None:
+            return self.constant(not value)
+        return self.add(("not", child), DagNode("not", (child,), ""), Not(self.asts[child]))
+
+    def past(self, child: int) -> int:
+        if self.is_const(child) is False:
+            return self.constant(False)
+        return self.add(("past", child), DagNode("past", (child,), ""), Past(self.asts[child]))
+
+    def _combine(self, formula: Formula, children: list[int]) -> int:
         kind = type(formula)
         if kind is Atom:
             if formula.symbol not in self.alphabet:
@@ -92,21 +109,13 @@ class _Builder:
         if kind is Const:
             return self.constant(bool(formula.value))
         if kind is Not:
-            child = self.build(formula.child)
-            value = self.is_const(child)
-            if value is not None:
-                return self.constant(not value)
-            return self.add(("not", child), DagNode("not", (child,), ""), Not(self.asts[child]))
+            return self.negate(children[0])
         if kind in (And, Or, Implies, Iff):
-            left, right = self.build(formula.left), self.build(formula.right)
-            return self.binary({And: "and", Or: "or", Implies: "implies", Iff: "iff"}[kind], left, right)
-        if kind is Historically:
-            return self.build(Not(Past(Not(formula.child))))
+            return self.binary({And: "and", Or: "or", Implies: "implies", Iff: "iff"}[kind], children[0], children[1])
+        if kind is Historically:  # H φ = ¬P¬φ
+            return self.negate(self.past(self.negate(children[0])))
         if kind is Past:
-            child = self.build(formula.child)
-            if self.is_const(child) is False:
-                return self.constant(False)
-            return self.add(("past", child), DagNode("past", (child,), ""), Past(self.asts[child]))
+            return self.past(children[0])
         if kind is Mod:
             if formula.m <= 0:
                 raise FormalRopeError(f"MOD_{formula.m}^{formula.r}: the modulus m must be a positive integer")
@@ -121,7 +130,7 @@ class _Builder:
         if kind is Yesterday:
             if formula.k < 1:
                 raise FormalRopeError(f"Y^{formula.k}: the offset k must be at least 1")
-            child = self.build(formula.child)
+            child = children[0]
             if self.is_const(child) is False:
                 return self.constant(False)
             gate = None
@@ -129,10 +138,10 @@ class _Builder:
                 gate = self.constant(True)
                 for _ in range(formula.k):
                     gate = self.add(("past", gate), DagNode("past", (gate,), ""), Past(self.asts[gate]))
-            children = (child,) if gate is None else (child, gate)
+            children_ = (child,) if gate is None else (child, gate)
             return self.add(
                 ("yesterday", child, formula.k),
-                DagNode("yesterday", children, "", offset=formula.k, gate=gate),
+                DagNode("yesterday", children_, "", offset=formula.k, gate=gate),
                 Yesterday(self.asts[child], formula.k),
             )
         if kind is Since:

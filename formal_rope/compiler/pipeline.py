@@ -131,8 +131,44 @@ def choose_y_scale(offsets: Sequence[int], freq: float, fmt: str, max_length: in
     return YScaleChoice(scale=best_scale, chosen=True, candidates=tuple(scanned))
 
 
+# Largest model the compiler builds (float64 parameters: 2^26 is 512 MiB of weights).
+MAX_MODEL_PARAMETERS = 2**26
+
+
+def _check_model_size(formula: Formula) -> None:
+    """Refuse before building: Y^k is gated by P^k(true), k nested P heads in k layers over a
+    residual stream of about 2k coordinates, so its weights grow like k² (about 12·k² parameters
+    at least). Y^99999 used to run for minutes and gigabytes before failing."""
+    from formal_rope.lang.analysis import max_lookback
+
+    k = max_lookback(formula)
+    estimate = 12 * k * k
+    if estimate > MAX_MODEL_PARAMETERS:
+        largest = math.isqrt(MAX_MODEL_PARAMETERS // 12)
+        raise FormalRopeError(
+            f"Y^{k} needs a gate of {k} nested P heads: at least {k} layers, a residual stream of about {2 * k} "
+            f"coordinates and {estimate:,} parameters, more than the compiler builds ({MAX_MODEL_PARAMETERS:,}); "
+            f"offsets up to about k = {largest} compile"
+        )
+
+
+def _check_schedule_size(schedule: Schedule) -> None:
+    """The same limit for any formula (deeply nested P or Y): every head holds a few d_model-wide rows
+    and feeds two or three feed-forward units, about 10·d_model parameters per head."""
+    from formal_rope.compiler.build import schedule_to_coordinates
+
+    heads = sum(layer is not None for layer in schedule.head_layer)
+    d_model = len(schedule_to_coordinates(schedule))
+    estimate = 10 * max(heads, 1) * d_model
+    if estimate > MAX_MODEL_PARAMETERS:
+        raise FormalRopeError(
+            f"the formula needs {schedule.n_layers} layers, {heads} attention heads and a residual stream of {d_model} "
+            f"coordinates, about {estimate:,} parameters, more than the compiler builds ({MAX_MODEL_PARAMETERS:,})"
+        )
+
+
 def compile_formula(
-    formula: Formula,
+    formula: Formula | str,
     alphabet: Sequence[str],
     *,
     fmt: str = "fp32",
@@ -141,7 +177,13 @@ def compile_formula(
     certify_mode: str = "realized",
     certify_max_length: int = 4096,
 ) -> CompiledModel:
-    """Compile an LTL[P,Y,MOD] formula into an exact transformer for ``fmt`` (see docs/compiler.md)."""
+    """Compile an LTL[P,Y,MOD] formula (an AST, or its text: ``"P(a) & MOD_2^0"``, an optional
+    ``ltl:`` prefix) into an exact transformer for ``fmt`` (see docs/compiler.md)."""
+    if isinstance(formula, str):
+        from formal_rope.lang.parser import parse_ltl
+
+        text = formula.strip()
+        formula = parse_ltl(text[4:] if text.lower().startswith("ltl:") else text, tuple(alphabet))
     from formal_rope.certify import certified_range
     from formal_rope.precision.formats import f_large, parse_format
 
@@ -156,10 +198,12 @@ def compile_formula(
     alphabet = tuple(alphabet)
     if not alphabet:
         raise FormalRopeError("the alphabet is empty; pass the symbols the formula reads (--alphabet / alphabet=)")
+    _check_model_size(formula)
     options = CompileOptions(fmt=fmt_obj.name, freq=float(freq), scale=scale, certify_mode=certify_mode,
                              certify_max_length=certify_max_length)
     dag = formula_to_dag(formula, alphabet)
     schedule = dag_to_schedule(dag)
+    _check_schedule_size(schedule)
     offsets = _y_offsets(dag)
     y_choice = None
     if offsets:

@@ -8,9 +8,12 @@
    ``per_length`` strings per length drawn uniformly from L and from its complement (half each,
    when both are non-empty at that length; formal_rope.sampling, seeded).
 
-The expected label is the DFA's; the model runs in the chosen format and mode. A disagreement
+The expected label is the DFA's (built only when there are sampled lengths: with ``verify_to = 0``
+the exhaustive strings are labelled by evaluating the formula directly, so a formula whose DFA is
+huge, like Y^20(a), can still be compiled); the model runs in the chosen format and mode. A disagreement
 counts as *inside the certified range* when the string is no longer than the model's certified
-length (always, for models without a certified length: no Y heads and no P head that can overflow).
+length in the format and mode of the verification (the compile-time one, or the one recomputed for
+another format or native mode; always, for models without a certified length).
 """
 
 from __future__ import annotations
@@ -138,6 +141,7 @@ def verify_compiled(
     modes raise FormalRopeError before any work.
     """
     from formal_rope.automata import accepts, ltl_to_dfa
+    from formal_rope.automata.ltl import ltl_accepts
     from formal_rope.automata.membership import format_word
     from formal_rope.model.evaluate import check_mode, evaluate
     from formal_rope.sampling import EmptyClassError, sample_strings
@@ -149,15 +153,19 @@ def verify_compiled(
     check_mode(mode)  # here, because the DFA and the samples come before the evaluation
     fmt = fmt or compiled.options.fmt
     alphabet = compiled.alphabet
-    # The expected labels need the formula's DFA, which can be large (Y^k remembers k symbols).
-    dfa = ltl_to_dfa(compiled.formula, alphabet) if max_states is None else ltl_to_dfa(
-        compiled.formula, alphabet, max_states=max_states
-    )
     exhaustive_n = exhaustive_length(len(alphabet), exhaustive_up_to)
     words = _all_strings(alphabet, exhaustive_n)
     certified = compiled.certified_length
     extra = [] if certified is None else [certified, certified + 1, certified + 2]
     lengths = sampled_lengths(exhaustive_n, verify_to, extra)
+    # Sampling needs the formula's DFA, which can be large (Y^k remembers k symbols); the
+    # exhaustive part alone (at most EXHAUSTIVE_BUDGET short strings) is labelled straight from the
+    # semantics, so --verify-to 0 never builds it.
+    dfa = None
+    if lengths:
+        dfa = ltl_to_dfa(compiled.formula, alphabet) if max_states is None else ltl_to_dfa(
+            compiled.formula, alphabet, max_states=max_states
+        )
     rng = np.random.default_rng(seed)
     for length in lengths:
         blocks = []
@@ -172,8 +180,15 @@ def verify_compiled(
             words.extend(tuple(alphabet[s] for s in row) for row in block)
     if on_total is not None:
         on_total(len(words))
-    expected = np.asarray(accepts(dfa, words), dtype=bool)
+    if dfa is None:
+        expected = np.array([ltl_accepts(compiled.formula, word) for word in words], dtype=bool)
+    else:
+        expected = np.asarray(accepts(dfa, words), dtype=bool)
     result = evaluate(compiled.ir, words, fmt=fmt, mode=mode, on_progress=on_progress)
+    if result.certificate is not None and result.certificate.recomputed:
+        # Another format or native arithmetic: the range the model is guaranteed in is the one
+        # recomputed for them (formal_rope.model.certificate), not the compile-time one.
+        certified = result.certificate.certified_length
     wrong = np.nonzero(result.accepted != expected)[0]
     per_length: dict[int, int] = {}
     first = first_inside = None

@@ -42,6 +42,11 @@ class CapturedHeads:
     layout: tuple[tuple[str, ...], ...]  # head names per layer (every head of the model)
     dtype: str
     description: str  # e.g. the PE or formula, for titles
+    # Compiled models: the certificate in the dtype the scores were computed in (native arithmetic;
+    # formal_rope.model.certificate) and whether the string is longer than its certified length,
+    # i.e. whether the heads' selections shown are not guaranteed. None for trained models.
+    certificate: Any = None
+    beyond_certified_length: bool | None = None
 
     @property
     def length(self) -> int:
@@ -367,8 +372,11 @@ def capture_compiled(
     from formal_rope.model.evaluate import check_parameters_fit
 
     check_parameters_fit(model, fmt)  # an overflowed weight would make every score NaN
-    symbols = _symbols(string, model.alphabet)
-    tokens = model.encode(tuple(symbols))
+    from formal_rope.model.certificate import model_certificate
+
+    symbols = model.read(string)  # read as `accepts` reads it
+    tokens = model.encode(symbols)
+    certificate = model_certificate(model, fmt, "native", up_to=len(symbols))
     layout = tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
     rotary = {
         (l, h): any(pair.kind != "none" for pair in head.rotary)
@@ -420,6 +428,8 @@ def capture_compiled(
         layout=layout,
         dtype=fmt,
         description=str(model.metadata.get("formula", "compiled model")),
+        certificate=certificate,
+        beyond_certified_length=bool(certificate.beyond([len(symbols)])[0]),
     )
 
 

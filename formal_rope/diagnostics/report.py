@@ -200,6 +200,11 @@ def phases_summary(
         "string": captured.string,
         "positions": list(captured.positions),
         "dtype": captured.dtype,
+        # Compiled models: the certified length in this dtype (native arithmetic) and whether the
+        # input is longer, so that the scores shown need not select what the construction intends.
+        "certified_length": None if captured.certificate is None else captured.certificate.certified_length,
+        "certified_length_is_lower_bound": None if captured.certificate is None else captured.certificate.is_lower_bound,
+        "beyond_certified_length": captured.beyond_certified_length,
         "query": query,
         "epsilon": epsilon,
         "heads": heads,

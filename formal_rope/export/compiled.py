@@ -48,7 +48,7 @@ def compiled_export(model: TransformerIR, dtype: str | None = None) -> tuple[dic
     torch_dtype = native_dtype(fmt)
     if torch_dtype is None:
         raise FormalRopeError(
-            f"error: {fmt.name} has no torch dtype; export with --dtype fp32, "
+            f"{fmt.name} has no torch dtype; export with --dtype fp32, "
             "fp64, bf16 or fp16 (the exported module computes natively in that dtype)"
         )
     check_parameters_fit(model, fmt)

@@ -66,7 +66,7 @@ def _save_safetensors(tensors: dict, path: Path, metadata: dict[str, str]) -> No
         from safetensors.torch import save_file
     except ImportError:
         raise FormalRopeError(
-            "error: exporting needs the safetensors package: pip install 'formal-rope[export]' (or pip install safetensors)"
+            "exporting needs the safetensors package: pip install 'formal-rope[export]' (or pip install safetensors)"
         ) from None
     temporary = path.with_name(f".{path.name}.tmp")
     save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, str(temporary), metadata=metadata)
@@ -77,16 +77,16 @@ def _write(out: Path, kind: str, tensors: dict, config: dict) -> list[Path]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise FormalRopeError(f"error: cannot create the export folder {str(out)!r}: {error.strerror or error}") from None
+        raise FormalRopeError(f"cannot create the export folder {str(out)!r}: {error.strerror or error}") from None
     if not out.is_dir():
-        raise FormalRopeError(f"error: {str(out)!r} is not a folder")
+        raise FormalRopeError(f"{str(out)!r} is not a folder")
     paths = [out / WEIGHTS_NAME, out / CONFIG_NAME, out / MODULE_NAME]
     try:
         _save_safetensors(tensors, paths[0], {"format": "pt", "kind": kind})
         paths[1].write_text(json.dumps(config, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
         paths[2].write_text((_STANDALONE / f"{kind}.py").read_text(encoding="utf-8"), encoding="utf-8")
     except OSError as error:
-        raise FormalRopeError(f"error: cannot write the export into {str(out)!r}: {error.strerror or error}") from None
+        raise FormalRopeError(f"cannot write the export into {str(out)!r}: {error.strerror or error}") from None
     return paths
 
 
@@ -102,15 +102,15 @@ def export_model(model_path: str | Path, out: str | Path, *, fmt: str = "safeten
     from formal_rope.model.io import read_metadata
 
     if fmt not in EXPORT_FORMATS:
-        raise FormalRopeError(f"error: unknown export format {fmt!r}; expected safetensors")
+        raise FormalRopeError(f"unknown export format {fmt!r}; expected safetensors")
     metadata = read_metadata(model_path)
     kind = metadata["kind"]
     if kind not in _OBSTACLES:
-        raise FormalRopeError(f"error: {model_path}: unknown model kind {kind!r} (expected compiled or trained)")
+        raise FormalRopeError(f"{model_path}: unknown model kind {kind!r} (expected compiled or trained)")
     if fmt == "transformer-lens":
         reasons = "; ".join(f"({i}) {reason}" for i, reason in enumerate(_OBSTACLES[kind], start=1))
         raise FormalRopeError(
-            f"error: no exact TransformerLens export exists for this {kind} model, and an approximation is not "
+            f"no exact TransformerLens export exists for this {kind} model, and an approximation is not "
             f"offered: {reasons}. Use --format safetensors: its model.py is a plain torch.nn.Module with the same verdicts."
         )
     if kind == "compiled":
@@ -122,7 +122,7 @@ def export_model(model_path: str | Path, out: str | Path, *, fmt: str = "safeten
         from formal_rope.export.trained import trained_export
 
         if dtype not in (None, "fp32"):
-            raise FormalRopeError(f"error: trained models are exported in fp32 (their training precision), not {dtype}")
+            raise FormalRopeError(f"trained models are exported in fp32 (their training precision), not {dtype}")
         tensors, config = trained_export(model_path)
     out = Path(out)
     paths = _write(out, kind, tensors, config)
@@ -144,7 +144,7 @@ def load_exported(out: str | Path):
     name = f"formal_rope_exported_{abs(hash(str(out.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, out / MODULE_NAME)
     if spec is None or spec.loader is None:
-        raise FormalRopeError(f"error: {out / MODULE_NAME} cannot be imported")
+        raise FormalRopeError(f"{out / MODULE_NAME} cannot be imported")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

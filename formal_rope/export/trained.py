@@ -45,7 +45,7 @@ def _network_state(model) -> dict:
     import torch
 
     if model.runs != 1:
-        raise FormalRopeError(f"error: a checkpoint holds one run; this model packs {model.runs}")
+        raise FormalRopeError(f"a checkpoint holds one run; this model packs {model.runs}")
     parameters = dict(model.named_parameters())
     state = {}
 
@@ -82,7 +82,7 @@ def trained_export(path) -> tuple[dict, dict]:
     config = loaded.config
     model = loaded.model
     if config.pe not in _POSITIONAL_KINDS:
-        raise FormalRopeError(f"error: {path}: positional encoding {config.pe!r} has no standalone export")
+        raise FormalRopeError(f"{path}: positional encoding {config.pe!r} has no standalone export")
     tensors = _network_state(model)
     periods = loaded.metadata.get("periods")
     head_dim = config.d_model // config.heads

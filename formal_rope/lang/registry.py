@@ -1,9 +1,11 @@
 """Named languages with fixed alphabets: the core paper's training languages (Table 1 and §3.4) plus
 LTL formulas that define some of them, so regex and formula pipelines can be cross-checked.
 
-Look-ups accept a name (`aa_star`), or the exact expression text (`(aa)*`, `aΣ*`): the paper's
-expressions then get the paper's alphabets. `lookup_ast` also matches a parsed expression, so the
-ASCII spelling `a.*` finds `a_sigma_star` too.
+A registry alphabet applies only when the user names the entry (`aa_star`) or types one of the core
+paper's five languages verbatim (`PAPER_EXPRESSIONS`: `(aa)*`, `(ab)*`, `aΣ*`, `Σ*a`, `Σ*abΣ*`),
+which then denote the paper's languages (SPEC §2); `lookup` finds exactly those. Any other
+expression is over its own symbols; `lookup_ast` only recognizes that a parsed expression over a
+given alphabet *is* a registry language (the ASCII `a.*` over {a, b} is `a_sigma_star`), for notes.
 """
 
 from __future__ import annotations
@@ -72,6 +74,11 @@ REGISTRY: tuple[RegistryEntry, ...] = (
 )
 
 
+# The core paper's five training languages (Table 1), the only expressions that bring a registry
+# alphabet when typed (blanks ignored): Σ*abΣ* is over {a, b, c} there, not its own {a, b}.
+PAPER_EXPRESSIONS = ("(aa)*", "(ab)*", "aΣ*", "Σ*a", "Σ*abΣ*")
+
+
 def registry_entries() -> tuple[RegistryEntry, ...]:
     """Every registered language, in the order `formalrope languages` lists them."""
     return REGISTRY
@@ -103,20 +110,26 @@ def _preferring(matches: list[RegistryEntry], alphabet) -> RegistryEntry | None:
 
 
 def lookup(text: str, alphabet=None) -> RegistryEntry | None:
-    """The entry named `text`, else an entry whose expression is exactly `text` (blanks ignored):
-    the one over `alphabet` when given and one exists, otherwise the first."""
+    """The entry named `text`, else, when `text` is one of the paper's five languages verbatim
+    (`PAPER_EXPRESSIONS`, blanks ignored), its entry: the one over `alphabet` when given and one
+    exists (Σ*abΣ* over {a, b} is contains_ab_binary), otherwise the paper's. None for anything else."""
     key = text.strip()
     by_name = _by_name()
     if key in by_name:
         return by_name[key]
     compact = "".join(key.split())
-    return _preferring([entry for entry in REGISTRY if "".join(entry.expression.split()) == compact], alphabet)
+    if compact not in PAPER_EXPRESSIONS:
+        return None
+    return _preferring([entry for entry in REGISTRY if entry.kind == "regex" and entry.expression == compact], alphabet)
 
 
-def lookup_ast(kind: str, ast: Formula | Regex, alphabet=None) -> RegistryEntry | None:
-    """An entry of this kind whose parsed expression equals `ast` (e.g. a.* -> a_sigma_star): the one
-    over `alphabet` when given and one exists, otherwise the first."""
-    return _preferring([entry for entry in REGISTRY if entry.kind == kind and entry.ast == ast], alphabet)
+def lookup_ast(kind: str, ast: Formula | Regex, alphabet) -> RegistryEntry | None:
+    """The entry of this kind whose parsed expression equals `ast` over `alphabet` (as a set), i.e.
+    the registry language this expression denotes (a.* over {a, b} -> a_sigma_star); else None."""
+    for entry in REGISTRY:
+        if entry.kind == kind and entry.ast == ast and set(entry.alphabet) == set(alphabet):
+            return entry
+    return None
 
 
 def registry_names() -> tuple[str, ...]:

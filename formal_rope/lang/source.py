@@ -1,12 +1,15 @@
 """Resolve what a user wrote after `--lang` into a `Language`: an expression, its kind, its AST and
 its alphabet.
 
-Accepted forms, tried in this order:
+Accepted forms, tried in this order (SPEC §2):
   ltl:<formula>   re:<regex> (also regex:)   a path ending in .att (OpenFst text acceptor)
-  a registry name (aa_star) or registry expression text ((aa)*, aΣ*)
-  a bare expression: a formula when it parses as one AND uses P, H, Y, S or MOD; else a regex.
-Default alphabet: the symbols the expression mentions (sorted), or the registry's fixed alphabet.
-An explicit alphabet overrides it and must contain every mentioned symbol.
+  a registry name (aa_star), or one of the paper's five languages verbatim ((aa)*, aΣ*, Σ*abΣ*, …)
+  a bare expression: a formula when it contains a temporal application (P(, Y(, Y^k(, H(, a
+  binary S, MOD_) -- a parse error with a caret if it does not parse as one -- or when it parses as
+  a formula using P, H, Y, S or MOD; otherwise a regex.
+Default alphabet: the symbols the expression mentions (sorted). A registry alphabet applies only to
+a named entry or a verbatim paper language, and the note (`Language.detected`) says so. An explicit
+alphabet overrides both and must contain every mentioned symbol.
 """
 
 from __future__ import annotations
@@ -106,10 +109,10 @@ def parse_alphabet(text: str | Sequence[str]) -> tuple[str, ...]:
     else:
         items = [str(item) for item in text]
         if any(not item for item in items):
-            raise FormalRopeError("error: the alphabet contains an empty symbol")
+            raise FormalRopeError("the alphabet contains an empty symbol")
     alphabet = tuple(dict.fromkeys(items))
     if not alphabet:
-        raise FormalRopeError(f"error: the alphabet {text!r} is empty; give at least one symbol, e.g. --alphabet ab")
+        raise FormalRopeError(f"the alphabet {text!r} is empty; give at least one symbol, e.g. --alphabet ab")
     return alphabet
 
 
@@ -124,15 +127,15 @@ def att_alphabet(path: str | Path, required: bool = True) -> tuple[str, ...]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise FormalRopeError(f"error: cannot read automaton file {path}: {error}") from None
+        raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if len(fields) >= 3 and len(fields) <= 5:
             labels.add(fields[2])
         elif len(fields) > 5:
-            raise FormalRopeError(f"error: {path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
+            raise FormalRopeError(f"{path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
     if not labels and required:
-        raise FormalRopeError(f"error: {path} has no transitions, so its alphabet is unknown; pass --alphabet")
+        raise FormalRopeError(f"{path} has no transitions, so its alphabet is unknown; pass --alphabet")
     return tuple(sorted(labels))
 
 
@@ -147,7 +150,7 @@ def _finish(
 ) -> Language:
     ast = parsed.ast
     if alphabet is None:
-        if entry is not None:
+        if entry is not None:  # a named entry or a verbatim paper language: its fixed alphabet
             alphabet = entry.alphabet
         else:
             mentioned = symbols_of(ast)
@@ -166,7 +169,13 @@ def _finish(
                 )
             alphabet = mentioned
     check_alphabet(expression, parsed, alphabet)
-    name = entry.name if entry is not None and same_alphabet(alphabet, entry.alphabet) else None
+    if entry is None or not same_alphabet(alphabet, entry.alphabet):
+        # Not a registry alphabet, but the expression over its alphabet may still *be* a registry
+        # language (a.* over {a, b}); say so, which changes nothing about the language.
+        entry = lookup_ast(kind, ast, alphabet)
+        if entry is not None and detected is not None:
+            detected += f"; same as registry language {entry.name} over {{{', '.join(entry.alphabet)}}}"
+    name = entry.name if entry is not None else None
     return Language(spec, kind, expression, tuple(alphabet), ast, name, None, detected)
 
 
@@ -178,9 +187,12 @@ def _from_entry(spec: str, entry: RegistryEntry, alphabet: tuple[str, ...] | Non
     if force_kind is not None and entry.kind != force_kind:
         wanted = "an LTL formula" if force_kind == "ltl" else "a regular expression"
         raise FormalRopeError(
-            f"error: {spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
+            f"{spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
         )
-    note = f"registry language {entry.name}: {entry.expression} over {{{', '.join(entry.alphabet)}}}"
+    note = (
+        f"registry language {entry.name}: {entry.expression} over the registry's alphabet "
+        f"{{{', '.join(entry.alphabet)}}} (--alphabet gives another)"
+    )
     if alphabet is not None and not same_alphabet(alphabet, entry.alphabet):
         note = (
             f"registry expression {entry.expression} ({entry.name} uses {{{', '.join(entry.alphabet)}}}),"
@@ -206,8 +218,41 @@ def _regex_reading_hints(text: str, ltl_error: ExpressionError | None) -> str:
     return "".join(f" ({hint})" for hint in hints)
 
 
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+# Temporal applications that make a bare expression a formula (SPEC §2); matched on the text with
+# quoted names blanked out, so a symbol 'P' or "MOD_x" never counts.
+_APPLICATION = re.compile(r"MOD\s*(?:_|\(|[₀-₉])|[PH]\s*\(|Y\s*(?:\^\s*\{?\s*\d+\s*\}?|[⁰¹²³⁴-⁹]+)?\s*\(")
+
+
+def _is_operand_end(char: str) -> bool:
+    return (char.isalnum() and char not in "εΣ∅") or char in ")⊤⊥'\""
+
+
+def _is_operand_start(char: str) -> bool:
+    return (char.isalnum() and char not in "εΣ∅") or char in "(!~¬⊤⊥'\""
+
+
+def temporal_application(text: str) -> tuple[str, int] | None:
+    """(what, 1-based column) of the first temporal application in `text` -- `P(`, `H(`, `Y(`,
+    `Y^k(`, `MOD_`/`MOD(`, or an `S` between two operands -- outside quoted names; None if none."""
+    masked = _QUOTED.sub(lambda match: "q" * len(match.group()), text)
+    found = [(match.start(), "".join(match.group().split())) for match in _APPLICATION.finditer(masked)]
+    for index, char in enumerate(masked):
+        if char != "S":
+            continue
+        before, after = masked[:index].rstrip(), masked[index + 1 :].lstrip()
+        if before and after and _is_operand_end(before[-1]) and _is_operand_start(after[0]):
+            found.append((index, "a binary S"))
+            break
+    if not found:
+        return None
+    position, what = min(found)
+    return what, position + 1
+
+
 def _detect(text: str) -> tuple[str, ParsedExpression, str]:
-    """Bare expression: a formula if it parses and uses P/H/Y/S/MOD, otherwise a regex."""
+    """Bare expression: a formula if it contains a temporal application (then it must parse as one)
+    or parses as a formula using P/H/Y/S/MOD; otherwise a regex."""
     ltl_error: ExpressionError | None = None
     try:
         parsed_ltl = parse_ltl_with_columns(text)
@@ -215,6 +260,16 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
         ltl_error, parsed_ltl = error, None
     if parsed_ltl is not None and uses_temporal_or_mod(parsed_ltl.ast):
         return "ltl", parsed_ltl, ""
+    application = temporal_application(text)
+    if application is not None and ltl_error is not None:
+        what, column = application
+        raise ExpressionError(
+            ltl_error.expression,
+            ltl_error.message
+            + f" (read as a formula because of {what!r} at column {column}; write re:{text.strip()} to read it as a regex)",
+            ltl_error.column,
+            ltl_error.expected,
+        ) from None
     try:
         return "regex", parse_regex_with_columns(text), _regex_reading_hints(text, ltl_error)
     except ExpressionError as regex_error:
@@ -222,7 +277,7 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
             close = difflib.get_close_matches(text, registry_names(), n=3, cutoff=0.6)
             if close:
                 raise FormalRopeError(
-                    f"error: {text!r} is not a registry language; did you mean {' or '.join(close)}?"
+                    f"{text!r} is not a registry language; did you mean {' or '.join(close)}?"
                     " (formalrope languages lists them)"
                 ) from None
         if parsed_ltl is not None:
@@ -245,27 +300,29 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
 def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, force_kind: str | None = None) -> Language:
     """Turn a --lang value into a Language (see the module docstring for the accepted forms).
 
-    force_kind='ltl' always reads a formula (the 'ltl:' prefix is optional); 'regex' likewise."""
+    force_kind='ltl' always reads a formula (the 'ltl:' prefix is optional); 'regex' likewise.
+    `Language.detected` is the note the CLI prints on stderr: how a bare expression was read, and
+    which registry entry and alphabet were used when one applies."""
     if force_kind not in (None, "ltl", "regex"):
         raise ValueError(f"force_kind must be None, 'ltl' or 'regex', got {force_kind!r}")
     explicit = parse_alphabet(alphabet) if alphabet is not None else None
     text = spec.strip()
     if not text:
-        raise FormalRopeError("error: empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file")
+        raise FormalRopeError("empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file")
 
     for prefix, kind in _PREFIXES.items():
         if text.lower().startswith(prefix):
             if force_kind is not None and kind != force_kind:
-                raise FormalRopeError(f"error: {spec!r} is a {kind} source, but an {force_kind} expression is needed here")
+                raise FormalRopeError(f"{spec!r} is a {kind} source, but an {force_kind} expression is needed here")
             expression = text[len(prefix) :].strip()
             entry = lookup(expression, explicit)
-            if entry is not None and entry.kind != kind:
-                entry = None
-            return _finish(spec, kind, expression, _parse_kind(kind, expression), explicit, entry, None)
+            if entry is not None and entry.kind == kind and entry.name != expression:  # re:(aa)*, not re:aa_star
+                return _from_entry(spec, entry, explicit, force_kind)
+            return _finish(spec, kind, expression, _parse_kind(kind, expression), explicit, None, None)
 
     if text.lower().endswith(".att") or (force_kind is None and "/" in text and Path(text).is_file()):
         if force_kind is not None:
-            raise FormalRopeError(f"error: {spec!r} is an automaton file; an {force_kind} expression is needed here")
+            raise FormalRopeError(f"{spec!r} is an automaton file; an {force_kind} expression is needed here")
         return _from_att(spec, text, explicit)
 
     entry = lookup(text, explicit)
@@ -273,28 +330,24 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
         return _from_entry(spec, entry, explicit, force_kind)
 
     if force_kind is not None:
-        parsed = _parse_kind(force_kind, text)
-        return _finish(spec, force_kind, text, parsed, explicit, lookup_ast(force_kind, parsed.ast, explicit), None)
+        return _finish(spec, force_kind, text, _parse_kind(force_kind, text), explicit, None, None)
 
     kind, parsed, hints = _detect(text)
     detected = (READ_AS_LTL if kind == "ltl" else READ_AS_REGEX) + hints
-    entry = lookup_ast(kind, parsed.ast, explicit)
-    if entry is not None and (explicit is None or same_alphabet(explicit, entry.alphabet)):
-        detected += f"; same as registry language {entry.name} over {{{', '.join(entry.alphabet)}}}"
-    return _finish(spec, kind, text, parsed, explicit, entry, detected)
+    return _finish(spec, kind, text, parsed, explicit, None, detected)
 
 
 def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Language:
     path = Path(text).expanduser()
     if not path.is_file():
         problem = "is not a file" if path.exists() else "not found"
-        raise FormalRopeError(f"error: automaton file {text!r} {problem}")
+        raise FormalRopeError(f"automaton file {text!r} {problem}")
     labels = att_alphabet(path, required=explicit is None)
     if explicit is not None:
         missing = [label for label in labels if label not in explicit]
         if missing:
             raise FormalRopeError(
-                f"error: {path} reads {', '.join(missing)}, which the alphabet {{{', '.join(explicit)}}} does not contain"
+                f"{path} reads {', '.join(missing)}, which the alphabet {{{', '.join(explicit)}}} does not contain"
             )
         alphabet = explicit
     else:

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.model.ir import AttentionHead, FeedForward, RotaryPair, TransformerIR
+
+if TYPE_CHECKING:
+    from formal_rope.model.certificate import ModelCertificate
 
 MODES = ("emulated", "native")
 
@@ -32,16 +35,29 @@ _SCORE_BUDGET = 8_000_000
 
 @dataclass(frozen=True, eq=False)
 class EvaluationResult:
-    """Acceptances in input order, with the mode and format that produced them."""
+    """Acceptances in input order, with the mode and format that produced them.
+
+    `certificate` is the model's certified length *in this format and mode* (recomputed when they
+    differ from the compile format with emulated arithmetic; see formal_rope.model.certificate), and
+    `beyond_certified_length[i]` flags a verdict on an input longer than it: not guaranteed.
+    """
 
     accepted: np.ndarray  # bool (n_strings,)
     readout: np.ndarray  # float64 (n_strings,): the readout value compared at eos
     mode: str
     format: str
     residuals: tuple[np.ndarray, ...] | None = None  # per string (T, d_model) final residual stream
+    lengths: np.ndarray | None = None  # int (n_strings,): input lengths in symbols
+    certificate: "ModelCertificate | None" = None
+    beyond_certified_length: np.ndarray | None = None  # bool (n_strings,)
 
     def to_list(self) -> list[bool]:
         return [bool(value) for value in self.accepted]
+
+    @property
+    def n_beyond_certified(self) -> int:
+        """How many verdicts lie beyond the certified length."""
+        return 0 if self.beyond_certified_length is None else int(self.beyond_certified_length.sum())
 
 
 # ------------------------------------------------------------------------------------ rounding
@@ -320,19 +336,23 @@ class _EmulatedForward:
             out[..., 2 * index + 1] = ops.add(ops.mul(a, sin), ops.mul(b, cos))
         return out
 
-    def scores(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
-        """Realized scores S[b, i, j] = score_scale·q_i·k_j (before masking)."""
+    def scores(self, x: np.ndarray, head: AttentionHead, rows: slice | None = None) -> np.ndarray:
+        """Realized scores S[b, i, j] = score_scale·q_i·k_j (before masking); `rows` picks the
+        query positions i (all by default), so a long scan can be done in blocks of rows."""
         ops = self.ops
-        batch, length, _ = x.shape
+        batch = x.shape[0]
         query = self.rotate(self.linear(x, head.w_query, head.b_query), head)
         key = self.rotate(self.linear(x, head.w_key, head.b_key), head)
+        if rows is not None:
+            query = query[:, rows]
+        length = query.shape[1]
         scores = None
         for d in range(head.d_head):
             q_d, k_d = query[:, :, None, d], key[:, None, :, d]
             term = ops.mul(q_d, k_d)
             scores = term if scores is None else ops.add(scores, term)
         if scores is None:
-            scores = ops.cast(np.zeros((batch, length, length)))
+            scores = ops.cast(np.zeros((batch, length, key.shape[1])))
         if head.score_scale != 1.0:
             scores = ops.mul(scores, ops.cast(head.score_scale))
         return scores
@@ -409,15 +429,22 @@ class _NativeForward:
             out[..., 2 * index + 1] = sin * a + cos * b
         return out
 
-    def attention(self, x, head: AttentionHead):
-        torch = self.torch
-        length = x.shape[1]
+    def scores(self, x, head: AttentionHead, rows: slice | None = None):
+        """Scores S[b, i, j] = score_scale·q_i·k_j in the dtype (before masking), query rows `rows`."""
         query = self.rotate(x @ self.tensor(head.w_query).T + self.tensor(head.b_query), head)
         key = self.rotate(x @ self.tensor(head.w_key).T + self.tensor(head.b_key), head)
-        value = x @ self.tensor(head.w_value).T + self.tensor(head.b_value)
+        if rows is not None:
+            query = query[:, rows]
         scores = query @ key.transpose(1, 2)
         if head.score_scale != 1.0:
             scores = scores * self.tensor(np.array(head.score_scale))
+        return scores
+
+    def attention(self, x, head: AttentionHead):
+        torch = self.torch
+        length = x.shape[1]
+        value = x @ self.tensor(head.w_value).T + self.tensor(head.b_value)
+        scores = self.scores(x, head)
         visible = torch.ones(length, length, dtype=torch.bool).tril(-1)
         scores = scores.masked_fill(~visible, float("-inf"))
         weights = torch.softmax(scores[:, 1:, :], dim=-1)
@@ -518,15 +545,20 @@ def evaluate(
 ) -> EvaluationResult:
     """Classify ``strings`` with ``model`` in format ``fmt``; results keep the input order.
 
-    ``trace=True`` also returns each string's final residual stream (positions bos..eos).
+    The result carries the model's certificate in (fmt, mode) and flags every verdict on an input
+    longer than its certified length (``beyond_certified_length``). ``trace=True`` also returns each string's final residual stream (positions bos..eos).
     ``on_progress(k)`` is called after every batch with the number of strings it finished.
     """
     from formal_rope.precision.formats import parse_format
+
+    from formal_rope.model.certificate import model_certificate
 
     fmt = parse_format(fmt)
     check_mode(mode)
     check_parameters_fit(model, fmt)
     encoded = [model.encode(string) for string in strings]
+    lengths = np.array([len(tokens) - 2 for tokens in encoded], dtype=np.int64)
+    certificate = model_certificate(model, fmt, mode, up_to=int(lengths.max(initial=0)))
     runner = _EmulatedForward(model, fmt) if mode == "emulated" else _NativeForward(model, fmt)
     by_length: dict[int, list[int]] = defaultdict(list)
     for index, tokens in enumerate(encoded):
@@ -554,4 +586,7 @@ def evaluate(
         mode=mode,
         format=fmt.name,
         residuals=tuple(residuals) if trace else None,  # type: ignore[arg-type]
+        lengths=lengths,
+        certificate=certificate,
+        beyond_certified_length=certificate.beyond(lengths),
     )

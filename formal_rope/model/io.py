@@ -60,7 +60,8 @@ def describe_layers(model: TransformerIR) -> list[dict[str, Any]]:
 
 
 def save_model(model: TransformerIR, path: str | Path) -> Path:
-    """Write ``model`` as one zip file (atomically: a temporary file renamed into place)."""
+    """Write ``model`` as one zip file (atomically: a temporary file renamed into place), creating
+    missing parent folders."""
     path = Path(path)
     arrays: dict[str, np.ndarray] = {"embedding": model.embedding}
     for l, layer in enumerate(model.layers):
@@ -96,6 +97,7 @@ def save_model(model: TransformerIR, path: str | Path) -> Path:
     np.savez(buffer, **arrays)
     temporary = path.with_name(path.name + ".tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # as every --out does
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("metadata.json", json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default))
             archive.writestr("weights.npz", buffer.getvalue())
@@ -156,6 +158,7 @@ def load_model(path: str | Path) -> TransformerIR:
             weights=arrays.get("readout.weights"),
             bias=float(readout_data.get("bias", 0.0)),
         )
+        _check_certificate_records(metadata)
         skip = {"coordinates", "vocabulary", "layers", "readout", "d_model", "n_layers", "n_heads", "format_version"}
         return TransformerIR(
             coordinates=tuple(metadata["coordinates"]),
@@ -167,6 +170,34 @@ def load_model(path: str | Path) -> TransformerIR:
         )
     except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError) as error:
         raise FormalRopeError(f"{path}: corrupt compiled model ({type(error).__name__}: {error})") from None
+    except FormalRopeError as error:  # e.g. a construct's formula that no longer parses
+        first_line = str(error).splitlines()[0]
+        raise FormalRopeError(f"{path}: corrupt compiled model ({first_line})") from None
+
+
+def _check_certificate_records(metadata: dict[str, Any]) -> None:
+    """The compiler's records that certificates are recomputed from (formal_rope.model.certificate):
+    raise ValueError/TypeError when present but unusable, so a damaged file is reported on loading."""
+    from formal_rope.lang.parser import parse_ltl
+    from formal_rope.precision.formats import parse_format
+
+    constructs = metadata.get("constructs")
+    if constructs is None:
+        return  # a hand-built model: no certificate
+    if not isinstance(constructs, list) or not all(isinstance(c, dict) for c in constructs):
+        raise TypeError("metadata 'constructs' must be a list of objects")
+    for construct in constructs:
+        if construct.get("construct") in ("Y", "MOD", "P"):
+            parse_ltl(str(construct["formula"]))
+            str(construct["head"])
+            if construct.get("certified_length") is not None:
+                int(construct["certified_length"])
+    for key in ("freq", "y_scale"):
+        if metadata.get(key) is not None:
+            float(metadata[key])
+    if metadata.get("certified_length") is not None:
+        int(metadata["certified_length"])
+    parse_format(metadata.get("format", "fp32"))
 
 
 class Runnable(Protocol):
@@ -188,9 +219,22 @@ class CompiledRunnable:
         self.default_format = str(model.metadata.get("format", "fp32"))
 
     def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]:
+        """Verdicts in input order; a BeyondCertifiedLengthWarning when some input is longer than the
+        model's certified length in this format and mode (`evaluate` gives the per-string flags)."""
+        import warnings
+
+        from formal_rope.model.certificate import BeyondCertifiedLengthWarning
         from formal_rope.model.evaluate import evaluate
 
-        return evaluate(self.model, strings, fmt=fmt or self.default_format, mode=self.mode).to_list()
+        result = evaluate(self.model, strings, fmt=fmt or self.default_format, mode=self.mode)
+        if result.n_beyond_certified:
+            warnings.warn(
+                f"{result.n_beyond_certified} of {len(strings)} strings are longer than the model's certified length "
+                f"{result.certificate.describe()}; verdicts there are not guaranteed",
+                BeyondCertifiedLengthWarning,
+                stacklevel=2,
+            )
+        return result.to_list()
 
 
 def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:

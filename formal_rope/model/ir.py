@@ -23,7 +23,7 @@ dataclasses are frozen and the arrays are made read-only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -249,19 +249,26 @@ class TransformerIR:
         except ValueError:
             raise FormalRopeError(f"the model has no residual coordinate named {name!r}") from None
 
-    def encode(self, string: str | tuple[str, ...]) -> np.ndarray:
-        """Vocabulary indices of ``bos w1 … wN eos``; a str is split like the automata stage does."""
-        index = {symbol: position for position, symbol in enumerate(self.vocabulary)}
-        if isinstance(string, str) and any(len(symbol) != 1 for symbol in self.alphabet):
+    def read(self, string: str | Sequence[str]) -> tuple[str, ...]:
+        """The symbols of an input, read exactly as `formalrope accepts` reads it (a str goes through
+        `formal_rope.automata.membership.split_symbols`: one symbol per character, or blank-separated
+        and possibly quoted symbols when some symbol is longer than one character); a sequence of
+        symbols is taken as is. An unknown symbol raises FormalRopeError naming it."""
+        if isinstance(string, str):
             from formal_rope.automata.membership import split_symbols
 
-            symbols = tuple(split_symbols(string, self.alphabet))
-        else:
-            symbols = tuple(string)
-        unknown = [symbol for symbol in symbols if symbol not in index or symbol in (BOS, EOS)]
+            return tuple(split_symbols(string, self.alphabet))
+        symbols = tuple(string)
+        known = set(self.alphabet)
+        unknown = [symbol for symbol in symbols if symbol not in known]
         if unknown:
             raise FormalRopeError(
-                f"symbol {unknown[0]!r} of the input {''.join(symbols)!r} is not in the model's alphabet "
+                f"symbol {unknown[0]!r} of the input {symbols!r} is not in the model's alphabet "
                 f"{{{', '.join(self.alphabet)}}}"
             )
-        return np.array([index[BOS], *(index[s] for s in symbols), index[EOS]], dtype=np.int64)
+        return symbols
+
+    def encode(self, string: str | Sequence[str]) -> np.ndarray:
+        """Vocabulary indices of ``bos w1 … wN eos`` (the symbols as `read` gives them)."""
+        index = {symbol: position for position, symbol in enumerate(self.vocabulary)}
+        return np.array([index[BOS], *(index[s] for s in self.read(string)), index[EOS]], dtype=np.int64)

@@ -83,10 +83,10 @@ def sample_strings(dfa: DFA, length: int, n: int, rng: np.random.Generator, acce
     Raises EmptyClassError when no string of that length is in the requested class."""
     require_dfa(dfa, "sample_strings", "dfa")
     if length < 0 or n < 0:
-        raise FormalRopeError(f"error: length and n must be non-negative (got length={length}, n={n})")
+        raise FormalRopeError(f"length and n must be non-negative (got length={length}, n={n})")
     counts = count_table(dfa, ACCEPTED if accepted else REJECTED, length)
     if not counts.nonempty(length):
-        raise EmptyClassError(f"error: no string of length {length} is {_class_name(accepted)}; cannot sample {n} of them")
+        raise EmptyClassError(f"no string of length {length} is {_class_name(accepted)}; cannot sample {n} of them")
     uniforms = rng.random((length, n))
     return walk(counts, np.full(n, length, dtype=np.int64), uniforms).reshape(n, length)
 
@@ -142,7 +142,7 @@ def _plan(
         n_positive, n_negative = 0, n_per_length
         notes.append(f"only negative strings exist at length {length}")
     else:  # only an empty alphabet has no string at all of a length > 0
-        raise EmptyClassError(f"error: no string of length {length} exists")
+        raise EmptyClassError(f"no string of length {length} exists")
     n_near_miss = int(np.floor(n_negative * near_miss_fraction + 0.5))  # round half up: 5 * 0.5 -> 3
     if n_near_miss and not has_near_miss:
         notes.append(f"no near-miss exists at length {length}; all negatives are uniform")
@@ -247,13 +247,13 @@ def test_sets(
     require_dfa(dfa, "test_sets", "dfa")
     lengths = [int(length) for length in lengths]
     if any(length < 0 for length in lengths):
-        raise FormalRopeError(f"error: test lengths must be non-negative, got {min(lengths)}")
+        raise FormalRopeError(f"test lengths must be non-negative, got {min(lengths)}")
     if n_per_length < 0:
-        raise FormalRopeError(f"error: n_per_length must be non-negative, got {n_per_length}")
+        raise FormalRopeError(f"n_per_length must be non-negative, got {n_per_length}")
     if not 0.0 <= near_miss_fraction <= 1.0:
-        raise FormalRopeError(f"error: near_miss_fraction must lie in [0, 1], got {near_miss_fraction}")
+        raise FormalRopeError(f"near_miss_fraction must lie in [0, 1], got {near_miss_fraction}")
     if int(seed) < 0:  # numpy's SeedSequence takes non-negative integers only
-        raise FormalRopeError(f"error: seed must be non-negative, got {seed}")
+        raise FormalRopeError(f"seed must be non-negative, got {seed}")
     if not lengths:
         return []
     longest = max(lengths)
@@ -361,9 +361,9 @@ def training_batch(
     given its length the string is uniform in its class. All strings are sampled in one pass."""
     require_dfa(dfa, "training_batch", "dfa")
     if not 0 <= min_length <= max_length:
-        raise FormalRopeError(f"error: need 0 <= min_length <= max_length, got [{min_length}, {max_length}]")
+        raise FormalRopeError(f"need 0 <= min_length <= max_length, got [{min_length}, {max_length}]")
     if batch_size < 0:
-        raise FormalRopeError(f"error: batch_size must be non-negative, got {batch_size}")
+        raise FormalRopeError(f"batch_size must be non-negative, got {batch_size}")
     n_negative = batch_size // 2
     n_positive = batch_size - n_negative
     candidates = np.arange(min_length, max_length + 1)
@@ -378,7 +378,7 @@ def training_batch(
         allowed = candidates[counts.nonempty(candidates, dfa.start if accepted else negative_start)]
         if allowed.size == 0:
             raise EmptyClassError(
-                f"error: no string with length in [{min_length}, {max_length}] is {_class_name(accepted)}; "
+                f"no string with length in [{min_length}, {max_length}] is {_class_name(accepted)}; "
                 "cannot build balanced training batches"
             )
         lengths[rows] = allowed[rng.integers(0, allowed.size, size=count)]

@@ -60,7 +60,7 @@ class DataFormatError(FormalRopeError):
         self.path = str(path)
         self.line = line
         where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"error: {where}: {message}")
+        super().__init__(f"{where}: {message}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -307,7 +307,7 @@ def _check_flare_symbols(alphabet: Sequence[str]) -> None:
     for symbol in alphabet:
         if not symbol or any(character.isspace() for character in symbol):
             raise FormalRopeError(
-                f"error: symbol {symbol!r} cannot be written in FLaRe's main.tok, whose tokens are separated by "
+                f"symbol {symbol!r} cannot be written in FLaRe's main.tok, whose tokens are separated by "
                 "whitespace; rename it (multi-character symbols without blanks are fine)"
             )
 
@@ -412,7 +412,7 @@ def write_flare_split(directory: str | Path, sets: Sequence[LabeledSet], dfa, *,
     except OSError as error:
         for temporary in temporaries:
             temporary.unlink(missing_ok=True)
-        raise FormalRopeError(f"error: cannot write the FLaRe split {str(directory)!r}: {error.strerror or error}") from None
+        raise FormalRopeError(f"cannot write the FLaRe split {str(directory)!r}: {error.strerror or error}") from None
     return paths
 
 
@@ -434,7 +434,7 @@ def _mlregtest_words(path: Path, rows: list[str], labels: np.ndarray, lines: np.
         try:
             words.append(split_symbols(row, alphabet) if alphabet is not None else symbol_tokens(row))
         except FormalRopeError as error:
-            raise DataFormatError(path, line, str(error).removeprefix("error: ")) from None
+            raise DataFormatError(path, line, str(error).removeprefix("")) from None
     return _Words(path, labels, lines, tokens=words)
 
 
@@ -469,7 +469,7 @@ def read_mlregtest_file(path: str | Path, alphabet: Sequence[str] | None = None)
 def _check_line_symbols(alphabet: Sequence[str]) -> None:
     for symbol in alphabet:
         if "\t" in symbol or "\n" in symbol or "\r" in symbol:
-            raise FormalRopeError(f"error: symbol {symbol!r} contains a tab or a line break and cannot be written as a text line")
+            raise FormalRopeError(f"symbol {symbol!r} contains a tab or a line break and cannot be written as a text line")
 
 
 def mlregtest_lines(sets: Sequence[LabeledSet], alphabet: Sequence[str]) -> list[str]:
@@ -492,7 +492,7 @@ def write_mlregtest_file(path: str | Path, sets: Sequence[LabeledSet], alphabet:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_text(path, lines)
     except OSError as error:
-        raise FormalRopeError(f"error: cannot write {str(path)!r}: {error.strerror or error}") from None
+        raise FormalRopeError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
     return path
 
 
@@ -544,7 +544,7 @@ def write_parquet_file(path: str | Path, sets: Sequence[LabeledSet], alphabet: S
         frame.to_parquet(temporary, index=False)
         temporary.replace(path)  # never leave a half-written file under the requested name
     except OSError as error:
-        raise FormalRopeError(f"error: cannot write {str(path)!r}: {error.strerror or error}") from None
+        raise FormalRopeError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
     return path
 
 
@@ -557,7 +557,7 @@ def write_sets(fmt: str, out: str | Path, sets: Sequence[LabeledSet], dfa, *, ne
         return [write_mlregtest_file(out, sets, dfa.alphabet)]
     if fmt == "parquet":
         return [write_parquet_file(out, sets, dfa.alphabet)]
-    raise FormalRopeError(f"error: unknown data format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    raise FormalRopeError(f"unknown data format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
 # ------------------------------------------------------------------------------------ whole sets
@@ -593,7 +593,7 @@ class Dataset:
         for name, rows, wanted in (("positive", positives, n_positive), ("negative", negatives, n_negative)):
             if wanted and not rows.size:
                 raise FormalRopeError(
-                    f"error: the training data {self.train.path} has no {name} string, so balanced batches cannot be drawn"
+                    f"the training data {self.train.path} has no {name} string, so balanced batches cannot be drawn"
                 )
         chosen = np.concatenate((
             positives[rng.integers(0, max(positives.size, 1), n_positive)] if n_positive else positives[:0],
@@ -626,7 +626,7 @@ def locate_dataset(path: str | Path) -> DataFiles:
         test = path / FLARE_TEST_SPLIT
         if not (test / FLARE_STRINGS).is_file():
             raise FormalRopeError(
-                f"error: {path} looks like a FLaRe language folder ({FLARE_STRINGS} at the top is its training split) "
+                f"{path} looks like a FLaRe language folder ({FLARE_STRINGS} at the top is its training split) "
                 f"but has no test split {test}/{FLARE_STRINGS}; write one with "
                 f"`formalrope sample LANG --lengths 41..500 --format flare --out {test}`"
             )
@@ -636,7 +636,7 @@ def locate_dataset(path: str | Path) -> DataFiles:
         if len(trains) != 1:
             found = "no" if not trains else f"{len(trains)}"
             raise FormalRopeError(
-                f"error: {path} is neither a FLaRe language folder (no {FLARE_STRINGS}) nor an MLRegTest folder with one "
+                f"{path} is neither a FLaRe language folder (no {FLARE_STRINGS}) nor an MLRegTest folder with one "
                 f"language ({found} *{MLREGTEST_TRAIN_SUFFIX} files); give DIR/<language> to pick one MLRegTest language"
             )
         prefix = trains[0].with_name(trains[0].name[: -len(MLREGTEST_TRAIN_SUFFIX)])
@@ -645,12 +645,12 @@ def locate_dataset(path: str | Path) -> DataFiles:
     train = prefix.with_name(prefix.name + MLREGTEST_TRAIN_SUFFIX)
     if not train.is_file():
         raise FormalRopeError(
-            f"error: no data at {path}: expected a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an "
+            f"no data at {path}: expected a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an "
             f"MLRegTest language DIR/<language> with <language>{MLREGTEST_TRAIN_SUFFIX} and <language>_Test*.txt"
         )
     tests = tuple(sorted(prefix.parent.glob(prefix.name + MLREGTEST_TEST_PATTERN)))
     if not tests:
-        raise FormalRopeError(f"error: {train} has no test files beside it ({prefix.name}{MLREGTEST_TEST_PATTERN})")
+        raise FormalRopeError(f"{train} has no test files beside it ({prefix.name}{MLREGTEST_TEST_PATTERN})")
     return DataFiles("mlregtest", str(prefix), train, tests)
 
 
@@ -683,7 +683,7 @@ def load_dataset(path: str | Path, alphabet: Sequence[str] | None = None) -> Dat
         root = Path(located.root).parent
     chosen = tuple(alphabet) if alphabet is not None else _infer_alphabet(parsed)
     if not chosen:
-        raise FormalRopeError(f"error: the data at {path} holds no symbols, so no alphabet can be learnt; give --lang or --alphabet")
+        raise FormalRopeError(f"the data at {path} holds no symbols, so no alphabet can be learnt; give --lang or --alphabet")
     encoded = [_encode(words, chosen) for words in parsed]
     return Dataset(
         format=located.format,
@@ -703,7 +703,7 @@ def check_labels(strings: StringFile, dfa) -> None:
 
     if tuple(dfa.alphabet) != tuple(strings.alphabet):
         raise FormalRopeError(
-            f"error: {strings.path} is read over {{{', '.join(strings.alphabet)}}} but the language is over "
+            f"{strings.path} is read over {{{', '.join(strings.alphabet)}}} but the language is over "
             f"{{{', '.join(dfa.alphabet)}}}"
         )
     wrong = []

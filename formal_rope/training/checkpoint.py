@@ -9,6 +9,7 @@ adding it back. `formalrope run MODEL` dispatches on "kind" and calls load_check
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import json
@@ -96,8 +97,21 @@ def read_metadata(path: str | Path) -> dict:
             return json.loads(archive.read(METADATA_NAME))
     except FileNotFoundError:
         raise FormalRopeError(f"checkpoint {str(path)!r} does not exist") from None
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as error:
-        raise FormalRopeError(f"{str(path)!r} is not a formal-rope checkpoint ({error})") from None
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as error:  # ValueError: bad JSON/UTF-8
+        raise FormalRopeError(f"{str(path)!r} is not a formal-rope checkpoint ({type(error).__name__}: {error})") from None
+
+
+@contextlib.contextmanager
+def _checkpoint_problem(path: str | Path, what: str):
+    """Turn any failure inside the block (a missing key, a truncated or foreign file, a state dict
+    whose tensors do not fit the model) into a FormalRopeError naming the checkpoint and `what`."""
+    try:
+        yield
+    except FormalRopeError as error:
+        raise FormalRopeError(f"checkpoint {str(path)!r}: {what}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - torch/zip/pickle raise many types for one bad file
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise FormalRopeError(f"checkpoint {str(path)!r}: {what} ({type(error).__name__}: {detail[:300]})") from None
 
 
 @dataclass
@@ -151,17 +165,21 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
     from formal_rope.training.train import build_model
 
     metadata = read_metadata(path)
-    if metadata.get("kind") != CHECKPOINT_KIND:
-        raise FormalRopeError(f"{str(path)!r} holds a {metadata.get('kind')!r} model, not a trained classifier")
-    config = RunConfig.from_dict(metadata["config"])
-    alphabet = tuple(metadata["alphabet"])
-    periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
-    model = build_model(config, len(alphabet), periods)
-    with zipfile.ZipFile(path) as archive:
-        state = torch.load(io.BytesIO(archive.read(STATE_NAME)), map_location="cpu", weights_only=True)
-    if metadata.get("format", 1) == 1:
-        state = {name: tensor.unsqueeze(0) for name, tensor in state.items()}  # add the run axis
-    model.load_state_dict(state)
+    if not isinstance(metadata, dict) or metadata.get("kind") != CHECKPOINT_KIND:
+        kind = metadata.get("kind") if isinstance(metadata, dict) else None
+        raise FormalRopeError(f"{str(path)!r} holds a {kind!r} model, not a trained classifier")
+    with _checkpoint_problem(path, f"its {METADATA_NAME} does not describe a model (config, alphabet, periods)"):
+        config = RunConfig.from_dict(metadata["config"])
+        alphabet = tuple(metadata["alphabet"])
+        periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
+        model = build_model(config, len(alphabet), periods)
+    with _checkpoint_problem(path, f"its weights ({STATE_NAME}) cannot be read (truncated or corrupt)"):
+        with zipfile.ZipFile(path) as archive:
+            state = torch.load(io.BytesIO(archive.read(STATE_NAME)), map_location="cpu", weights_only=True)
+        if metadata.get("format", 1) == 1:
+            state = {name: tensor.unsqueeze(0) for name, tensor in state.items()}  # add the run axis
+    with _checkpoint_problem(path, f"its weights ({STATE_NAME}) do not match its config ({METADATA_NAME})"):
+        model.load_state_dict(state)
     model.eval()
     result = RunResult.from_dict(metadata["result"]) if metadata.get("result") else None
     return TrainedClassifier(model=model, config=config, result=result, alphabet=alphabet, metadata=metadata)

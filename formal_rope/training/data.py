@@ -145,7 +145,7 @@ def load_data(path: str, *, alphabet=None, dfa=None, expected_hash: str | None =
         dataset = _load(str(path), chosen)
         if dataset.content_hash != expected_hash:
             raise FormalRopeError(
-                f"error: the data at {path} has changed since the run was configured (content hash "
+                f"the data at {path} has changed since the run was configured (content hash "
                 f"{dataset.content_hash}, the run was set up with {expected_hash}); configure the run again"
             )
     if dfa is not None:
@@ -172,7 +172,7 @@ def data_settings(path, *, language: str | None = None, alphabet=None, test_rang
     train_lengths = dataset.train.lengths
     test_lengths = np.concatenate([t.lengths for t in dataset.tests])
     if not len(train_lengths) or not len(test_lengths):
-        raise FormalRopeError(f"error: the data at {path} has no {'training' if not len(train_lengths) else 'test'} strings")
+        raise FormalRopeError(f"the data at {path} has no {'training' if not len(train_lengths) else 'test'} strings")
     low, high = test_range if test_range is not None else (int(test_lengths.min()), int(test_lengths.max()))
     return {
         "language": language if language is not None else DATA_LANGUAGE_PREFIX + str(path),
@@ -220,14 +220,14 @@ def file_data(config: RunConfig, dfa=None) -> FileData:
     lengths = dataset.train.lengths
     if len(lengths) and (lengths.min() < config.train_min_length or lengths.max() > config.train_max_length):
         raise FormalRopeError(
-            f"error: the training strings of {config.data} have lengths {int(lengths.min())}..{int(lengths.max())}, outside "
+            f"the training strings of {config.data} have lengths {int(lengths.min())}..{int(lengths.max())}, outside "
             f"the run's training range {config.train_min_length}..{config.train_max_length}; build the config with "
             "formal_rope.training.data.data_settings (what `train --data` does)"
         )
     data = FileData(config, dataset)
     if not any(True for _ in data.test_sets()):
         raise FormalRopeError(
-            f"error: no test string of {config.data} has a length in {config.test_min_length}..{config.test_max_length}"
+            f"no test string of {config.data} has a length in {config.test_min_length}..{config.test_max_length}"
         )
     return data
 

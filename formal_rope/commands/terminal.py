@@ -1,0 +1,60 @@
+"""The commands' terminal I/O: input strings read one way everywhere, and a Rich console for stdout
+that never squeezes tables when piped.
+
+Rich assumes 80 columns when stdout is not a terminal, so `formalrope … | less` or `> file` got
+tables folded into narrow columns. Piped output has no width to respect: tables and lines keep
+their natural width (an explicit COLUMNS still wins, as on a terminal).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from formal_rope.errors import FormalRopeError
+
+# Wider than any table the commands print; Rich pads nothing but a table's title to this.
+PIPED_WIDTH = 10_000
+
+
+def stdout_console(**options):
+    """A rich Console on stdout: the terminal's width on a terminal, unlimited when piped."""
+    from rich.console import Console
+
+    console = Console(**options)
+    if not console.is_terminal and "COLUMNS" not in os.environ and "width" not in options:
+        console = Console(width=PIPED_WIDTH, **options)
+    return console
+
+
+def input_strings(strings: Sequence[str] | None) -> list[str]:
+    """The strings a command classifies: its arguments, or else one per line of stdin (an empty
+    line is the empty string, a trailing CR is dropped). Each string is then read into symbols by
+    the model or DFA exactly as `accepts` does (`formal_rope.automata.membership.split_symbols`)."""
+    if strings:
+        return list(strings)
+    if sys.stdin is None or sys.stdin.isatty():
+        raise FormalRopeError("give strings as arguments or one per line on stdin")
+    lines = sys.stdin.read().split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts no new string
+    return [line.removesuffix("\r") for line in lines]
+
+
+def prepare_out(path, what: str):
+    """Check an --out file path before the work that fills it: not a directory, and its folder
+    exists or can be created (every --out creates missing parent folders) and takes a file."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.is_dir():
+        raise FormalRopeError(f"cannot write {what} {path}: it is a directory (give a file name inside it)")
+    probe = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        raise FormalRopeError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    return path
