@@ -52,9 +52,12 @@ def _overrides(**values) -> dict:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _describe_config(config) -> str:
+def _describe_config(config, axes=()) -> str:
+    """'(ab)* rope β=10000 seed=0 lr=0.005', plus the values of the grid's further axes that apply."""
     base = f" β={config.base:g}" if config.applies("base") else ""
-    return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}"
+    extra = "".join(f" {name}={_cell_text(name, getattr(config, name))}" for name in axes
+                    if name not in ("base", "seed", "lr") and config.applies(name))
+    return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}{extra}"
 
 
 def _number(value: float, digits: int) -> str:
@@ -62,7 +65,7 @@ def _number(value: float, digits: int) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
+def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, axes=()):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from formal_rope.sweeps.runner import run_sweep
@@ -86,16 +89,17 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
             if kind == "skip":
                 progress.advance(task)
             elif kind == "start":
-                running[run_id] = _describe_config(config)
+                running[run_id] = _describe_config(config, axes)
             elif kind == "done":
                 running.pop(run_id, None)
                 progress.advance(task)
                 status = result.status
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
                 progress.console.print(
-                    f"[{colour}]{status:8s}[/] {_describe_config(config):48s} N*={result.n_star:<4d} "
+                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={result.n_star:<4d} "
                     f"acc={_number(result.accuracy, 3)} {result.wall_s:6.1f}s"
-                    + (f"  ({result.error})" if result.error else "")
+                    + (f"  ({result.error})" if result.error else ""),
+                    soft_wrap=True,
                 )
             progress.update(task, description=("running: " + "; ".join(running.values()))[:80] if running else "")
 
@@ -225,6 +229,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     from formal_rope.sweeps.report import DEFAULT_GROUPING, aggregate, check_grouping, mixed_settings, plot_n_star, scale_label
     from formal_rope.sweeps.results import read_results
 
+    from rich.markup import escape
+
     by = tuple(by or DEFAULT_GROUPING)
     results = read_results(out)
     runs = results.runs
@@ -256,12 +262,12 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
         return payload
     _print_wide(console, _results_table(rows, by, title or f"results in {out}", reference))
     for note in notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     lines = _failure_lines(runs, by)
     if lines:
         console.print("[dim]first failing strings (shortest failing length) per run:[/]")
         for line in lines:
-            console.print(f"  [dim]{line}[/]", highlight=False, markup=False)
+            console.print(f"  {line}", style="dim", highlight=False, markup=False, soft_wrap=True)
     if plot is not None:
         console.print(f"plot written to {payload['plot']}")
     return payload
@@ -322,12 +328,12 @@ def _given_options(grid: dict, settings: dict, axes: dict) -> dict[str, str]:
     return given
 
 
-def _dry_run(configs, chosen: str, console, json_output: bool) -> None:
+def _dry_run(configs, chosen: str, console, json_output: bool, axes=()) -> None:
     if json_output:
         print(json.dumps([{"run_id": c.run_id(), **c.to_dict()} for c in configs], indent=2))
         return
     for c in configs:
-        console.print(f"{c.run_id()}  {_describe_config(c)}  steps={c.steps}", highlight=False)
+        console.print(f"{c.run_id()}  {_describe_config(c, axes)}  steps={c.steps}", highlight=False, soft_wrap=True)
     console.print(f"{len(configs)} runs ({chosen} scale)")
 
 
@@ -362,6 +368,7 @@ def register(app: typer.Typer) -> None:
 
         from formal_rope.commands.train import check_positive
         from formal_rope.sweeps.grid import expand_grid, unused_settings, validate_grid
+        from formal_rope.sweeps.results import finished_run_ids
         from formal_rope.training.config import lengths_fields
 
         check_positive(workers=workers)
@@ -378,10 +385,11 @@ def register(app: typer.Typer) -> None:
         for note in unused_settings(configs, _given_options(grid, settings, axes)) + validate_grid(configs):
             _note(note)
         if dry_run:
-            _dry_run(configs, chosen, console, json_output)
+            _dry_run(configs, chosen, console, json_output, [name for name, _ in spec.axes])
             return
+        finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
         console.print(f"[bold]{spec.name}[/]: {len(configs)} runs at {chosen} scale → {out}")
-        summary = _run_with_progress(configs, out, workers, console, quiet=False)
+        summary = _run_with_progress(configs, out, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
         console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
         payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output)
         if json_output:
@@ -419,6 +427,7 @@ def register(app: typer.Typer) -> None:
 
         from formal_rope.commands.train import check_positive
         from formal_rope.sweeps.grid import PAPER_TABLES, expand_grid, paper_sweep_path, validate_grid
+        from formal_rope.sweeps.results import finished_run_ids
 
         if table not in PAPER_TABLES + ("all",):
             raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or all")
@@ -441,8 +450,9 @@ def register(app: typer.Typer) -> None:
             configs = expand_grid(spec)
             for note in validate_grid(configs):
                 _note(note)
+            finished_run_ids(target)
             console.print(f"[bold]{name}[/] ({spec.description}): {len(configs)} runs at {scale} scale → {target}")
-            _run_with_progress(configs, target, workers, console, quiet=False)
+            _run_with_progress(configs, target, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
             payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
                                      title=name, quiet=json_output, scale=scale)
         if json_output:
