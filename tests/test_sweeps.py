@@ -744,3 +744,14 @@ def test_plots_draw_the_papers_values_hollow_and_name_the_scale(tmp_path, capsys
     hollow = _hollow_points(figures[1])
     assert (1e-4, round(paper[("(aa)*", "rope", 1e-4)], 6)) in hollow and (1.0, round(paper[("(aa)*", "rope", 1.0)], 6)) in hollow
     assert "custom settings" in figures[1]._suptitle.get_text()
+
+
+def test_options_without_effect_in_dry_runs_and_reports_are_noted(tmp_path, capsys):
+    # Issue 9.12: --out/--workers do nothing in a dry run; --reference does nothing with a custom --by
+    # and no plot.
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--dry-run", "--out", str(tmp_path / "x"), "--workers", "2"])
+    assert code == 0 and "--out and --workers have no effect with --dry-run" in stderr and not (tmp_path / "x").exists()
+    run_sweep(expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4])), tmp_path / "r",
+              runner=fake_runner)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path / "r"), "--by", "pe", "--reference", "table2"])
+    assert code == 0 and "--reference is shown in the table only" in stderr

@@ -103,3 +103,13 @@ def test_near_miss_training_negatives_without_near_misses_are_noted():
     assert any("has no effect" in note for note in context_notes(unary, resolve_dfa(unary), None))
     binary = RunConfig("(ab)*", pe="nope", train_near_miss_fraction=0.5)
     assert context_notes(binary, resolve_dfa(binary), None) == []
+
+
+def test_a_warm_up_longer_than_training_is_noted():
+    from formal_rope.training.context import context_notes
+    from formal_rope.training.train import resolve_dfa
+
+    config = RunConfig("(ab)*", pe="nope", steps=10, warmup_steps=10, lr_schedule="cosine")
+    notes = context_notes(config, resolve_dfa(config), None)
+    assert len(notes) == 1 and "never reaches lr" in notes[0] and "cosine schedule has no effect" in notes[0]
+    assert context_notes(config.with_(warmup_steps=5), resolve_dfa(config), None) == []

@@ -358,8 +358,8 @@ def register(app: typer.Typer) -> None:
         test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."),
         eval_mode: Optional[str] = typer.Option(None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length)."),
         set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field as a grid axis, FIELD=v1,v2 (repeatable), e.g. --set train_near_miss_fraction=0,0.5 --set layers=2,5."),
-        workers: int = typer.Option(1, "--workers", help="Parallel single-threaded worker processes (at least 1)."),
-        out: Path = typer.Option(Path("results/sweep"), "--out", help="Results folder (Parquet under runs/ and evals/; missing folders are created). Finished runs there are skipped."),
+        workers: Optional[int] = typer.Option(None, "--workers", help="Parallel single-threaded worker processes (at least 1; default 1)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/sweep; Parquet under runs/ and evals/; missing folders are created). Finished runs there are skipped."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
     ) -> None:
@@ -385,8 +385,13 @@ def register(app: typer.Typer) -> None:
         for note in unused_settings(configs, _given_options(grid, settings, axes)) + validate_grid(configs):
             _note(note)
         if dry_run:
+            unused = [option for option, value in (("--out", out), ("--workers", workers)) if value is not None]
+            if unused:
+                _note(f"{' and '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --dry-run (nothing runs)")
             _dry_run(configs, chosen, console, json_output, [name for name, _ in spec.axes])
             return
+        workers = 1 if workers is None else workers
+        out = Path("results/sweep") if out is None else out
         finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
         console.print(f"[bold]{spec.name}[/]: {len(configs)} runs at {chosen} scale → {out}")
         summary = _run_with_progress(configs, out, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
@@ -409,7 +414,13 @@ def register(app: typer.Typer) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5 (max/mean/std of accuracy and N*)."""
         from rich.console import Console
 
-        _report(results, Console(), json_output, plot, _reference_table(reference), by=_grouping(by))
+        from formal_rope.sweeps.report import DEFAULT_GROUPING
+
+        grouping = _grouping(by)
+        if reference is not None and plot is None and grouping != DEFAULT_GROUPING:
+            _note("--reference is shown in the table only with the default grouping (language,pe,base) and "
+                  "otherwise only on a --plot; it has no effect here")
+        _report(results, Console(), json_output, plot, _reference_table(reference), by=grouping)
 
     @app.command()
     def reproduce(

@@ -127,6 +127,9 @@ def _render(result, checkpoint: Path | None) -> None:
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
+    tested = config.tested_lengths()
+    summary.add_row("test lengths", f"{tested.start}..{tested.stop - 1}" if isinstance(tested, range)
+                    else ", ".join(map(str, tested[:12])) + (f", … ({len(tested)} lengths)" if len(tested) > 12 else ""))
     summary.add_row("N*", str(result.n_star))
     if result.per_length:
         stopped = "" if result.eval_complete else ", stopped at the first imperfect length"

@@ -28,6 +28,11 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> li
             f"no string of length {config.train_min_length}..{config.train_max_length} is one substitution away "
             "from the language, so every training negative stays uniform"
         )
+    if 0 < config.steps <= config.warmup_steps:
+        notes.append(
+            f"warmup_steps {config.warmup_steps} ≥ steps {config.steps}: the learning rate only ramps up and never "
+            f"reaches lr {config.lr:g}" + (", so the cosine schedule has no effect" if config.lr_schedule == "cosine" else "")
+        )
     return notes
 
 
