@@ -483,9 +483,7 @@ def _damaged(folder: Path, kind: str) -> Path:
         bad = folder / "runs" / "noise.parquet"
         bad.write_bytes(b"not parquet at all")
     elif kind == "foreign":
-        bad = folder / "runs" / "sample.parquet"
-        from cli_support import run_main  # noqa: F401  (the sample command writes real foreign Parquet)
-
+        bad = folder / "runs" / "sample.parquet"  # the columns `formalrope sample --out x.parquet` writes
         pd.DataFrame({"string": ["ab"], "label": [True], "length": [2], "near_miss": [False]}).to_parquet(bad)
     else:
         bad = folder / "evals" / "noise.parquet"

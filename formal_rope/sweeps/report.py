@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.sweeps.grid import BASE_FREE_PES
 from formal_rope.training.config import BASE_ENCODINGS
 
 PE_LABELS = {
@@ -240,9 +239,9 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
                 ax.axhline(r.n_star_mean, color="grey", lw=1)
             else:
                 ax.axhline(r.n_star_mean, ls="--", lw=1.2, label=f"{PE_LABELS.get(r.pe, r.pe)} (mean)", color="C3" if r.pe == "rope_p" else "C4")
-            ours = paper.get((language, r.pe, None), {}).get("n_star_mean")
-            if _finite(ours) and based:
-                ax.scatter(based, [ours] * len(based), marker="s", s=40, facecolors="none", edgecolors="dimgrey",
+            level = paper.get((language, r.pe, None), {}).get("n_star_mean")
+            if _finite(level) and based:
+                ax.scatter(based, [level] * len(based), marker="s", s=40, facecolors="none", edgecolors="dimgrey",
                            zorder=4, label=f"paper {PE_LABELS.get(r.pe, r.pe)} (hollow)")
         if based:
             ax.set_xscale("log")

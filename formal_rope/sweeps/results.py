@@ -191,12 +191,8 @@ def read_results(out: str | Path) -> Results:
             f"{out} is not a results folder: no {RUNS}/*.parquet inside "
             "(run `formalrope sweep --out DIR` or `formalrope reproduce --out DIR` first)"
         )
-    frames = []
-    for path in run_files:
-        frame = _read_parquet(path, RUN_REQUIRED, "run").to_pandas()
-        frames.append(_normalised_runs(path, frame))
-    runs = pd.concat(frames, ignore_index=True)
-    runs, notes = _deduplicated(runs)
+    frames = [_read_parquet(path, RUN_REQUIRED, "run").to_pandas().assign(file=path.name) for path in run_files]
+    runs, notes = _deduplicated(_normalised_runs(out / RUNS, pd.concat(frames, ignore_index=True)))
     evals = _read_evals(out / EVALS, runs)
     return Results(runs[[c for c in RUN_COLUMN_TYPES if c in runs.columns]].reset_index(drop=True), evals, tuple(notes))
 
@@ -240,26 +236,22 @@ def _stored_config(path: Path, text) -> RunConfig:
         raise FormalRopeError(f"{path}: its 'config' column does not hold a RunConfig ({error})") from None
 
 
-def _normalised_runs(path: Path, frame):
-    """One run file's rows with run id and config columns recomputed from the stored config."""
-    frame = frame.copy()
-    configs = [_stored_config(path, text) for text in frame["config"]]
-    frame["stored_run_id"] = frame["run_id"]
-    frame["run_id"] = [config.run_id() for config in configs]
-    frame["file"] = path.name
+def _normalised_runs(folder: Path, frame):
+    """Run rows (with their `file` name) with run id and config columns recomputed from the stored config."""
+    configs = [_stored_config(folder / name, text) for name, text in zip(frame["file"], frame["config"])]
+    settings = [config.to_dict() for config in configs]
+    columns = {"stored_run_id": frame["run_id"], "run_id": [config.run_id() for config in configs]}
     resolved = {"alphabet", "periods"}  # the columns hold what the run used, not the config's setting
     for name in CONFIG_COLUMNS:
-        if name in resolved and name in frame.columns:
-            continue
-        frame[name] = [_column_value(config.to_dict()[name]) for config in configs]
-    frame["periods"] = [value if config.applies("periods") else None for value, config in zip(frame["periods"], configs)]
-    frame["config"] = [json.dumps(config.to_dict(), sort_keys=True) for config in configs]
-    for name, kind in RUN_COLUMN_TYPES.items():
-        if name not in frame.columns:
-            frame[name] = None
-        if kind == "float64":
-            frame[name] = frame[name].astype("float64")
-    return frame
+        if name not in resolved or name not in frame.columns:
+            columns[name] = [_column_value(values[name]) for values in settings]
+    columns["periods"] = [value if config.applies("periods") else None
+                          for value, config in zip(columns.get("periods", frame["periods"]), configs)]
+    columns["config"] = [json.dumps(values, sort_keys=True) for values in settings]
+    frame = frame.drop(columns=[name for name in columns if name in frame.columns]).assign(**columns)
+    missing = {name: None for name in RUN_COLUMN_TYPES if name not in frame.columns}
+    frame = frame.assign(**missing) if missing else frame
+    return frame.astype({name: "float64" for name, kind in RUN_COLUMN_TYPES.items() if kind == "float64"})
 
 
 _STATUS_RANK = {"ok": 0, "diverged": 0, "failed": 1}
@@ -293,11 +285,10 @@ def _read_evals(folder: Path, runs):
     import pandas as pd
 
     stored_to_current = dict(zip(runs["stored_run_id"], runs["run_id"]))
-    frames = []
-    for path in _parquet_files(folder) if folder.is_dir() else []:
-        frame = _read_parquet(path, EVAL_REQUIRED, "eval").to_pandas()[list(EVAL_COLUMN_TYPES)]
-        frame = frame[frame["run_id"].isin(stored_to_current)]
-        frames.append(frame.assign(run_id=frame["run_id"].map(stored_to_current)))
+    frames = [_read_parquet(path, EVAL_REQUIRED, "eval", columns=list(EVAL_COLUMN_TYPES)).to_pandas()
+              for path in (_parquet_files(folder) if folder.is_dir() else [])]
     if not frames:
         return pd.DataFrame({"run_id": [], "length": [], "accuracy": [], "n": []})
-    return pd.concat(frames, ignore_index=True)
+    evals = pd.concat(frames, ignore_index=True)
+    evals = evals[evals["run_id"].isin(set(stored_to_current))]
+    return evals.assign(run_id=evals["run_id"].map(stored_to_current)).reset_index(drop=True)
