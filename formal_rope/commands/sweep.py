@@ -240,7 +240,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     notes = list(results.notes)
     for *keys, differing in mixed:
         settings = "; ".join(f"{key} {', '.join(values)}" for key, values in differing.items())
-        group = " ".join(_cell_text(name, value) for name, value in zip(by, keys))
+        group = " ".join(_cell_text(name, value) if name != "base" else f"β={_cell_text(name, value)}"
+                         for name, value in zip(by, keys) if value is not None)
         notes.append(f"{group} aggregates runs with different settings ({settings}), not only seeds and learning rates")
     payload = {
         "results": str(out),
@@ -254,7 +255,7 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     }
     if plot is not None:
         label = f"{scale} scale" if scale else scale_label(runs)
-        heading = f"{title or Path(out).name} — {label}" + ("  (hollow: paper)" if reference else "")
+        heading = f"{title or Path(out).name}\n{label}" + (" (hollow markers: the paper)" if reference else "")
         payload["plot"] = str(plot_n_star(rows, plot, title=heading, reference=reference))
     if json_output or quiet:
         if json_output:

@@ -253,8 +253,16 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="best")
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_wrapped(title, fig))
     return _save_figure(fig, path)
+
+
+def _wrapped(title: str, fig) -> str:
+    """`title` with each line wrapped to the figure's width (about 10 characters per inch)."""
+    import textwrap
+
+    width = max(30, int(fig.get_figwidth() * 10))
+    return "\n".join(textwrap.fill(line, width) for line in title.splitlines())
 
 
 def _save_figure(fig, path: str | Path) -> Path:
@@ -316,7 +324,7 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
     ax.set_ylim(0, max(tops) * 1.1)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
-        ax.set_title(title)
+        fig.suptitle(_wrapped(title, fig))
     return _save_figure(fig, path)
 
 
@@ -326,7 +334,7 @@ def scale_label(runs) -> str:
     from formal_rope.training.scales import scale_overrides
 
     for name in ("quick", "paper"):
-        preset = scale_overrides(name)
+        preset = {key: value for key, value in scale_overrides(name).items() if key != "lr"}  # lr: a grid axis
         if all(key in runs.columns and all(_same(value, preset[key]) for value in runs[key]) for key in preset):
             return f"{name} scale"
     shown = []
