@@ -78,7 +78,8 @@ def test_train_on_an_mlregtest_language(tmp_path, capsys):
 
 def test_run_id_records_the_data_only_when_used(flare):
     sampled = RunConfig("(ab)*")
-    assert "data" not in sampled.to_dict() and "data_hash" not in sampled.to_dict()
+    assert sampled.to_dict()["data"] is None and sampled.to_dict()["data_hash"] is None
+    assert "data" not in sampled.id_fields() and sampled.run_id() == "45d988f98a189371"  # ids unchanged
     settings = data_settings(flare)
     config = RunConfig(**{**settings, "pe": "rope"})
     assert RunConfig.from_dict(config.to_dict()) == config

@@ -98,27 +98,55 @@ def test_spec_8_positional_encoding_names():
     }
 
 
-def test_spec_8_run_id_is_a_hash_of_every_config_field():
-    """SPEC §8: a run is fully described by its config; its id is a hash of the config, so changing
-    any field changes the id and equal configs share it."""
-    base = RunConfig(language="(ab)*")
-    assert RunConfig(language="(ab)*").run_id() == base.run_id()
-    changed = {
-        "alphabet": ("a", "b", "c"), "periods": (2,), "pe": "nope", "attention": "torch", "phase_precision": "fp32",
-        "lr_schedule": "cosine", "eval_mode": "nstar", "language": "(aa)*",
-        "data": "flare/ab", "data_hash": "0123456789abcdef",
-    }
-    ids = {base.run_id()}
+# A field -> an encoding it applies to, and a value other than its default.
+_APPLIES_WITH = {"periods": "rope_p", "rope_fraction": "partial_rope"}
+_OTHER_VALUE = {
+    "alphabet": ("a", "b", "c"), "periods": (2,), "pe": "nope", "attention": "torch", "phase_precision": "fp32",
+    "lr_schedule": "cosine", "eval_mode": "nstar", "language": "(aa)*", "test_lengths": (41, 45, 50),
+    "data": "flare/ab", "data_hash": "0123456789abcdef",
+}
+
+
+def test_spec_8_run_id_is_a_hash_of_every_config_field_that_applies():
+    """SPEC §8 (documented reading in docs/sweeps.md): a run is fully described by its config and its
+    id is a hash of it, so changing any field that applies to the run changes the id and equal
+    configs share it; a field that does not apply to the run's encoding (NoPE's base, RoPE's
+    periods, ...) is not part of the config (reset to its default, null in to_dict) nor of the id."""
+    assert RunConfig(language="(ab)*").run_id() == RunConfig(language="(ab)*").run_id()
     for field in dataclasses.fields(RunConfig):
-        old = getattr(base, field.name)
-        if field.name in changed:
-            new = changed[field.name]
-        elif isinstance(old, bool):
-            new = not old
-        else:
-            new = old + 1
-        ids.add(base.with_(**{field.name: new}).run_id())
-    assert len(ids) == len(dataclasses.fields(RunConfig)) + 1
+        config = RunConfig(language="(ab)*", pe=_APPLIES_WITH.get(field.name, "rope"))
+        old = getattr(config, field.name)
+        new = _OTHER_VALUE.get(field.name, old + 1 if isinstance(old, (int, float)) else None)
+        assert config.with_(**{field.name: new}).run_id() != config.run_id(), field.name
+    for pe in ("nope", "rope_p", "sipe_p"):
+        at_one, at_five = RunConfig("(ab)*", pe=pe, base=1.0), RunConfig("(ab)*", pe=pe, base=5.0)
+        assert at_one == at_five and at_one.run_id() == at_five.run_id() and at_one.to_dict()["base"] is None
+    assert RunConfig("(ab)*", pe="rope", periods=(2,)) == RunConfig("(ab)*", pe="rope")
+    assert RunConfig("(ab)*", pe="rope", rope_fraction=0.1) == RunConfig("(ab)*", pe="rope")
+    assert RunConfig("(ab)*", pe="nope", phase_precision="fp32") == RunConfig("(ab)*", pe="nope")
+
+
+def test_spec_8_run_ids_are_pinned_and_a_new_field_at_its_neutral_value_keeps_them(monkeypatch):
+    """SPEC §8 (documented reading in docs/sweeps.md): the id hashes only the fields that apply and
+    differ from their id-neutral value, so ids never change when a field is added (at the value that
+    reproduces the old behaviour); these ids are pinned so results on disk stay recognised."""
+    from formal_rope.training import config as config_module
+    from formal_rope.training.scales import apply_scale
+
+    assert RunConfig("(ab)*").run_id() == "45d988f98a189371"
+    assert apply_scale(RunConfig("(aa)*", pe="rope_p", seed=1), "quick").run_id() == "b404bd517e6d120e"
+    assert RunConfig("Σ*a", pe="nope", base=1.0, test_lengths=(41, 45, 50)).run_id() == "bbbab77d4cc87bcd"
+    # Every field has a neutral value, today equal to its default (changing either one is a new id scheme).
+    assert config_module.ID_NEUTRAL == {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name != "language"}
+
+    extended = dataclasses.make_dataclass(
+        "Extended", [("new_knob", int, dataclasses.field(default=0))], bases=(RunConfig,), frozen=True
+    )
+    monkeypatch.setitem(config_module.ID_NEUTRAL, "new_knob", 0)
+    monkeypatch.setitem(config_module._FIELD_KINDS, "new_knob", "int")
+    old = RunConfig("(aa)*", pe="rope_p", seed=1, steps=300)
+    assert extended("(aa)*", pe="rope_p", seed=1, steps=300).run_id() == old.run_id()
+    assert extended("(aa)*", pe="rope_p", seed=1, steps=300, new_knob=2).run_id() != old.run_id()
 
 
 def test_spec_8_n_star_is_a_tested_length():

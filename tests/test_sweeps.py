@@ -336,7 +336,7 @@ def test_report_table_is_not_squeezed_and_bad_plot_path_is_a_user_error(tmp_path
     # Off a terminal Rich assumes 80 columns; the 9-column table with the paper column was cut.
     assert code == 0 and "language" in stdout and "paper: acc max / N* max (mean)" in stdout and "…" not in stdout
     code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--json"])
-    assert code == 0 and set(json.loads(stdout)) == {"results", "runs", "evals", "statuses", "rows", "plot"}
+    assert code == 0 and set(json.loads(stdout)) == {"results", "by", "runs", "evals", "statuses", "rows", "notes", "plot"}
     blocker = tmp_path / "file"
     blocker.write_text("")
     code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--plot", str(blocker / "fig.png")])
@@ -378,3 +378,379 @@ def test_reproduce_reads_the_sweep_file_the_library_names(tmp_path, capsys, monk
     assert code == 0 and asked == ["table4"]
     assert [row["pe"] for row in json.loads(stdout)["rows"]] == ["nope"]  # the mini grid, not the paper's
     assert paper_sweep_path("table4") == REPO / "sweeps" / "table4.toml"
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 9: nothing silently wrong (results files, base-free ids, limits, report details)
+
+
+def _legacy_config_dict(**changes) -> dict:
+    """A RunConfig as formal-rope wrote it before canonical configs: every field, whatever --base the
+    grid had (also for NoPE), and no test_lengths field."""
+    data = {
+        "language": "(ab)*", "alphabet": None, "pe": "rope", "base": 1e4, "periods": None, "rope_fraction": 0.5,
+        "phase_precision": "fp64", "attention": "auto", "seed": 0, "lr": 1e-4, "steps": 3, "batch_size": 64,
+        "layers": 2, "d_model": 32, "heads": 4, "ffn_mult": 4, "weight_decay": 0.01, "grad_clip": 1.0,
+        "train_min_length": 0, "train_max_length": 40, "test_min_length": 41, "test_max_length": 500,
+        "n_per_length": 16, "eval_mode": "full", "eval_seed": 0, "lr_schedule": "cosine", "warmup_steps": 50,
+        "train_near_miss_fraction": 0.5,
+    }
+    data.update(changes)
+    return data
+
+
+def _write_legacy_run(out: Path, config: dict, status: str = "ok", n_star: int = 45) -> str:
+    """One run in the old layout: the old 24 columns, files named by the old id (hash of the full dict)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from formal_rope.training.config import legacy_run_id
+
+    run_id = legacy_run_id(config)
+    row = {
+        "run_id": run_id, "language": config["language"], "alphabet": "a,b", "pe": config["pe"],
+        "base": config["base"], "periods": "2" if config["pe"] == "rope_p" else None, "seed": config["seed"],
+        "lr": config["lr"], "steps": config["steps"], "batch_size": config["batch_size"], "layers": config["layers"],
+        "d_model": config["d_model"], "heads": config["heads"], "n_star": n_star, "accuracy": 0.9,
+        "first_failure": "ab" * 23, "status": status, "error": None, "final_loss": 0.1, "steps_done": 3,
+        "wall_s": 1.0, "versions": "{}", "commit": None, "config": json.dumps(config, sort_keys=True),
+    }
+    for folder in ("runs", "evals"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([row]), out / "runs" / f"{run_id}.parquet")
+    evals = {"run_id": [run_id] * 2, "length": [41, 42], "accuracy": [1.0, 0.5], "n": [4, 4]}
+    pq.write_table(pa.Table.from_pydict(evals), out / "evals" / f"{run_id}.parquet")
+    return run_id
+
+
+def test_base_free_encodings_have_a_null_base_and_one_id_across_bases(tmp_path, capsys):
+    # Regression (issue 9.4): NoPE/RoPE_P/SiPE_P rows carried the grid's base and the id hashed it, so
+    # `--base 1` and `--base 5` trained NoPE twice and runs.query('base == 1.0') mixed NoPE with RoPE β=1.
+    ids = []
+    for base in ("1", "5"):
+        code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope,rope_p,sipe_p", "--base", base,
+                                        "--seeds", "1", "--dry-run", "--json"])
+        assert code == 0
+        ids.append({run["pe"]: run["run_id"] for run in json.loads(stdout)})
+        assert all(run["base"] is None for run in json.loads(stdout))
+    assert ids[0] == ids[1]
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope"], bases=[1.0, 5.0], seeds=1, lrs=[1e-4]))
+    assert sorted(c.pe for c in configs) == ["nope", "rope", "rope"]
+    run_sweep(configs, tmp_path, runner=fake_runner)
+    runs = pd.read_parquet(tmp_path / "runs")
+    assert list(runs.query("base == 1.0")["pe"]) == ["rope"]
+    assert runs.set_index("pe").loc["nope", "base"] != runs.set_index("pe").loc["nope", "base"]  # NaN (null)
+
+
+def test_results_with_old_run_ids_are_normalised_deduplicated_and_recognised_as_finished(tmp_path, capsys):
+    from formal_rope.sweeps.results import finished_run_ids, read_results
+
+    old_nope_1 = _write_legacy_run(tmp_path, _legacy_config_dict(pe="nope", base=1.0))
+    old_nope_5 = _write_legacy_run(tmp_path, _legacy_config_dict(pe="nope", base=5.0))
+    _write_legacy_run(tmp_path, _legacy_config_dict(pe="rope", base=1.0), n_star=60)
+    _write_legacy_run(tmp_path, _legacy_config_dict(pe="rope_p", base=1.0, seed=1), status="failed", n_star=0)
+    results = read_results(tmp_path)
+    runs = results.runs.set_index("pe")
+    # The two NoPE files are one run today (NoPE has no base): kept once, with a note.
+    assert len(results.runs) == 3 and pd.isna(runs.loc["nope", "base"]) and runs.loc["rope", "base"] == 1.0
+    nope = RunConfig.from_dict(_legacy_config_dict(pe="nope", base=1.0))
+    assert runs.loc["nope", "run_id"] == nope.run_id() not in (old_nope_1, old_nope_5)
+    assert any("older run id" in note for note in results.notes)
+    # Columns that did not exist then are filled from the stored config.
+    assert runs.loc["rope", "train_near_miss_fraction"] == 0.5 and runs.loc["rope", "lr_schedule"] == "cosine"
+    assert set(results.evals["run_id"]) == set(results.runs["run_id"]) and len(results.evals) == 3 * 2
+    # A rerun recognises the old finished runs by today's ids and retries only the failed one.
+    assert finished_run_ids(tmp_path) == {nope.run_id(), RunConfig.from_dict(_legacy_config_dict(base=1.0)).run_id()}
+    calls = []
+    rerun = [RunConfig.from_dict(_legacy_config_dict(pe=pe, base=1.0, seed=seed)) for pe, seed in
+             (("nope", 0), ("rope", 0), ("rope_p", 1))]
+    run_sweep(rerun, tmp_path, runner=lambda config: calls.append(config.pe) or fake_runner(config))
+    assert calls == ["rope_p"]
+    results = read_results(tmp_path)
+    assert len(results.runs) == 3 and set(results.runs["status"]) == {"ok"}  # the retry replaces the failure
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path)])
+    assert code == 0 and "older run id" in " ".join(stdout.split())
+
+
+def _damaged(folder: Path, kind: str) -> Path:
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4]))
+    run_sweep(configs, folder, runner=fake_runner)
+    good = next((folder / "runs").glob("*.parquet"))
+    if kind == "truncated":
+        bad = folder / "runs" / "cut.parquet"
+        bad.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    elif kind == "garbage":
+        bad = folder / "runs" / "noise.parquet"
+        bad.write_bytes(b"not parquet at all")
+    elif kind == "foreign":
+        bad = folder / "runs" / "sample.parquet"  # the columns `formalrope sample --out x.parquet` writes
+        pd.DataFrame({"string": ["ab"], "label": [True], "length": [2], "near_miss": [False]}).to_parquet(bad)
+    else:
+        bad = folder / "evals" / "noise.parquet"
+        bad.write_bytes(b"PAR1 broken")
+    return bad
+
+
+@pytest.mark.parametrize("kind", ["truncated", "garbage", "foreign", "evals"])
+def test_damaged_or_foreign_result_files_are_user_errors_naming_the_file(tmp_path, capsys, kind):
+    # Regression (issue 9.3): report and sweep --out raised pyarrow tracebacks on such files.
+    from formal_rope.sweeps.results import finished_run_ids
+
+    bad = _damaged(tmp_path / "r", kind)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path / "r")])
+    assert code == 2 and str(bad) in stderr and "Traceback" not in stderr
+    assert ("not a formal-rope run file" if kind == "foreign" else "not a readable Parquet file") in stderr
+    if kind != "evals":
+        with pytest.raises(FormalRopeError, match=bad.name):
+            finished_run_ids(tmp_path / "r")
+        code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope", "--seeds", "2", "--steps", "2",
+                                        "--out", str(tmp_path / "r")])
+        assert code == 2 and str(bad) in stderr and "Traceback" not in stderr
+        assert len(list((tmp_path / "r" / "runs").glob("*.parquet"))) == 2  # nothing was trained
+
+
+def test_report_names_base_and_lr_in_failure_lines_and_shows_no_nan_for_diverged_rows(tmp_path, capsys):
+    # Regression (issue 9.9): two identical-looking failure lines (β missing), and `nan±0.000` with
+    # std 0.0 in JSON for a row whose only run diverged.
+    from dataclasses import replace
+
+    def runner(config):
+        result = replace(fake_runner(config), first_failure="ab" * 21)
+        return replace(result, status="diverged", accuracy=float("nan")) if config.pe == "sipe" else result
+
+    grid = spec(languages=["(ab)*"], pes=["rope", "sipe"], bases=[1.0, 1e4], seeds=1, lrs=[1e-4, 3e-4])
+    run_sweep([c for c in expand_grid(grid) if not (c.pe == "sipe" and c.lr > 2e-4)], tmp_path, runner=runner)
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path)])
+    text = " ".join(stdout.split())
+    assert code == 0 and "nan" not in text
+    assert "RoPE_NP β=1 seed=0 lr=0.0001" in text and "RoPE_NP β=1e4 seed=0 lr=0.0003" in text
+    failure_lines = [line for line in stdout.splitlines() if "N*=" in line]
+    assert len(failure_lines) == len(set(failure_lines)) == 6
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--json"])
+    rows = {(r["pe"], r["base"]): r for r in json.loads(stdout)["rows"]}
+    assert rows[("sipe", 1.0)]["accuracy_mean"] is None and rows[("sipe", 1.0)]["accuracy_std"] is None
+    assert rows[("rope", 1.0)]["accuracy_std"] is not None
+
+
+def test_report_reference_takes_a_paper_table_name(tmp_path, capsys):
+    # Regression (issue 9.11): `--reference table2` was read as a (missing) file path.
+    configs = expand_grid(spec(languages=["(aa)*"], pes=["nope", "rope_p"], bases=[1e4], seeds=1, lrs=[1e-4]))
+    run_sweep(configs, tmp_path, runner=fake_runner)
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--reference", "table2"])
+    assert code == 0 and "0.500 / 41" in stdout and "1.000 / 500" in stdout
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--reference", "table9"])
+    assert code == 2 and "neither a paper table" in stderr
+
+
+def test_out_options_create_missing_parent_folders(tmp_path, capsys, monkeypatch):
+    # Issue 9.11: one rule for every --out (and --plot): missing folders are created.
+    import formal_rope.sweeps.runner as runner_module
+
+    real_run_sweep = runner_module.run_sweep
+    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": fake_runner}))
+    deep = tmp_path / "a" / "b"
+    code, _, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope", "--seeds", "1", "--out", str(deep / "s")])
+    assert code == 0 and (deep / "s" / "runs").is_dir()
+    code, _, _ = _cli(capsys, ["report", str(deep / "s"), "--plot", str(tmp_path / "p" / "q" / "fig.png")])
+    assert code == 0 and (tmp_path / "p" / "q" / "fig.png").is_file()
+    code, _, _ = _cli(capsys, ["reproduce", "table2", "--seeds", "1", "--out", str(tmp_path / "x" / "y" / "t2")])
+    assert code == 0 and (tmp_path / "x" / "y" / "t2" / "table2.png").is_file()
+
+
+def test_reproduce_help_states_the_measured_time():
+    # Regression (issue 9.11): the help said ~15 min where the README measures ~3.5 min.
+    import typer
+
+    from formal_rope.cli import app
+
+    command = typer.main.get_command(app).commands["reproduce"]
+    scale_help = next(p.help for p in command.params if p.name == "scale")
+    assert "15 min" not in scale_help and "3.5 min" in scale_help
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sweep", "--lang", "(ab)*", "--workers", "0", "--dry-run"], "--workers must be at least 1"),
+        (["sweep", "--lang", "(ab)*", "--workers", "-2", "--dry-run"], "--workers must be at least 1"),
+        (["sweep", "--lang", "(ab)*", "--seeds", "0", "--dry-run"], "at least one seed"),
+        (["sweep", "--lang", "(ab)*", "--seeds", "-3", "--dry-run"], "at least one seed"),
+        (["sweep", "--lang", "(ab)*", "--seeds", "99999999999", "--dry-run"], "more than a sweep may run"),
+        (["sweep", "--lang", "(ab)*", "--n-per-length", "0", "--dry-run"], "n_per_length must be positive"),
+        (["sweep", "--lang", "(ab)*", "--steps", "-1", "--dry-run"], "steps must be non-negative"),
+        (["sweep", "--lang", "(ab)*", "--steps", "99999999999999999999", "--dry-run"], "cannot finish"),
+        (["sweep", "--lang", "(ab)*", "--test-lengths", "41..99999999999", "--dry-run"], "cannot finish"),
+        (["reproduce", "table2", "--workers", "0"], "--workers must be at least 1"),
+        (["reproduce", "table2", "--seeds", "-1"], "at least one seed"),
+        (["reproduce", "table2", "--steps", "99999999999999999999"], "cannot finish"),
+    ],
+)
+def test_counts_out_of_range_and_runs_that_cannot_finish_are_refused_up_front(argv, message, capsys, tmp_path):
+    # Regression (issue 9.7): huge values started runs with ETAs in the hundreds of thousands of hours,
+    # and --workers 0 was accepted.
+    code, _, stderr = _cli(capsys, [*argv, *(["--out", str(tmp_path / "r")] if argv[0] == "reproduce" else [])])
+    assert code == 2 and message in stderr and "Traceback" not in stderr, stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_sweep_notes_options_without_effect_and_refuses_auto_periods_outside_ltl_p_mod(capsys):
+    # Issue 9.12: `--base` on a base-free grid and periods auto on Σ*a (period 1 = NoPE) were silent.
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope", "--base", "1", "--dry-run"])
+    assert code == 0 and "note: --base has no effect on this grid" in stderr
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope", "--set", "rope_fraction=0.2",
+                                    "--dry-run"])
+    assert code == 0 and "--set rope_fraction has no effect" in stderr
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "Σ*a", "--pe", "rope_p", "--dry-run"])
+    assert code == 2 and "not in LTL[P,MOD]" in stderr and "--periods" in stderr
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "Σ*a", "--pe", "rope_p", "--periods", "2", "--dry-run"])
+    assert code == 0
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "aΣ*", "--pe", "rope_p", "--dry-run"])
+    assert code == 0 and "this run is NoPE" in stderr
+    # (aa)* over {a} has no near-misses: the quick scale's near-miss training negatives change nothing.
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(aa)*", "--pe", "nope", "--dry-run"])
+    assert code == 0 and "train_near_miss_fraction 0.5 has no effect" in stderr
+
+
+def test_sweep_test_lengths_and_alphabet_short_option(capsys):
+    # Issue 9.13: sweep had no --test-lengths.
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "-a", "abc", "--seeds", "1", "--test-lengths",
+                                    "41,45,50", "--dry-run", "--json"])
+    run = json.loads(stdout)[0]
+    assert code == 0 and run["test_lengths"] == [41, 45, 50] and run["alphabet"] == ["a", "b", "c"]
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--seeds", "1", "--test-lengths", "41..60",
+                                    "--dry-run", "--json"])
+    run = json.loads(stdout)[0]
+    assert (run["test_min_length"], run["test_max_length"], run["test_lengths"]) == (41, 60, None)
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 12: any config field is an axis; every field is a column; report --by; plots beside the paper
+
+
+def test_set_makes_any_field_an_axis_of_the_cross_product(capsys):
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope,nope", "--seeds", "2",
+                                    "--set", "train_near_miss_fraction=0,0.5", "--set", "layers=1,2,3",
+                                    "--set", "lr_schedule=constant", "--dry-run", "--json"])
+    runs = json.loads(stdout)
+    assert code == 0 and len(runs) == 2 * 2 * 2 * 3 == len({r["run_id"] for r in runs})
+    assert {(r["train_near_miss_fraction"], r["layers"]) for r in runs} == {(f, n) for f in (0.0, 0.5) for n in (1, 2, 3)}
+    assert {r["lr_schedule"] for r in runs} == {"constant"}  # replaces the quick preset's cosine
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope_p", "--seeds", "1",
+                                    "--set", "periods=[2,3],4,auto", "--dry-run", "--json"])
+    assert code == 0 and [r["periods"] for r in json.loads(stdout)] == [[2, 3], [4], None]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--set", "stepz=1,2"], "unknown run setting 'stepz'"),
+        (["--set", "layers=2,two"], "--set layers: layers must be an integer, got 'two'"),
+        (["--set", "warmup_steps=1.5"], "warmup_steps must be an integer"),
+        (["--set", "lr=1e-3"], "lr is already a grid axis: use --lrs"),
+        (["--set", "steps"], "--set takes FIELD=VALUE"),
+        (["--steps", "5", "--set", "steps=5,6"], "steps is given both"),
+        (["--set", "layers=1", "--set", "layers=2"], "layers is given twice"),
+        (["--set", "lr_schedule=linear"], "unknown lr schedule 'linear'"),
+    ],
+)
+def test_set_values_are_validated_like_other_settings(argv, message, capsys):
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", *argv, "--dry-run"])
+    assert code == 2 and message in stderr and "Traceback" not in stderr, stderr
+
+
+def test_sweep_file_axes_table(tmp_path):
+    path = tmp_path / "ablation.toml"
+    path.write_text(
+        'languages = ["(ab)*"]\npes = ["rope_p", "nope"]\n[quick]\nseeds = [0]\n'
+        '[axes]\ntrain_near_miss_fraction = [0.0, 0.5]\nlayers = [2, 5]\nperiods = [[2], "auto"]\n'
+    )
+    spec_, _ = load_sweep_file(path)
+    configs = expand_grid(spec_)
+    assert dict(spec_.axes)["layers"] == (2, 5)
+    assert len(configs) == 2 * 2 * 2 + 2 * 2  # rope_p: x periods; nope has no periods
+    for body, message in [
+        ("[axes]\nlayerz = [1]\n", r"x.toml:4: unknown key 'layerz' in \[axes\]"),
+        ('[axes]\nlayers = ["two"]\n', r"x.toml:4: 'layers' in \[axes\] must be an integer"),
+        ("[axes]\nlayers = 2\n", "must be a non-empty list"),
+        ("[axes]\npe = [\"rope\"]\n", "has its own grid key; use 'pes'"),
+        ("[quick]\nlayers = 2\n[axes]\nlayers = [1, 2]\n", "both an \\[axes\\] entry and fixed"),
+    ]:
+        bad = tmp_path / "x.toml"
+        bad.write_text('languages = ["(ab)*"]\npes = ["rope"]\n' + body)
+        with pytest.raises(FormalRopeError, match=message):
+            load_sweep_file(bad)
+
+
+def test_every_config_field_is_a_column_and_report_groups_by_any_columns(tmp_path, capsys):
+    import dataclasses
+
+    grid = spec(languages=["(ab)*"], pes=["rope", "nope"], bases=[1e4], seeds=2, lrs=[1e-4],
+                axes={"train_near_miss_fraction": [0.0, 0.5]})
+    run_sweep(expand_grid(grid), tmp_path, runner=fake_runner)
+    runs = pd.read_parquet(tmp_path / "runs")
+    assert {f.name for f in dataclasses.fields(RunConfig)} <= set(runs.columns)
+    assert sorted(runs["train_near_miss_fraction"].unique()) == [0.0, 0.5]
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--by", "pe,train_near_miss_fraction", "--json"])
+    payload = json.loads(stdout)
+    assert code == 0 and payload["by"] == ["pe", "train_near_miss_fraction"]
+    assert [(r["pe"], r["train_near_miss_fraction"], r["runs"]) for r in payload["rows"]] == [
+        ("nope", 0.0, 2), ("nope", 0.5, 2), ("rope", 0.0, 2), ("rope", 0.5, 2)]
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--by", "language,pe,base"])
+    assert code == 0 and "aggregates runs with different settings (train_near_miss_fraction 0.0, 0.5)" in " ".join(stdout.split())
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--by", "pe,colour"])
+    assert code == 2 and "cannot group by colour" in stderr
+
+
+def _captured_figure(monkeypatch):
+    import formal_rope.sweeps.report as report_module
+
+    captured = []
+    monkeypatch.setattr(report_module, "_save_figure", lambda fig, path: captured.append(fig) or Path(path))
+    return captured
+
+
+def _hollow_points(fig) -> set[tuple[float, float]]:
+    """(x, y) of every marker drawn without a face colour (hollow) in the figure."""
+    points = set()
+    for ax in fig.axes:
+        for collection in ax.collections:
+            if len(collection.get_offsets()) and len(collection.get_facecolors()) == 0:
+                points.update((round(float(x), 6), round(float(y), 6)) for x, y in collection.get_offsets())
+    return points
+
+
+def test_plots_draw_the_papers_values_hollow_and_name_the_scale(tmp_path, capsys, monkeypatch):
+    # Issue 12.6: the paper's reference values beside ours, and the scale in the title.
+    configs = expand_grid(spec(languages=["(aa)*", "(ab)*"], pes=["nope", "rope_p", "sipe_p"], bases=[1e4], seeds=2,
+                               lrs=[5e-3], overrides={}))
+    run_sweep(configs, tmp_path / "t2", runner=fake_runner)
+    figures = _captured_figure(monkeypatch)
+    code, _, _ = _cli(capsys, ["report", str(tmp_path / "t2"), "--plot", str(tmp_path / "f.png"), "--reference", "table2"])
+    assert code == 0
+    ys = {y for _, y in _hollow_points(figures[0])}
+    assert {41.0, 500.0, 96.0, 44.0} <= ys  # Table 2's N* max: NoPE/SiPE_P 41 on (aa)*, 96 / 44 on (ab)*
+    title = " ".join(figures[0]._suptitle.get_text().split())
+    assert "quick scale" in title and "hollow markers: the paper" in title
+
+    configs = expand_grid(spec(languages=["(aa)*"], pes=["rope", "nope"], bases=[1e-4, 1.0], seeds=2, lrs=[1e-4],
+                               overrides={"steps": 3}))
+    run_sweep(configs, tmp_path / "t4", runner=fake_runner)
+    code, _, _ = _cli(capsys, ["report", str(tmp_path / "t4"), "--plot", str(tmp_path / "g.png"), "--reference", "table4"])
+    assert code == 0
+    from formal_rope.sweeps.grid import load_sweep_file as load, paper_sweep_path
+
+    paper = {(row[0], row[1], row[2]): row[6] for row in load(paper_sweep_path("table4"))[0].reference["rows"]}
+    hollow = _hollow_points(figures[1])
+    assert (1e-4, round(paper[("(aa)*", "rope", 1e-4)], 6)) in hollow and (1.0, round(paper[("(aa)*", "rope", 1.0)], 6)) in hollow
+    assert "custom settings" in figures[1]._suptitle.get_text()
+
+
+def test_options_without_effect_in_dry_runs_and_reports_are_noted(tmp_path, capsys):
+    # Issue 9.12: --out/--workers do nothing in a dry run; --reference does nothing with a custom --by
+    # and no plot.
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--dry-run", "--out", str(tmp_path / "x"), "--workers", "2"])
+    assert code == 0 and "--out and --workers have no effect with --dry-run" in stderr and not (tmp_path / "x").exists()
+    run_sweep(expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4])), tmp_path / "r",
+              runner=fake_runner)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path / "r"), "--by", "pe", "--reference", "table2"])
+    assert code == 0 and "--reference is shown in the table only" in stderr

@@ -73,6 +73,8 @@ def test_option_parsers():
     assert parse_length_range("41..500") == (41, 500) and parse_length_range("7") == (7, 7)
     with pytest.raises(FormalRopeError):
         parse_length_range("a..b")
+    with pytest.raises(FormalRopeError, match="one range"):
+        parse_length_range("41,45")
 
 
 def _strict_json(text: str):
@@ -121,3 +123,72 @@ def test_environment_errors_exit_2_before_training(tmp_path, monkeypatch, capsys
     monkeypatch.setattr(kernels, "_triton_module", no_triton)
     code, _, stderr = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--attention", "triton", "--no-save"], capsys)
     assert code == 2 and "triton" in stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 9: options without effect, limits, lists of test lengths, the missing options
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pe", "nope", "--base", "5"], "--base has no effect with --pe nope"),
+        (["--pe", "rope_p", "--base", "5"], "--base has no effect with --pe rope_p"),
+        (["--pe", "rope", "--periods", "2"], "--periods has no effect with --pe rope"),
+        (["--pe", "rope", "--rope-fraction", "0.3"], "--rope-fraction has no effect with --pe rope"),
+        (["--pe", "sipe_p", "--phase-precision", "fp32"], "--phase-precision has no effect with --pe sipe_p"),
+        (["--pe", "nope", "--set", "base=5"], "--set base has no effect with --pe nope"),
+        (["--pe", "rope", "--out", "x.zip"], "--no-save writes none"),
+        (["--pe", "rope", "--threads", "2", "--device", "cuda"], "--threads sets torch's CPU threads"),
+        (["--lang", "Σ*a", "--pe", "rope_p"], "not in LTL[P,MOD]"),
+        (["--pe", "rope", "--threads", "0"], "--threads must be at least 1"),
+        (["--pe", "rope", "--test-lengths", "41..99999999999"], "this run cannot finish"),
+        (["--pe", "rope", "--steps", "99999999999999999999"], "this run cannot finish"),
+        (["--pe", "rope", "--test-lengths", "0..2000000,3"], "more than 1,000,000"),
+        (["--pe", "rope", "--train-lengths", "0..4,7"], "--train-lengths takes one range"),
+        (["--pe", "rope", "--seed", "-1"], "seed must be non-negative"),
+        (["--pe", "rope", "--set", "steps=1,2"], "takes one value"),
+        (["--pe", "rope", "--set", "colour=red"], "unknown run setting 'colour'"),
+        (["--pe", "rope", "--weight-decay", "-1"], "weight_decay and grad_clip must be non-negative"),
+        (["--pe", "rope", "--lr-schedule", "linear"], "unknown lr schedule"),
+    ],
+)
+def test_options_without_effect_or_out_of_reach_are_errors(argv, message, capsys):
+    # Regression (issues 9.7, 9.12): these were ignored, resolved to NoPE in silence, or started runs
+    # with an ETA of centuries.
+    language = [] if "--lang" in argv else ["--lang", "(ab)*"]
+    code, stdout, stderr = _run(["train", *language, *argv, "--no-save"], capsys)
+    assert code == 2 and message in stderr and "Traceback" not in stderr, stderr
+    assert "status" not in stdout
+
+
+def test_test_length_lists_and_the_new_training_options_reach_the_run(capsys):
+    # Regression (issue 9.13): --test-lengths 41,45,50 was refused; lengths, lr schedule, warm-up,
+    # weight decay, near-misses and -a were TOML-only.
+    code, stdout, stderr = _run(["train", "--lang", "(ab)*", *TINY_ARGS[:-2], "--test-lengths", "41,45,50",
+                                 "--train-lengths", "2..12", "--lr-schedule", "cosine", "--warmup-steps", "2",
+                                 "--weight-decay", "0.1", "--train-near-miss", "0.25", "-a", "abc",
+                                 "--set", "grad_clip=0.5", "--no-save", "--json"], capsys)
+    payload = json.loads(stdout)
+    config = payload["config"]
+    assert code == 0 and [r["length"] for r in payload["per_length"]] == [41, 45, 50]
+    assert payload["n_star"] in (0, 41, 45, 50)
+    assert (config["train_min_length"], config["train_max_length"], config["lr_schedule"], config["warmup_steps"]) == (
+        2, 12, "cosine", 2)
+    assert (config["weight_decay"], config["train_near_miss_fraction"], config["grad_clip"]) == (0.1, 0.25, 0.5)
+    assert payload["alphabet"] == ["a", "b", "c"] and config["test_lengths"] == [41, 45, 50]
+
+
+def test_rope_p_notes_when_auto_periods_make_it_nope(capsys):
+    # Issue 9.12: rope_p on an LTL[P] language resolves to period 1 = NoPE; say so.
+    code, stdout, stderr = _run(["train", "--lang", "aΣ*", "--pe", "rope_p", *TINY_ARGS, "--no-save", "--json"], capsys)
+    assert code == 0 and "this run is NoPE" in stderr and json.loads(stdout)["resolved_periods"] == [1]
+    code, _, stderr = _run(["train", "--lang", "Σ*a", "--pe", "rope_p", "--periods", "2", *TINY_ARGS, "--no-save",
+                            "--quiet"], capsys)
+    assert code == 0 and "note" not in stderr
+
+
+def test_checkpoint_out_creates_missing_folders(tmp_path, capsys):
+    out = tmp_path / "a" / "b" / "m.zip"
+    code, _, _ = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--out", str(out), "--quiet"], capsys)
+    assert code == 0 and out.is_file()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from formal_rope.errors import FormalRopeError
+
 
 def _split(text: str | None) -> list[str]:
     if text is None:
@@ -50,14 +52,20 @@ def _overrides(**values) -> dict:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _describe_config(config) -> str:
-    from formal_rope.sweeps.grid import BASE_FREE_PES
+def _describe_config(config, axes=()) -> str:
+    """'(ab)* rope β=10000 seed=0 lr=0.005', plus the values of the grid's further axes that apply."""
+    base = f" β={config.base:g}" if config.applies("base") else ""
+    extra = "".join(f" {name}={_cell_text(name, getattr(config, name))}" for name in axes
+                    if name not in ("base", "seed", "lr") and config.applies(name))
+    return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}{extra}"
 
-    base = "" if config.pe in BASE_FREE_PES else f" β={config.base:g}"
-    return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}"
+
+def _number(value: float, digits: int) -> str:
+    """A statistic for the table: '–' when undefined (NaN: no run of the row has a value)."""
+    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
+def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, axes=()):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from formal_rope.sweeps.runner import run_sweep
@@ -81,16 +89,17 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
             if kind == "skip":
                 progress.advance(task)
             elif kind == "start":
-                running[run_id] = _describe_config(config)
+                running[run_id] = _describe_config(config, axes)
             elif kind == "done":
                 running.pop(run_id, None)
                 progress.advance(task)
                 status = result.status
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
                 progress.console.print(
-                    f"[{colour}]{status:8s}[/] {_describe_config(config):48s} N*={result.n_star:<4d} "
-                    f"acc={result.accuracy:.3f} {result.wall_s:6.1f}s"
-                    + (f"  ({result.error})" if result.error else "")
+                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={result.n_star:<4d} "
+                    f"acc={_number(result.accuracy, 3)} {result.wall_s:6.1f}s"
+                    + (f"  ({result.error})" if result.error else ""),
+                    soft_wrap=True,
                 )
             progress.update(task, description=("running: " + "; ".join(running.values()))[:80] if running else "")
 
@@ -103,79 +112,77 @@ def _print_json(payload) -> None:
     print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
 
 
-def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
-            quiet: bool = False, sort: str | None = None) -> dict:
-    """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet."""
-    from rich.measure import Measurement
+def _note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------------------------
+# report
+
+
+def _reference_table(reference: str | None) -> dict | None:
+    """`--reference`: a paper table name (table2, table4, table5) or a sweep TOML path -> its [reference]."""
+    if reference is None:
+        return None
+    from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_path
+
+    path = Path(reference)
+    if reference in PAPER_TABLES and not path.exists():
+        path = paper_sweep_path(reference)
+    elif not path.exists():
+        raise FormalRopeError(
+            f"--reference {reference!r} is neither a paper table ({', '.join(PAPER_TABLES)}) nor an existing sweep file"
+        )
+    return load_sweep_file(path)[0].reference
+
+
+def _grouping(text: str | None) -> tuple[str, ...]:
+    from formal_rope.sweeps.report import DEFAULT_GROUPING
+
+    return tuple(_split(text)) or DEFAULT_GROUPING
+
+
+def _cell_text(name: str, value) -> str:
+    from formal_rope.sweeps.report import PE_LABELS, format_base
+
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if name == "pe":
+        return PE_LABELS.get(value, value)
+    if name == "base":
+        return format_base(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _results_table(rows, by, title: str, reference: dict | None):
     from rich.table import Table
 
-    from formal_rope.sweeps.report import PE_LABELS, aggregate, format_base, mixed_settings, plot_n_star, sort_rows
-    from formal_rope.sweeps.results import load_results
+    from formal_rope.sweeps.report import DEFAULT_GROUPING, reference_index
 
-    runs, evals = load_results(out)
-    rows = sort_rows(aggregate(runs), sort)
-    ref_rows = {}
-    for ref in (reference or {}).get("rows", []):
-        language, pe, base = ref[0], ref[1], (None if ref[2] == 0 else float(ref[2]))
-        ref_rows[(language, pe, base)] = ref
-    payload = {
-        "results": str(out),
-        "runs": int(len(runs)),
-        "evals": int(len(evals)),
-        "statuses": {str(k): int(v) for k, v in runs["status"].value_counts().items()},
-        "rows": [row.to_dict() for row in rows],
-        "plot": None,  # always present, so the JSON keys do not depend on the options
-    }
-    if plot is not None:
-        payload["plot"] = str(plot_n_star(rows, plot, title=title))
-    if json_output:
-        _print_json(payload)
-        return payload
-    if quiet:
-        return payload
-
-    table = Table(title=title or f"results in {out}", show_lines=False)
-    for name, justify in [("language", "left"), ("PE", "left"), ("base", "right"), ("runs", "right"),
-                          ("acc max", "right"), ("acc mean±std", "right"), ("N* max", "right"), ("N* mean±std", "right"),
-                          ("NNCH max", "right"), ("NNCH mean±std", "right")]:
-        table.add_column(name, justify=justify, no_wrap=True)
-    if ref_rows:
+    paper = reference_index(reference) if tuple(by) == DEFAULT_GROUPING else {}
+    table = Table(title=title, show_lines=False)
+    for name in by:
+        table.add_column({"pe": "PE"}.get(name, name), justify="right" if name == "base" else "left", no_wrap=True)
+    for name in ("runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "NNCH max", "NNCH mean±std"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if paper:
         table.add_column("paper: acc max / N* max (mean)", justify="right", style="dim", no_wrap=True)
     for row in rows:
-        cells = [row.language, PE_LABELS.get(row.pe, row.pe), format_base(row.base),
-                 f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
-                 f"{row.accuracy_max:.3f}", f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
-                 f"{row.n_star_max:.0f}", f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
-                 *_nnch_cells(row)]
-        if ref_rows:
-            ref = ref_rows.get((row.language, row.pe, row.base))
-            if ref is None:
-                cells.append("")
-            else:
-                mean = "" if ref[6] is None or (isinstance(ref[6], float) and math.isnan(ref[6])) else f" ({ref[6]:.1f})"
-                cells.append(f"{ref[3]:.3f} / {ref[5]:.0f}{mean}")
+        cells = [_cell_text(name, value) for name, value in row.group]
+        cells += [
+            f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
+            _number(row.accuracy_max, 3),
+            "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
+            f"{row.n_star_max:.0f}",
+            f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
+            *_nnch_cells(row),
+        ]
+        if paper:
+            ref = paper.get((row.language, row.pe, row.base))
+            mean = "" if ref is None or math.isnan(ref["n_star_mean"]) else f" ({ref['n_star_mean']:.1f})"
+            cells.append("" if ref is None else f"{ref['accuracy_max']:.3f} / {ref['n_star_max']:.0f}{mean}")
         table.add_row(*cells)
-    # Tables are wider than the 80 columns Rich assumes off a terminal; never squeeze their cells:
-    # print at the table's natural width (measured with room to spare).
-    narrow = console.width
-    console.width = max(narrow, 1000)
-    console.width = max(narrow, Measurement.get(console, console.options, table).maximum)
-    console.print(table)
-    console.width = narrow
-    for language, pe, base, differing in mixed_settings(runs):
-        settings = "; ".join(f"{key} {', '.join(values)}" for key, values in differing.items())
-        console.print(f"[yellow]note:[/] {language} {PE_LABELS.get(pe, pe)} {format_base(base)} aggregates runs "
-                      f"with different settings ({settings}), not only seeds and learning rates")
-    failures = runs[runs["first_failure"].notna()]
-    if len(failures):
-        console.print("[dim]first failing strings (shortest failing length) per run:[/]")
-        for _, run in failures.head(12).iterrows():
-            text = str(run["first_failure"])
-            shown = text if len(text) <= 40 else text[:37] + "..."
-            console.print(f"  [dim]{run['language']} {run['pe']} seed={run['seed']} N*={run['n_star']}: {shown!r} (len {len(text)})[/]")
-    if plot is not None:
-        console.print(f"plot written to {payload['plot']}")
-    return payload
+    return table
 
 
 def _nnch_cells(row) -> tuple[str, str]:
@@ -183,6 +190,102 @@ def _nnch_cells(row) -> tuple[str, str]:
     if math.isnan(row.nnch_max):
         return "–", "–"
     return f"{row.nnch_max:.3f}", f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"
+
+
+def _print_wide(console, table) -> None:
+    """Tables are wider than the 80 columns Rich assumes off a terminal; never squeeze their cells:
+    print at the table's natural width (measured with room to spare)."""
+    from rich.measure import Measurement
+
+    narrow = console.width
+    console.width = max(narrow, 1000)
+    console.width = max(narrow, Measurement.get(console, console.options, table).maximum)
+    console.print(table)
+    console.width = narrow
+
+
+def _failure_lines(runs, by) -> list[str]:
+    """One line per run with a first failing string, naming what tells the run apart: its grouping
+    values, seed, lr, and every other setting that varies across the folder."""
+    from formal_rope.sweeps.results import CONFIG_COLUMNS
+
+    failures = runs[runs["first_failure"].notna()]
+    varying = [name for name in CONFIG_COLUMNS
+               if name not in by and name not in ("seed", "lr", "alphabet") and runs[name].nunique(dropna=False) > 1]
+    lines = []
+    for _, run in failures.head(12).iterrows():
+        label = [_cell_text(name, run[name]) for name in by if name in ("language", "pe")]
+        label += [f"β={_cell_text('base', run['base'])}"] if "base" in by and _present(run["base"]) else []
+        label += [f"{name}={_cell_text(name, run[name])}" for name in by if name not in ("language", "pe", "base")]
+        label += [f"seed={run['seed']}", f"lr={run['lr']:g}"]
+        label += [f"{name}={_cell_text(name, run[name])}" for name in varying if _present(run[name])]
+        text = str(run["first_failure"])
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        lines.append(f"{' '.join(label)} N*={run['n_star']}: {shown!r} (len {len(text)})")
+    return lines
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
+            quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None) -> dict:
+    """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet.
+
+    scale: the scale the runs were meant to have (for the plot title); None infers it from the runs."""
+    from formal_rope.sweeps.report import (
+        DEFAULT_GROUPING, aggregate, check_grouping, mixed_settings, plot_n_star, scale_label, sort_rows,
+    )
+    from formal_rope.sweeps.results import read_results
+
+    from rich.markup import escape
+
+    by = tuple(by or DEFAULT_GROUPING)
+    results = read_results(out)
+    runs = results.runs
+    check_grouping(runs, by)
+    rows = sort_rows(aggregate(runs, by), sort)
+    mixed = mixed_settings(runs, by)
+    notes = list(results.notes)
+    for *keys, differing in mixed:
+        settings = "; ".join(f"{key} {', '.join(values)}" for key, values in differing.items())
+        group = " ".join(_cell_text(name, value) if name != "base" else f"β={_cell_text(name, value)}"
+                         for name, value in zip(by, keys) if value is not None)
+        notes.append(f"{group} aggregates runs with different settings ({settings}), not only seeds and learning rates")
+    payload = {
+        "results": str(out),
+        "by": list(by),
+        "runs": int(len(runs)),
+        "evals": int(len(results.evals)),
+        "statuses": {str(k): int(v) for k, v in runs["status"].value_counts().items()},
+        "rows": [row.to_dict() for row in rows],
+        "notes": notes,
+        "plot": None,  # always present, so the JSON keys do not depend on the options
+    }
+    if plot is not None:
+        label = f"{scale} scale" if scale else scale_label(runs)
+        heading = f"{title or Path(out).name}\n{label}" + (" (hollow markers: the paper)" if reference else "")
+        payload["plot"] = str(plot_n_star(rows, plot, title=heading, reference=reference))
+    if json_output or quiet:
+        if json_output:
+            _print_json(payload)
+        return payload
+    _print_wide(console, _results_table(rows, by, title or f"results in {out}", reference))
+    for note in notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
+    lines = _failure_lines(runs, by)
+    if lines:
+        console.print("[dim]first failing strings (shortest failing length) per run:[/]")
+        for line in lines:
+            console.print(f"  {line}", style="dim", highlight=False, markup=False, soft_wrap=True)
+    if plot is not None:
+        console.print(f"plot written to {payload['plot']}")
+    return payload
+
+
+# ----------------------------------------------------------------------------------------------
+# sweep
 
 
 def _data_language(data: Path, lang: list[str] | None, alphabet: str | None, run_settings: dict) -> str:
@@ -198,15 +301,75 @@ def _data_language(data: Path, lang: list[str] | None, alphabet: str | None, run
     return language
 
 
+def _cli_axes(set_fields: list[str] | None, explicit: dict) -> dict:
+    """`--set` axes; a field also given by its own option is an error."""
+    from formal_rope.commands.train import parse_assignments
+
+    axes = parse_assignments(set_fields)
+    both = sorted(set(axes) & set(explicit))
+    if both:
+        raise FormalRopeError(f"{both[0]} is given both by its own option and by --set; give it once")
+    return axes
+
+
+def _sweep_spec(config: Path | None, scale: str | None, grid: dict, settings: dict, axes: dict):
+    """The SweepSpec of a sweep file with the command line's flags on top, or of the flags alone.
+
+    grid: languages, pes, bases, seeds, lrs, periods, alphabet as given (None/empty: not given);
+    settings: fixed RunConfig overrides; axes: --set fields -> values. A flag or --set replaces the
+    file's axis of the same field."""
+    from formal_rope.sweeps.grid import build_spec, load_sweep_file
+
+    if config is None:
+        if not grid["languages"]:
+            raise FormalRopeError("sweep needs --lang (one or more) or --config FILE.toml")
+        return build_spec(
+            name="cli", languages=grid["languages"], pes=grid["pes"] or ["rope"], bases=grid["bases"] or [1e4],
+            seeds=grid["seeds"], lrs=grid["lrs"] or None, periods=_periods(grid["periods"], "auto"),
+            alphabet=grid["alphabet"], scale=scale or "quick", overrides=settings, axes=axes,
+        ), scale or "quick"
+    spec, chosen = load_sweep_file(config, scale)
+    file_axes = {name: values for name, values in spec.axes if name not in settings and name not in axes}
+    periods = _periods(grid["periods"], spec.periods) if "periods" not in axes else "auto"
+    return build_spec(
+        name=spec.name, languages=grid["languages"] or spec.languages, pes=grid["pes"] or spec.pes,
+        bases=grid["bases"] or spec.bases, seeds=grid["seeds"] if grid["seeds"] is not None else spec.seeds,
+        lrs=grid["lrs"] or spec.lrs, periods=periods, alphabet=grid["alphabet"] or spec.alphabet, scale=chosen,
+        overrides={key: value for key, value in {**spec.overrides, **settings}.items() if key not in axes},
+        axes={**file_axes, **axes}, description=spec.description, reference=spec.reference,
+    ), chosen
+
+
+def _given_options(grid: dict, settings: dict, axes: dict) -> dict[str, str]:
+    """Options the user wrote that only some encodings use (option text -> RunConfig field)."""
+    from formal_rope.training.config import FIELD_APPLIES_TO
+
+    given = {"--base": "base"} if grid["bases"] else {}
+    if grid["periods"]:
+        given["--periods"] = "periods"
+    given.update({f"--set {name}": name for name in axes if name in FIELD_APPLIES_TO})
+    given.update({name: name for name in settings if name in FIELD_APPLIES_TO})
+    return given
+
+
+def _dry_run(configs, chosen: str, console, json_output: bool, axes=()) -> None:
+    if json_output:
+        print(json.dumps([{"run_id": c.run_id(), **c.to_dict()} for c in configs], indent=2))
+        return
+    for c in configs:
+        console.print(f"{c.run_id()}  {_describe_config(c, axes)}  steps={c.steps}", highlight=False, soft_wrap=True)
+    console.print(f"{len(configs)} runs ({chosen} scale)")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def sweep(
         config: Optional[Path] = typer.Option(None, "--config", help="Sweep TOML file (e.g. sweeps/table2.toml); flags below override it."),
         lang: Optional[list[str]] = typer.Option(None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."),
         pe: Optional[str] = typer.Option(None, "--pe", help="Positional encodings, comma-separated (nope,sipe,sipe_p,rope,rope_p,partial_rope,jof_fixed,jof_learned,jof_projected)."),
-        base: Optional[str] = typer.Option(None, "--base", help="Bases β, comma-separated (e.g. 1e-12,1,1e4). Ignored by nope/rope_p/sipe_p."),
-        periods: Optional[str] = typer.Option(None, "--periods", help="'auto' (least k from classify) or comma-separated periods for rope_p/sipe_p."),
-        alphabet: Optional[str] = typer.Option(None, "--alphabet", help="Alphabet override for every language (e.g. a,b)."),
+        base: Optional[str] = typer.Option(None, "--base", help="Bases β, comma-separated (e.g. 1e-12,1,1e4). nope/rope_p/sipe_p have no base: their runs are the same at every β."),
+        periods: Optional[str] = typer.Option(None, "--periods", help="'auto' (least k from classify; an error outside LTL[P,MOD]) or comma-separated periods for rope_p/sipe_p."),
+        alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override for every language (e.g. a,b)."),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds (0..n-1). Default from --scale."),
         lrs: Optional[str] = typer.Option(None, "--lrs", help="Learning rates, comma-separated. Default from --scale."),
         scale: Optional[str] = typer.Option(None, "--scale", help="quick (2-core CPU) or paper (the paper's settings): defaults for model size, steps, strings per length, seeds."),
@@ -216,68 +379,49 @@ def register(app: typer.Typer) -> None:
         d_model: Optional[int] = typer.Option(None, "--d-model", help="Model width."),
         heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads."),
         n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length."),
+        test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."),
         eval_mode: Optional[str] = typer.Option(None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length)."),
-        workers: int = typer.Option(1, "--workers", help="Parallel single-threaded worker processes."),
-        out: Path = typer.Option(Path("results/sweep"), "--out", help="Results folder (Parquet under runs/ and evals/). Finished runs there are skipped."),
+        data: Optional[Path] = typer.Option(None, "--data", help="Train and test every run on these files (FLaRe folder or MLRegTest DIR/<language>; docs/formats.md); at most one --lang, whose labels are checked."),
+        set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field as a grid axis, FIELD=v1,v2 (repeatable), e.g. --set train_near_miss_fraction=0,0.5 --set layers=2,5."),
+        workers: Optional[int] = typer.Option(None, "--workers", help="Parallel single-threaded worker processes (at least 1; default 1)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/sweep; Parquet under runs/ and evals/; missing folders are created). Finished runs there are skipped."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
-        data: Optional[Path] = typer.Option(None, "--data", help="Train and test every run on these files (FLaRe folder or MLRegTest DIR/<language>; docs/formats.md); at most one --lang, whose labels are checked."),
     ) -> None:
-        """Run a grid of training runs (languages × PEs × bases × seeds × lrs); rerunning skips finished runs."""
+        """Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips finished runs."""
         from rich.console import Console
 
-        from formal_rope.sweeps.grid import build_spec, expand_grid, load_sweep_file, validate_grid
+        from formal_rope.commands.train import check_positive
+        from formal_rope.sweeps.grid import expand_grid, unused_settings, validate_grid
+        from formal_rope.sweeps.results import finished_run_ids
+        from formal_rope.training.config import lengths_fields
 
+        check_positive(workers=workers)
         console = Console(stderr=json_output)
-        run_settings = _overrides(steps=steps, batch_size=batch_size, layers=layers, d_model=d_model, heads=heads,
-                                  n_per_length=n_per_length, eval_mode=eval_mode)
+        settings = _overrides(steps=steps, batch_size=batch_size, layers=layers, d_model=d_model, heads=heads,
+                              n_per_length=n_per_length, eval_mode=eval_mode)
+        if test_lengths is not None:
+            settings.update(lengths_fields(test_lengths, "--test-lengths"))
         if data is not None:
-            lang = [_data_language(data, lang, alphabet, run_settings)]
-        if config is not None:
-            spec, chosen = load_sweep_file(config, scale)
-            spec = build_spec(
-                name=spec.name,
-                languages=lang or spec.languages,
-                pes=_split(pe) or spec.pes,
-                bases=_floats(base, "--base") or spec.bases,
-                seeds=seeds if seeds is not None else spec.seeds,
-                lrs=_floats(lrs, "--lrs") or spec.lrs,
-                periods=_periods(periods, spec.periods),
-                alphabet=_alphabet(alphabet) or spec.alphabet,
-                scale=chosen,
-                overrides={**spec.overrides, **run_settings},
-                description=spec.description,
-                reference=spec.reference,
-            )
-        else:
-            if not lang:
-                raise FormalRopeError("sweep needs --lang (one or more) or --config FILE.toml")
-            chosen = scale or "quick"
-            spec = build_spec(
-                name="cli",
-                languages=lang,
-                pes=_split(pe) or ["rope"],
-                bases=_floats(base, "--base") or [1e4],
-                seeds=seeds,
-                lrs=_floats(lrs, "--lrs") or None,
-                periods=_periods(periods, "auto"),
-                alphabet=_alphabet(alphabet),
-                scale=chosen,
-                overrides=run_settings,
-            )
+            lang = [_data_language(data, lang, alphabet, settings)]
+        axes = _cli_axes(set_fields, settings)
+        grid = {"languages": lang, "pes": _split(pe), "bases": _floats(base, "--base"), "seeds": seeds,
+                "lrs": _floats(lrs, "--lrs"), "periods": periods, "alphabet": _alphabet(alphabet)}
+        spec, chosen = _sweep_spec(config, scale, grid, settings, axes)
         configs = expand_grid(spec)
-        validate_grid(configs)
+        for note in unused_settings(configs, _given_options(grid, settings, axes)) + validate_grid(configs):
+            _note(note)
         if dry_run:
-            listing = [{"run_id": c.run_id(), **c.to_dict()} for c in configs]
-            if json_output:
-                print(json.dumps(listing, indent=2))
-            else:
-                for c in configs:
-                    console.print(f"{c.run_id()}  {_describe_config(c)}  steps={c.steps}")
-                console.print(f"{len(configs)} runs ({chosen} scale)")
+            unused = [option for option, value in (("--out", out), ("--workers", workers)) if value is not None]
+            if unused:
+                _note(f"{' and '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --dry-run (nothing runs)")
+            _dry_run(configs, chosen, console, json_output, [name for name, _ in spec.axes])
             return
+        workers = 1 if workers is None else workers
+        out = Path("results/sweep") if out is None else out
+        finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
         console.print(f"[bold]{spec.name}[/]: {len(configs)} runs at {chosen} scale → {out}")
-        summary = _run_with_progress(configs, out, workers, console, quiet=False)
+        summary = _run_with_progress(configs, out, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
         console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
         payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output)
         if json_output:
@@ -290,26 +434,28 @@ def register(app: typer.Typer) -> None:
     def report(
         results: Path = typer.Argument(..., help="Results folder written by `sweep` or `reproduce`."),
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
-        plot: Optional[Path] = typer.Option(None, "--plot", help="Write a Figure 2/3-style plot (mean N* vs base, ±1 std; NoPE band) to this PNG."),
-        reference: Optional[Path] = typer.Option(None, "--reference", help="Sweep TOML whose \\[reference] rows (the paper's numbers) are shown beside ours."),
-        sort: Optional[str] = typer.Option(None, "--sort", help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or accuracy; default: language, PE, base."),
+        plot: Optional[Path] = typer.Option(None, "--plot", help="Write a Figure 2/3-style plot (mean N* vs base, ±1 std; NoPE band; the paper's values hollow with --reference) to this PNG; missing folders are created."),
+        reference: Optional[str] = typer.Option(None, "--reference", help="The paper's numbers beside ours: a table name (table2, table4, table5) or a sweep TOML with a \\[reference] table."),
+        by: Optional[str] = typer.Option(None, "--by", help="Group rows by these runs columns, comma-separated (default language,pe,base), e.g. language,pe,train_near_miss_fraction."),
+        sort: Optional[str] = typer.Option(None, "--sort", help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or accuracy; default: the grouping's order."),
     ) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""
         from rich.console import Console
 
-        ref = None
-        if reference is not None:
-            from formal_rope.sweeps.grid import load_sweep_file
+        from formal_rope.sweeps.report import DEFAULT_GROUPING
 
-            ref = load_sweep_file(reference)[0].reference
-        _report(results, Console(), json_output, plot, ref, sort=sort)
+        grouping = _grouping(by)
+        if reference is not None and plot is None and grouping != DEFAULT_GROUPING:
+            _note("--reference is shown in the table only with the default grouping (language,pe,base) and "
+                  "otherwise only on a --plot; it has no effect here")
+        _report(results, Console(), json_output, plot, _reference_table(reference), by=grouping, sort=sort)
 
     @app.command()
     def reproduce(
         table: str = typer.Argument("table2", help="table2, table4, table5 or all."),
-        scale: str = typer.Option("quick", "--scale", help="quick (fits a 2-core CPU in ~15 min for table2) or paper (the paper's full settings; GPU-scale)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/<table>-<scale>). Finished runs are skipped on rerun."),
-        workers: int = typer.Option(2, "--workers", help="Parallel single-threaded worker processes."),
+        scale: str = typer.Option("quick", "--scale", help="quick (table2: about 3.5 min with 2 workers on a 2-core CPU) or paper (the paper's full settings; GPU-scale)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/<table>-<scale>; missing folders are created). Finished runs are skipped on rerun."),
+        workers: int = typer.Option(2, "--workers", help="Parallel single-threaded worker processes (at least 1)."),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Override the training steps per run."),
         n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Override the test strings per length."),
@@ -318,14 +464,15 @@ def register(app: typer.Typer) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
         from rich.console import Console
 
-        from formal_rope.sweeps.grid import (
-            PAPER_TABLES, build_spec, expand_grid, load_sweep_file, paper_sweep_path, validate_grid,
-        )
+        from formal_rope.commands.train import check_positive
+        from formal_rope.sweeps.grid import PAPER_TABLES, expand_grid, paper_sweep_path, validate_grid
+        from formal_rope.sweeps.results import finished_run_ids
 
         if table not in PAPER_TABLES + ("all",):
             raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or all")
         if scale not in ("quick", "paper"):
             raise FormalRopeError(f"unknown scale {scale!r}; expected quick or paper")
+        check_positive(workers=workers)
         console = Console(stderr=json_output)
         if scale == "quick":
             from formal_rope.training.scales import QUICK_SHRINKS
@@ -334,24 +481,19 @@ def register(app: typer.Typer) -> None:
         explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length)
         if explicit:
             console.print("[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items()))
+        grid = {"languages": None, "pes": [], "bases": [], "seeds": seeds, "lrs": [], "periods": None, "alphabet": None}
         payloads = {}
         for name in PAPER_TABLES if table == "all" else (table,):
-            spec, _ = load_sweep_file(paper_sweep_path(name), scale)
-            if seeds is not None or steps is not None or n_per_length is not None:
-                spec = build_spec(
-                    name=spec.name, languages=spec.languages, pes=spec.pes, bases=spec.bases,
-                    seeds=seeds if seeds is not None else spec.seeds, lrs=spec.lrs, periods=spec.periods,
-                    alphabet=spec.alphabet, scale=scale,
-                    overrides={**spec.overrides, **_overrides(steps=steps, n_per_length=n_per_length)},
-                    description=spec.description, reference=spec.reference,
-                )
+            spec, _ = _sweep_spec(paper_sweep_path(name), scale, grid, _overrides(steps=steps, n_per_length=n_per_length), {})
             target = out if out is not None and table != "all" else (out / name if out is not None else Path("results") / f"{name}-{scale}")
             configs = expand_grid(spec)
-            validate_grid(configs)
+            for note in validate_grid(configs):
+                _note(note)
+            finished_run_ids(target)
             console.print(f"[bold]{name}[/] ({spec.description}): {len(configs)} runs at {scale} scale → {target}")
-            _run_with_progress(configs, target, workers, console, quiet=False)
+            _run_with_progress(configs, target, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
             payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
-                                     title=f"{name} ({scale})", quiet=json_output)
+                                     title=name, quiet=json_output, scale=scale)
         if json_output:
             # One JSON document: the table's payload, or {table: payload} for `all`.
             _print_json(payloads[table] if table != "all" else payloads)

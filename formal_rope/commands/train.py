@@ -26,18 +26,65 @@ def parse_periods(text: str | None) -> tuple[int, ...] | None:
     return periods
 
 
-def parse_length_range(text: str) -> tuple[int, int]:
-    """'41..500' -> (41, 500); a single number n -> (n, n)."""
-    try:
-        if ".." in text:
-            low, high = (int(part) for part in text.split("..", 1))
+def parse_length_range(text: str, option: str = "--test-lengths") -> tuple[int, int]:
+    """'41..500' -> (41, 500); a single number n -> (n, n); a list is a user error here."""
+    from formal_rope.training.config import lengths_fields
+
+    fields = lengths_fields(text, option, prefix="range")
+    return fields["range_min_length"], fields["range_max_length"]
+
+
+def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[str, list]:
+    """['steps=100', 'lr_schedule=cosine,constant'] -> {'steps': [100], 'lr_schedule': ['cosine', 'constant']}.
+
+    Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
+    the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
+    wrong type is a user error naming it."""
+    from formal_rope.training.config import field_kind, parse_field_text
+
+    assignments: dict[str, list] = {}
+    for text in texts or ():
+        name, equals, values = text.partition("=")
+        name = name.strip().replace("-", "_")
+        if not equals or not name:
+            raise FormalRopeError(f"{option} takes FIELD=VALUE[,VALUE...], got {text!r}")
+        field_kind(name)  # unknown field -> error naming it
+        if name in assignments:
+            raise FormalRopeError(f"{option} {name} is given twice; list all its values in one {option} {name}=v1,v2")
+        parts = split_outside_brackets(values)
+        if not parts:
+            raise FormalRopeError(f"{option} {name}= has no value")
+        try:
+            assignments[name] = [parse_field_text(name, part) for part in parts]
+        except FormalRopeError as error:
+            raise FormalRopeError(f"{option} {name}: {error}") from None
+    return assignments
+
+
+def split_outside_brackets(text: str) -> list[str]:
+    """'a,[b,c],d' -> ['a', '[b,c]', 'd'] (empty parts dropped)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
         else:
-            low = high = int(text)
-    except ValueError:
-        raise FormalRopeError(f"--test-lengths must look like 41..500, got {text!r}") from None
-    if low < 0 or low > high:
-        raise FormalRopeError(f"--test-lengths {text!r} is not a non-empty range of non-negative lengths")
-    return low, high
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
+
+
+def check_positive(**counts) -> None:
+    """User error for a count option (given as --name=value) below 1."""
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise FormalRopeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+def inapplicable_options(config, options: dict[str, str]) -> list[str]:
+    """The options (option text -> RunConfig field) that have no effect on `config`'s encoding."""
+    return [option for option, name in options.items() if not config.applies(name)]
 
 
 def json_ready(value):
@@ -75,14 +122,17 @@ def _render(result, checkpoint: Path | None) -> None:
     summary.add_row("status", result.status + (f" ({result.error})" if result.error else ""))
     summary.add_row("run id", result.run_id)
     summary.add_row("alphabet", "{" + ", ".join(result.alphabet or ()) + "}")
-    if config.data is not None:
-        summary.add_row("data", f"{config.data} (content hash {config.data_hash}; train lengths "
-                        f"{config.train_min_length}..{config.train_max_length}, tests {config.test_min_length}..{config.test_max_length})")
     if result.resolved_periods is not None:
         summary.add_row("periods", ",".join(map(str, result.resolved_periods)) + (" (auto)" if config.periods is None else ""))
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
+    tested = config.tested_lengths()
+    summary.add_row("test lengths", f"{tested.start}..{tested.stop - 1}" if isinstance(tested, range)
+                    else ", ".join(map(str, tested[:12])) + (f", … ({len(tested)} lengths)" if len(tested) > 12 else ""))
+    if config.data is not None:
+        summary.add_row("data", f"{config.data} (content hash {config.data_hash}; train lengths "
+                        f"{config.train_min_length}..{config.train_max_length})")
     summary.add_row("N*", str(result.n_star))
     if result.per_length:
         stopped = "" if result.eval_complete else ", stopped at the first imperfect length"
@@ -111,32 +161,103 @@ def _render(result, checkpoint: Path | None) -> None:
         console.print(lengths)
 
 
+_EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": "rope_fraction",
+                   "--phase-precision": "phase_precision"}
+
+
+def _option_fields(plain: dict, *, periods: str | None, alphabet: str | None, test_lengths: str | None,
+                   train_lengths: str | None) -> dict:
+    """RunConfig fields of the options given explicitly: `plain` values as they are (None = not
+    given), the text options parsed."""
+    from formal_rope.training.config import lengths_fields
+
+    fields = {key: value for key, value in plain.items() if value is not None}
+    if periods is not None:
+        fields["periods"] = parse_periods(periods)
+    if alphabet is not None:
+        from formal_rope.lang.source import parse_alphabet
+
+        fields["alphabet"] = tuple(parse_alphabet(alphabet))
+    if test_lengths is not None:
+        fields.update(lengths_fields(test_lengths, "--test-lengths"))
+    if train_lengths is not None:
+        fields.update(lengths_fields(train_lengths, "--train-lengths", prefix="train"))
+    return fields
+
+
+def _merge_set(fields: dict, assignments: dict[str, list]) -> dict:
+    """`train --set FIELD=VALUE` on top of the dedicated options (one value each, no field twice)."""
+    for name, values in assignments.items():
+        if len(values) != 1:
+            raise FormalRopeError(f"train --set {name} takes one value (a list of values is a sweep axis: use sweep --set)")
+        if name in fields:
+            raise FormalRopeError(f"{name} is given both by its own option and by --set; give it once")
+        if name in ("language", "pe"):
+            raise FormalRopeError(f"--set {name}: use --{'lang' if name == 'language' else 'pe'}")
+    return {**fields, **{name: values[0] for name, values in assignments.items()}}
+
+
+def _refuse_options_without_effect(config, given: dict[str, str], device: str, threads: int | None,
+                                   out: Path | None, no_save: bool) -> None:
+    """A user error for every option that would change nothing in this run (`given`: option text ->
+    the RunConfig field it sets)."""
+    from formal_rope.training.config import FIELD_APPLIES_TO
+
+    useless = {option: name for option, name in given.items() if not config.applies(name)}
+    if useless:
+        reasons = "; ".join(f"{option} is used only by {', '.join(FIELD_APPLIES_TO[name])}" for option, name in useless.items())
+        raise FormalRopeError(f"{', '.join(useless)} {'has' if len(useless) == 1 else 'have'} no effect with --pe {config.pe}: {reasons}")
+    if out is not None and no_save:
+        raise FormalRopeError("--out names a checkpoint but --no-save writes none; give one of them")
+    if threads is not None and not device.startswith("cpu"):
+        raise FormalRopeError(f"--threads sets torch's CPU threads; it has no effect with --device {device}")
+
+
+def _resolve_with_notes(config):
+    """Resolve the language once (checking it can be trained on and its periods), print a note on
+    stderr for each setting without effect on it, and return its DFA."""
+    from formal_rope.training.context import context_notes
+    from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods
+
+    dfa = resolve_dfa(config)
+    check_trainable(config, dfa)
+    for note in context_notes(config, dfa, resolve_periods(config, dfa)):
+        print(f"note: {note}", file=sys.stderr)
+    return dfa
+
+
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train(
         lang: Optional[str] = typer.Option(None, "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the data's labels are checked against it."),
         data: Optional[Path] = typer.Option(None, "--data", help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md)."),
         pe: str = typer.Option("rope", "--pe", help="Positional encoding: nope, sipe, sipe_p, rope, rope_p, partial_rope, jof_fixed, jof_learned, jof_projected."),
-        periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default) or e.g. 2 or 2,3."),
-        base: Optional[float] = typer.Option(None, "--base", help="Base beta of rope/sipe/partial_rope/jof_* (> 0; default 1e4)."),
+        periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error outside LTL[P,MOD]) or e.g. 2 or 2,3."),
+        base: Optional[float] = typer.Option(None, "--base", help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p."),
         rope_fraction: Optional[float] = typer.Option(None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."),
-        alphabet: Optional[str] = typer.Option(None, "--alphabet", help="Alphabet override, e.g. ab or a,b."),
+        alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
         scale: Optional[str] = typer.Option(None, "--scale", help="Defaults from a named scale: quick (about a minute on one core) or paper (appendix E)."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Training steps."),
         lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate."),
+        lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant (default) or cosine (decay to 10% of --lr)."),
+        warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default 0)."),
+        weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW weight decay on weight matrices (default 0.01)."),
+        train_near_miss: Optional[float] = typer.Option(None, "--train-near-miss", help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives)."),
+        train_lengths: Optional[str] = typer.Option(None, "--train-lengths", help="Training length range, e.g. 0..40 (the default)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Seed for initialisation and training batches."),
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Training batch size."),
         layers: Optional[int] = typer.Option(None, "--layers", help="Transformer layers."),
         d_model: Optional[int] = typer.Option(None, "--d-model", help="Model width."),
         heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (head dimension must be even)."),
         eval_mode: Optional[str] = typer.Option(None, "--eval", help="full: every test length; nstar: stop at the first imperfect length."),
-        phase_precision: Optional[str] = typer.Option(None, "--phase-precision", help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product."),
+        phase_precision: Optional[str] = typer.Option(None, "--phase-precision", help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. Only for encodings with a base."),
         attention: Optional[str] = typer.Option(None, "--attention", help="Attention implementation: auto, triton or torch."),
         n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length (default 512; quick scale 16)."),
-        test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test length range, e.g. 41..500."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint path (.zip); default checkpoints/<run id>.zip."),
+        test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100)."),
+        set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."),
         no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
-        threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 is fastest for these small models)."),
+        threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."),
         device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
         json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -147,48 +268,38 @@ def register(app: typer.Typer) -> None:
         """
         from formal_rope.training.config import RunConfig
         from formal_rope.training.scales import scale_overrides
-        from formal_rope.training.train import run_training
+        from formal_rope.training.train import run_training, validate_config
 
+        check_positive(threads=threads)
         if lang is None and data is None:
             raise FormalRopeError("train needs --lang (a language to sample from) or --data (files to read), or both")
-        fields: dict = {"language": lang, "pe": pe}
-        if alphabet is not None:
-            from formal_rope.lang.source import parse_alphabet
-
-            fields["alphabet"] = tuple(parse_alphabet(alphabet))
-        if scale is not None:
-            fields.update(scale_overrides(scale))
-        explicit = {
-            "periods": parse_periods(periods),
-            "base": base,
-            "rope_fraction": rope_fraction,
-            "steps": steps,
-            "lr": lr,
-            "seed": seed,
-            "batch_size": batch_size,
-            "layers": layers,
-            "d_model": d_model,
-            "heads": heads,
-            "eval_mode": eval_mode,
-            "phase_precision": phase_precision,
-            "attention": attention,
+        plain = {
+            "base": base, "rope_fraction": rope_fraction, "steps": steps, "lr": lr, "lr_schedule": lr_schedule,
+            "warmup_steps": warmup_steps, "weight_decay": weight_decay, "train_near_miss_fraction": train_near_miss,
+            "seed": seed, "batch_size": batch_size, "layers": layers, "d_model": d_model, "heads": heads,
+            "eval_mode": eval_mode, "phase_precision": phase_precision, "attention": attention,
             "n_per_length": n_per_length,
         }
-        fields.update({key: value for key, value in explicit.items() if value is not None})
-        if test_lengths is not None:
-            fields["test_min_length"], fields["test_max_length"] = parse_length_range(test_lengths)
+        explicit = _option_fields(plain, periods=periods, alphabet=alphabet, test_lengths=test_lengths,
+                                  train_lengths=train_lengths)
+        assignments = parse_assignments(set_fields)
+        explicit = _merge_set(explicit, assignments)
         if data is not None:
             from formal_rope.training.data import data_settings
 
             # The files decide the training and test lengths (--test-lengths: evaluate a part of them).
-            fields.update(data_settings(data, language=lang, alphabet=fields.get("alphabet"),
-                                        test_range=parse_length_range(test_lengths) if test_lengths else None))
-        if threads < 1:
-            raise FormalRopeError(f"--threads must be at least 1, got {threads}")
-        config = RunConfig(**fields)
+            test_range = (explicit["test_min_length"], explicit["test_max_length"]) if test_lengths else None
+            explicit.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet"), test_range=test_range))
+        config = RunConfig(**{"language": lang, "pe": pe, **(scale_overrides(scale) if scale is not None else {}), **explicit})
+        given = {option: name for option, name in _EFFECT_OPTIONS.items() if name in explicit and name not in assignments}
+        given.update({f"--set {name}": name for name in assignments})
+        _refuse_options_without_effect(config, given, device, threads, out, no_save)
+        validate_config(config)
+        dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
         result, _ = run_training(
-            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device, threads=threads
+            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
+            threads=1 if threads is None else threads, dfa=dfa,
         )
         if result.status == "failed":
             checkpoint = None if result.steps_done == 0 else checkpoint
@@ -199,5 +310,5 @@ def register(app: typer.Typer) -> None:
         else:
             _render(result, checkpoint)
         if result.status == "failed":
-            print(f"the run failed: {result.error}", file=sys.stderr)
+            print(f"run failed: {result.error}", file=sys.stderr)
             raise typer.Exit(1)

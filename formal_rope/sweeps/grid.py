@@ -1,8 +1,9 @@
 """Sweep grids: a TOML file or CLI flags -> the list of RunConfigs to run.
 
-A grid is the cross product languages x PEs x bases x seeds x lrs (x periods). Bases only matter for
-PEs that use them, so base-free PEs (nope, rope_p, sipe_p) get one run per remaining grid point
-instead of one per base.
+A grid is the cross product languages x PEs x bases x seeds x lrs x axes, where `axes` are any other
+RunConfig fields with several values (`sweep --set FIELD=v1,v2`, a sweep file's [axes] table).
+RunConfigs are canonical, so settings that do not apply to a PE (the base of nope, rope_p, sipe_p;
+the rotated fraction outside partial_rope, ...) collapse to one run per remaining grid point.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.config import BASE_ENCODINGS, POSITIONAL_ENCODINGS, RunConfig, coerce_field, field_kind
 
-BASE_FREE_PES = frozenset({"nope", "rope_p", "sipe_p"})
+BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_ENCODINGS)
+MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expanded
 SCALE_NAMES = ("quick", "paper")
 PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `reproduce` reruns
 
@@ -29,14 +31,15 @@ _RUNCONFIG_KEYS = {f.name for f in fields(RunConfig)}
 # an error that points to the grid key instead.
 _AXIS_FIELDS = {"language": "languages", "pe": "pes", "base": "bases", "seed": "seeds", "lr": "lrs",
                 "periods": "periods", "alphabet": "alphabet"}
-# The value type of every other RunConfig field, from its default (all are int, float or str).
-_FIELD_TYPES = {f.name: type(f.default) for f in fields(RunConfig) if f.name not in _AXIS_FIELDS}
+# Fields with their own grid key or option; `--set` / [axes] point there instead.
+DEDICATED_AXES = {"language": "--lang / languages", "pe": "--pe / pes", "base": "--base / bases",
+                  "seed": "--seeds / seeds", "lr": "--lrs / lrs"}
 _REFERENCE_ROW = "[language, pe, base, accuracy max, accuracy mean, N* max, N* mean]"
 
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """A grid of runs: the axes (languages x PEs x bases x seeds x lrs), fixed overrides, and the paper's numbers.
+    """A grid of runs: the axes (languages x PEs x bases x seeds x lrs x `axes`), fixed overrides, and the paper's numbers.
 
     `expand_grid(spec)` gives its RunConfigs.
     """
@@ -50,6 +53,7 @@ class SweepSpec:
     periods: tuple[int, ...] | str | None = "auto"
     alphabet: tuple[str, ...] | None = None
     overrides: dict = field(default_factory=dict)  # RunConfig field -> value, applied to every run
+    axes: tuple = ()  # ((RunConfig field, (value, ...)), ...): further axes of the cross product
     description: str = ""
     reference: dict = field(default_factory=dict)  # paper numbers, for display only
 
@@ -70,6 +74,14 @@ class SweepSpec:
             raise FormalRopeError(f"sweep {self.name!r}: learning rate must be > 0, got {bad_lrs[0]}")
 
 
+def grid_size(spec: SweepSpec) -> int:
+    """Points of the cross product before duplicates (runs of base-free PEs at several bases) collapse."""
+    size = len(spec.languages) * len(spec.pes) * len(spec.bases) * len(spec.seeds) * len(spec.lrs)
+    for _, values in spec.axes:
+        size *= len(values)
+    return size
+
+
 def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     """All RunConfigs of the grid, in a stable order, without duplicates.
 
@@ -78,25 +90,19 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     """
     configs: list[RunConfig] = []
     seen: set[str] = set()
-    for language, pe, base, seed, lr in itertools.product(spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs):
-        if pe in BASE_FREE_PES:
-            base = spec.bases[0]  # irrelevant for this PE; keep one canonical value
-        periods = None
-        if pe in ("rope_p", "sipe_p"):
+    axis_names = [name for name, _ in spec.axes]
+    points = itertools.product(
+        spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs, *(values for _, values in spec.axes)
+    )
+    for language, pe, base, seed, lr, *axis_values in points:
+        settings = {**spec.overrides, **dict(zip(axis_names, axis_values))}
+        if "periods" not in settings and pe in ("rope_p", "sipe_p"):
             if spec.periods == "auto" or spec.periods is None:
-                periods = resolve_periods(language, spec.alphabet) if resolve_periods else None
+                settings["periods"] = resolve_periods(language, spec.alphabet) if resolve_periods else None
             else:
-                periods = tuple(int(p) for p in spec.periods)
-        config = RunConfig(
-            language=language,
-            alphabet=spec.alphabet,
-            pe=pe,
-            base=float(base),
-            periods=periods,
-            seed=int(seed),
-            lr=float(lr),
-            **spec.overrides,
-        )
+                settings["periods"] = tuple(int(p) for p in spec.periods)
+        settings.setdefault("alphabet", spec.alphabet)
+        config = RunConfig(language=language, pe=pe, base=float(base), seed=int(seed), lr=float(lr), **settings)
         run_id = config.run_id()
         if run_id not in seen:
             seen.add(run_id)
@@ -104,18 +110,47 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     return configs
 
 
-def validate_grid(configs: list[RunConfig]) -> None:
+def validate_grid(configs: list[RunConfig]) -> list[str]:
     """Check every run's settings and language before the first run starts (FormalRopeError), so a
-    typo stops the sweep at once instead of being recorded as one failed run per grid point."""
-    from formal_rope.training.train import check_trainable, resolve_dfa, validate_config
+    typo stops the sweep at once instead of being recorded as one failed run per grid point; this
+    includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
+    settings that have no effect on some language, once each."""
+    from formal_rope.training.context import context_notes
+    from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods, validate_config
 
-    languages_seen: set = set()
+    dfas: dict = {}
+    notes: list[str] = []
+    checked: set = set()
     for config in configs:
         validate_config(config)
-        key = (config.language, config.alphabet, config.train_min_length, config.train_max_length)
-        if key not in languages_seen:
-            languages_seen.add(key)
-            check_trainable(config, resolve_dfa(config))
+        language_key = (config.language, config.alphabet)
+        if language_key not in dfas:
+            dfas[language_key] = resolve_dfa(config)
+        dfa = dfas[language_key]
+        key = (language_key, config.pe, config.periods, config.train_min_length, config.train_max_length,
+               config.train_near_miss_fraction)
+        if key in checked:
+            continue
+        checked.add(key)
+        check_trainable(config, dfa)
+        for note in context_notes(config, dfa, resolve_periods(config, dfa)):
+            if note not in notes:
+                notes.append(note)
+    return notes
+
+
+def unused_settings(configs: list[RunConfig], given: dict[str, str]) -> list[str]:
+    """Notes for options (option text -> RunConfig field) that apply to none of the grid's runs
+    (`--base` on a grid of nope/rope_p/sipe_p, `--set rope_fraction=...` without partial_rope)."""
+    from formal_rope.training.config import FIELD_APPLIES_TO
+
+    notes = []
+    for option, name in given.items():
+        if configs and not any(config.applies(name) for config in configs):
+            pes = ", ".join(dict.fromkeys(config.pe for config in configs))
+            users = ", ".join(FIELD_APPLIES_TO.get(name, ()))
+            notes.append(f"{option} has no effect on this grid: its encodings ({pes}) do not use it (only {users} do)")
+    return notes
 
 
 def _line_of_key(text: str, key: str) -> int | None:
@@ -169,6 +204,16 @@ def _periods_value(value, path: Path):
     return items
 
 
+def _checked_value(path: Path, text: str, where: str, key: str, value):
+    """A TOML value for RunConfig field `key`, typed (`coerce_field`); an error with its line if not."""
+    try:
+        return coerce_field(key, value)
+    except FormalRopeError as error:
+        line = _line_of_key(text, key)
+        problem = str(error).removeprefix(f"{key} ")  # "must be an integer, got 'many'"
+        raise FormalRopeError(f"{path}:{line or '?'}: {key!r} in [{where}] {problem}") from None
+
+
 def _checked_section(path: Path, text: str, where: str, section: dict) -> dict:
     """A [quick]/[paper] table with every RunConfig value checked against the field's type."""
     checked = {}
@@ -182,18 +227,29 @@ def _checked_section(path: Path, text: str, where: str, section: dict) -> dict:
                 f"{path}:{line or '?'}: {key!r} in [{where}] is a grid axis; "
                 f"set {_AXIS_FIELDS[key]!r} (a list) instead"
             )
-        expected = _FIELD_TYPES[key]
-        valid = (
-            isinstance(value, expected) and not isinstance(value, bool)
-            or expected is float and isinstance(value, int) and not isinstance(value, bool)
-        )
-        if not valid:
-            line = _line_of_key(text, key)
-            raise FormalRopeError(
-                f"{path}:{line or '?'}: {key!r} in [{where}] must be {'a number' if expected is float else 'an integer' if expected is int else 'a string'}, got {value!r}"
-            )
-        checked[key] = float(value) if expected is float else value
+        checked[key] = _checked_value(path, text, where, key, value)
     return checked
+
+
+def _checked_axes(path: Path, text: str, table) -> tuple:
+    """The [axes] table: RunConfig field -> a non-empty list of values, each typed like the field."""
+    if not isinstance(table, dict):
+        raise FormalRopeError(f"{path}: [axes] must be a table of FIELD = [value, ...]")
+    axes = []
+    for key, values in table.items():
+        line = _line_of_key(text, key)
+        at = f"{path}:{line or '?'}"
+        if key in DEDICATED_AXES:
+            raise FormalRopeError(f"{at}: {key!r} in [axes] has its own grid key; use {DEDICATED_AXES[key].split(' / ')[1]!r}")
+        try:
+            field_kind(key)
+        except FormalRopeError as error:
+            raise FormalRopeError(f"{at}: unknown key {key!r} in [axes]: {error}") from None
+        if not isinstance(values, list) or not values:
+            raise FormalRopeError(f"{at}: {key!r} in [axes] must be a non-empty list of values, got {values!r}")
+        typed = [None if value in ("auto", "none") and field_kind(key) in ("symbols", "integers") else value for value in values]
+        axes.append((key, tuple(_checked_value(path, text, "axes", key, value) for value in typed)))
+    return tuple(axes)
 
 
 def _checked_reference(path: Path, reference) -> dict:
@@ -244,7 +300,7 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     except tomllib.TOMLDecodeError as error:
         raise FormalRopeError(f"{path}: invalid TOML: {error}") from None
 
-    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference"}
+    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference", "axes"}
     for key in data:
         if key not in allowed_top:
             raise _unknown_key_error(path, text, key, "the sweep file", allowed_top)
@@ -262,6 +318,10 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
                 raise _unknown_key_error(path, text, key, f"[{scale_name}]", section_allowed)
         sections[scale_name] = _checked_section(path, text, scale_name, data.get(scale_name, {}))
     section = dict(sections[chosen])
+    axes = _checked_axes(path, text, data.get("axes", {}))
+    for key, _ in axes:
+        if key in section:
+            raise FormalRopeError(f"{path}:{_line_of_key(text, key) or '?'}: {key!r} is both an [axes] entry and fixed in [{chosen}]; keep one")
     grid = {k: v for k, v in data.items() if k in _GRID_KEYS}
     for key in _SCALE_EXTRA_KEYS:
         if key in section:
@@ -286,6 +346,7 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             alphabet=alphabet,
             scale=chosen,
             overrides=section,
+            axes=axes,
             description=str(data.get("description", "")),
             reference=_checked_reference(path, data.get("reference", {})),
         ),
@@ -315,32 +376,38 @@ def build_spec(
     alphabet=None,
     scale: str = "quick",
     overrides: dict | None = None,
+    axes=(),
     description: str = "",
     reference: dict | None = None,
 ) -> SweepSpec:
     """Combine a scale preset with explicit settings (explicit ones win).
 
     seeds: an int n means seeds 0..n-1; a list means exactly those seeds.
+    axes: {field: [values]} or ((field, values), ...): further axes of the grid; an axis replaces
+    the preset's value of its field, and may not repeat an explicit override or a dedicated axis.
     """
     preset = _scale_preset(scale)
     preset_seeds = preset.pop("seeds", 1)
     preset_lrs = preset.pop("lrs", (3e-4,))
     preset = {k: v for k, v in preset.items() if k in _RUNCONFIG_KEYS}
+    axes = _checked_axis_values(axes, overrides or {}, periods, alphabet)
     merged = {**preset, **(overrides or {})}
     unknown = sorted(set(merged) - _RUNCONFIG_KEYS)
     if unknown:
         raise FormalRopeError(f"unknown run setting {unknown[0]!r}")
-    for key in ("language", "pe", "base", "seed", "lr", "periods", "alphabet"):
+    for key in ("language", "pe", "base", "seed", "lr", "periods", "alphabet", *(name for name, _ in axes)):
         merged.pop(key, None)  # grid axes, not per-run overrides
     seeds = preset_seeds if seeds is None else seeds
+    if isinstance(seeds, int) and seeds > MAX_GRID_RUNS:
+        raise FormalRopeError(f"{seeds:,} seeds is more than a sweep may run ({MAX_GRID_RUNS:,} runs at most)")
     seed_tuple = tuple(range(int(seeds))) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     if not seed_tuple:
-        raise FormalRopeError("a sweep needs at least one seed")
+        raise FormalRopeError(f"a sweep needs at least one seed, got {seeds!r}")
     if periods not in (None, "auto"):
         periods = tuple(int(p) for p in (periods if isinstance(periods, (list, tuple)) else [periods]))
         if any(p <= 0 for p in periods):
             raise FormalRopeError(f"periods must be positive integers, got {list(periods)}")
-    return SweepSpec(
+    spec = SweepSpec(
         name=name,
         languages=tuple(languages),
         pes=tuple(pes),
@@ -350,6 +417,33 @@ def build_spec(
         periods=periods,
         alphabet=tuple(alphabet) if alphabet else None,
         overrides=merged,
+        axes=axes,
         description=description,
         reference=dict(reference or {}),
     )
+    if grid_size(spec) > MAX_GRID_RUNS:
+        raise FormalRopeError(
+            f"sweep {name!r} has {grid_size(spec):,} grid points, more than {MAX_GRID_RUNS:,}; "
+            "split it into smaller sweeps (they may share one --out folder)"
+        )
+    return spec
+
+
+def _checked_axis_values(axes, overrides: dict, periods, alphabet) -> tuple:
+    """((field, typed values), ...) of `axes` (a dict or pairs); FormalRopeError naming a field that
+    is unknown, has its own grid key, is also fixed by an override, or has no values."""
+    checked = []
+    for name, values in (axes.items() if isinstance(axes, dict) else axes):
+        field_kind(name)  # unknown -> error naming it
+        if name in DEDICATED_AXES:
+            raise FormalRopeError(f"{name} is already a grid axis: use {DEDICATED_AXES[name]}")
+        clash = name in overrides or (name == "periods" and periods not in (None, "auto")) or (
+            name == "alphabet" and alphabet
+        )
+        if clash:
+            raise FormalRopeError(f"{name} is given both as a fixed setting and as an axis; give it once")
+        values = tuple(values)
+        if not values:
+            raise FormalRopeError(f"the axis {name} has no values")
+        checked.append((name, tuple(coerce_field(name, v) if v is not None else None for v in values)))
+    return tuple(checked)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.sweeps.grid import BASE_FREE_PES
+from formal_rope.training.config import BASE_ENCODINGS
 
 PE_LABELS = {
     "nope": "NoPE",
@@ -22,16 +22,22 @@ PE_LABELS = {
 }
 
 
+DEFAULT_GROUPING = ("language", "pe", "base")
+
+
 @dataclass(frozen=True)
 class AggregateRow:
-    """One (language, PE, base) row of a results table: accuracy and N* over its runs (max, mean, std).
+    """One row of a results table: accuracy and N* over its runs (max, mean, std), grouped by
+    (language, PE, base) or by any columns (`group`: the row's (column, value) pairs).
 
-    Every run counts (a diverged run with N* 0; its NaN accuracy is left out); `ok_runs` of `runs` finished ok.
+    Every run counts (a diverged run with N* 0; its NaN accuracy is left out); `ok_runs` of `runs`
+    finished ok. The accuracy statistics are NaN when no run of the row has an accuracy (every run
+    diverged or failed); a std over one value is 0.
     """
 
-    language: str
-    pe: str
-    base: float | None  # None for PEs without a base
+    language: str | None
+    pe: str | None
+    base: float | None  # None for PEs without a base (and when the grouping has no base)
     runs: int
     ok_runs: int
     accuracy_max: float
@@ -45,54 +51,94 @@ class AggregateRow:
     nnch_max: float = math.nan
     nnch_mean: float = math.nan
     nnch_std: float = math.nan
+    group: tuple = ()  # ((column, value), ...) in the grouping's order
 
     def to_dict(self) -> dict:
+        """The grouping columns, then runs, ok_runs and the statistics (NaN -> None, strict JSON)."""
         def clean(value):
             return None if isinstance(value, float) and math.isnan(value) else value
 
-        return {key: clean(value) for key, value in self.__dict__.items()}
+        group = dict(self.group) if self.group else {"language": self.language, "pe": self.pe, "base": self.base}
+        stats = {key: clean(value) for key, value in self.__dict__.items() if key not in ("language", "pe", "base", "group")}
+        return {**{key: clean(value) for key, value in group.items()}, **stats}
 
 
-def aggregate(runs) -> list[AggregateRow]:
-    """One row per (language, PE, base) over seeds and learning rates (sample std, ddof=1 as pandas).
+def normalise_runs(runs):
+    """A copy of a `runs` frame with the base of base-free encodings null (older results recorded
+    whatever --base the grid had)."""
+    frame = runs.copy()
+    if "base" in frame.columns and "pe" in frame.columns:
+        frame["base"] = [float(b) if pe in BASE_ENCODINGS and b is not None else math.nan
+                         for pe, b in zip(frame["pe"], frame["base"])]
+    return frame
+
+
+def check_grouping(runs, by) -> tuple[str, ...]:
+    """`by` as a tuple of columns of `runs`; FormalRopeError naming an unknown column."""
+    by = tuple(by)
+    unknown = [name for name in by if name not in runs.columns]
+    if unknown or not by:
+        columns = ", ".join(name for name in runs.columns if name not in ("config", "versions", "error"))
+        raise FormalRopeError(f"cannot group by {', '.join(unknown) or 'nothing'}: the columns are {columns}")
+    return by
+
+
+def _cell(value):
+    """A grouping value as a plain Python value (NaN/None -> None)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
+    """One row per distinct value of the `by` columns (default language, PE, base) over the other
+    columns (seeds and learning rates, for a paper grid); sample std (ddof=1, as pandas).
 
     Diverged and failed runs count with their recorded accuracy/N* when available; `ok_runs` says
     how many finished normally.
     """
-    frame = runs.copy()
-    frame["base_key"] = [None if pe in BASE_FREE_PES else float(b) for pe, b in zip(frame["pe"], frame["base"])]
+    frame = normalise_runs(runs)
+    by = check_grouping(frame, by)
     rows: list[AggregateRow] = []
-    language_order = list(dict.fromkeys(frame["language"]))
-    for (language, pe, base_key), group in frame.groupby(["language", "pe", "base_key"], dropna=False, sort=False):
+    for keys, group in frame.groupby(list(by), dropna=False, sort=False):
+        values = dict(zip(by, (_cell(key) for key in (keys if isinstance(keys, tuple) else (keys,)))))
         accuracy = group["accuracy"].astype(float)  # NaN for diverged runs: left out of max/mean/std
         n_star = group["n_star"].astype(float)
         nnch = group["nnch_accuracy"].astype(float) if "nnch_accuracy" in group else accuracy * math.nan
         rows.append(
             AggregateRow(
-                language=language,
-                pe=pe,
-                base=None if base_key is None or (isinstance(base_key, float) and math.isnan(base_key)) else float(base_key),
+                language=values.get("language"),
+                pe=values.get("pe"),
+                base=None if values.get("base") is None else float(values["base"]),
                 runs=len(group),
                 ok_runs=int((group["status"] == "ok").sum()),
                 accuracy_max=float(accuracy.max()),
                 accuracy_mean=float(accuracy.mean()),
-                accuracy_std=float(accuracy.std()) if accuracy.count() > 1 else 0.0,
+                accuracy_std=math.nan if accuracy.count() == 0 else float(accuracy.std()) if accuracy.count() > 1 else 0.0,
                 n_star_max=float(n_star.max()),
                 n_star_mean=float(n_star.mean()),
                 n_star_std=float(n_star.std()) if len(group) > 1 else 0.0,
                 nnch_max=float(nnch.max()),
                 nnch_mean=float(nnch.mean()),
                 nnch_std=float(nnch.std()) if nnch.count() > 1 else (0.0 if nnch.count() else math.nan),
+                group=tuple(values.items()),
             )
         )
+    language_order = list(dict.fromkeys(frame["language"])) if "language" in frame.columns else []
     pe_order = list(PE_LABELS)
-    rows.sort(
-        key=lambda r: (
-            language_order.index(r.language),
-            pe_order.index(r.pe) if r.pe in pe_order else len(pe_order),
-            -math.inf if r.base is None else r.base,
-        )
-    )
+
+    def sort_key(row: AggregateRow):
+        key = []
+        for name, value in row.group:
+            if name == "language":
+                key.append((0, language_order.index(value) if value in language_order else len(language_order)))
+            elif name == "pe":
+                key.append((0, pe_order.index(value) if value in pe_order else len(pe_order)))
+            else:
+                key.append((0,) if value is None else (1, value))
+        return key
+
+    rows.sort(key=sort_key)
     return rows
 
 
@@ -123,25 +169,26 @@ def sort_rows(rows: list[AggregateRow], key: str | None) -> list[AggregateRow]:
 AGGREGATED_AXES = ("seed", "lr")  # what a row of the table aggregates over, besides its own keys
 
 
-def mixed_settings(runs) -> list[tuple[str, str, float | None, dict]]:
+def mixed_settings(runs, by=DEFAULT_GROUPING) -> list[tuple]:
     """Rows of `aggregate` whose runs differ in more than seed and lr (a results folder reused with
-    other --steps, model sizes, ...): (language, pe, base, {setting: sorted distinct values})."""
+    other --steps, model sizes, ...): (*grouping values, {setting: sorted distinct values})."""
     import json
 
-    mixed = []
-    base_keys = [None if pe in BASE_FREE_PES else float(b) for pe, b in zip(runs["pe"], runs["base"])]
+    frame = normalise_runs(runs)
+    by = check_grouping(frame, by)
     groups: dict = {}
-    for (language, pe, config_text), base in zip(runs[["language", "pe", "config"]].itertuples(index=False), base_keys):
-        groups.setdefault((language, pe, base), []).append(json.loads(config_text))
-    for (language, pe, base), configs in groups.items():
-        keys = sorted(set().union(*configs) - {"language", "pe", "base", *AGGREGATED_AXES})
+    for keys, config_text in zip(frame[list(by)].itertuples(index=False), frame["config"]):
+        groups.setdefault(tuple(_cell(key) for key in keys), []).append(json.loads(config_text))
+    mixed = []
+    for keys, configs in groups.items():
+        names = sorted(set().union(*configs) - {*by, *AGGREGATED_AXES})
         differing = {}
-        for key in keys:
-            values = {json.dumps(c.get(key), sort_keys=True) for c in configs}
+        for name in names:
+            values = {json.dumps(c.get(name), sort_keys=True) for c in configs}
             if len(values) > 1:
-                differing[key] = sorted(values)
+                differing[name] = sorted(values)
         if differing:
-            mixed.append((language, pe, base, differing))
+            mixed.append((*keys, differing))
     return mixed
 
 
@@ -154,31 +201,69 @@ def format_base(base: float | None) -> str:
     return f"{base:g}"
 
 
-def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> Path:
+def reference_index(reference: dict | None) -> dict:
+    """A sweep file's [reference] rows keyed by (language, pe, base); base 0 (base-free) -> None.
+    Values: {accuracy_max, accuracy_mean, n_star_max, n_star_mean} (NaN where the paper gives none)."""
+    index = {}
+    for row in (reference or {}).get("rows", []):
+        language, pe, base = row[0], row[1], (None if row[2] == 0 else float(row[2]))
+        index[(language, pe, base)] = dict(zip(("accuracy_max", "accuracy_mean", "n_star_max", "n_star_mean"),
+                                               (float(value) for value in row[3:7])))
+    return index
+
+
+def _series(rows: list[AggregateRow]) -> dict:
+    """Rows per plotted series: (pe, other grouping values) -> rows; the label names the PE and the
+    values of any extra grouping columns (report --by language,pe,layers: one series per layers)."""
+    series: dict = {}
+    for row in rows:
+        extra = tuple((name, value) for name, value in row.group if name not in DEFAULT_GROUPING)
+        series.setdefault((row.pe, extra), []).append(row)
+    return series
+
+
+def _label(pe: str, extra: tuple) -> str:
+    return " ".join([PE_LABELS.get(pe, pe), *(f"{name}={value}" for name, value in extra)])
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and not math.isnan(value)
+
+
+def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", reference: dict | None = None) -> Path:
     """Mean N* vs base (log x) with ±1 std whiskers per base-dependent PE; NoPE as a band, other
-    base-free PEs (RoPE_P, SiPE_P) as dashed reference lines. One panel per language."""
+    base-free PEs (RoPE_P, SiPE_P) as dashed lines. One panel per language. The paper's values
+    (`reference`: a sweep file's [reference] table) are hollow markers beside ours.
+
+    Rows must be grouped by language and pe (and base); further grouping columns split series."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    names = {name for row in rows for name, _ in row.group} or set(DEFAULT_GROUPING)
+    if not {"language", "pe"} <= names:
+        raise FormalRopeError("a plot needs rows grouped by language and pe (e.g. report --by language,pe,base)")
+    paper = reference_index(reference)
     languages = list(dict.fromkeys(r.language for r in rows))
     if all(r.base is None for r in rows):
-        return _plot_base_free(rows, languages, path, title)
+        return _plot_base_free(rows, languages, path, title, paper)
     fig, axes = plt.subplots(1, len(languages), figsize=(4.2 * len(languages), 3.4), squeeze=False)
     for ax, language in zip(axes[0], languages):
         mine = [r for r in rows if r.language == language]
         based = sorted({r.base for r in mine if r.base is not None})
-        for pe in dict.fromkeys(r.pe for r in mine if r.base is not None):
-            series = sorted((r for r in mine if r.pe == pe and r.base is not None), key=lambda r: r.base)
-            ax.errorbar(
-                [r.base for r in series],
-                [r.n_star_mean for r in series],
-                yerr=[r.n_star_std for r in series],
-                marker="o",
-                capsize=3,
-                label=PE_LABELS.get(pe, pe),
-            )
+        paper_drawn = False
+        for index, ((pe, extra), series) in enumerate(_series([r for r in mine if r.base is not None]).items()):
+            series.sort(key=lambda r: r.base)
+            colour = f"C{index}"
+            ax.errorbar([r.base for r in series], [r.n_star_mean for r in series], yerr=[r.n_star_std for r in series],
+                        marker="o", capsize=3, color=colour, label=_label(pe, extra))
+            points = [(r.base, paper[(language, pe, r.base)]["n_star_mean"]) for r in series
+                      if (language, pe, r.base) in paper and _finite(paper[(language, pe, r.base)]["n_star_mean"])]
+            if points:
+                ax.scatter(*zip(*points), marker="o", s=70, facecolors="none", edgecolors=colour, linewidths=1.4,
+                           zorder=4, label=None if paper_drawn else "paper (hollow)")
+                paper_drawn = True
         for r in mine:
             if r.base is not None:
                 continue
@@ -187,6 +272,10 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> 
                 ax.axhline(r.n_star_mean, color="grey", lw=1)
             else:
                 ax.axhline(r.n_star_mean, ls="--", lw=1.2, label=f"{PE_LABELS.get(r.pe, r.pe)} (mean)", color="C3" if r.pe == "rope_p" else "C4")
+            level = paper.get((language, r.pe, None), {}).get("n_star_mean")
+            if _finite(level) and based:
+                ax.scatter(based, [level] * len(based), marker="s", s=40, facecolors="none", edgecolors="dimgrey",
+                           zorder=4, label=f"paper {PE_LABELS.get(r.pe, r.pe)} (hollow)")
         if based:
             ax.set_xscale("log")
             ax.set_xlabel("base β")
@@ -197,8 +286,16 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "") -> 
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7, loc="best")
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_wrapped(title, fig))
     return _save_figure(fig, path)
+
+
+def _wrapped(title: str, fig) -> str:
+    """`title` with each line wrapped to the figure's width (about 10 characters per inch)."""
+    import textwrap
+
+    width = max(30, int(fig.get_figwidth() * 10))
+    return "\n".join(textwrap.fill(line, width) for line in title.splitlines())
 
 
 def _save_figure(fig, path: str | Path) -> Path:
@@ -216,31 +313,73 @@ def _save_figure(fig, path: str | Path) -> Path:
     return path
 
 
-def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | Path, title: str) -> Path:
-    """Table 2 style grids have no base axis: bars of mean N* (±1 std) per encoding, max as a dot."""
+def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | Path, title: str, paper: dict) -> Path:
+    """Table 2 style grids have no base axis: bars of mean N* (±1 std) per encoding, our max as a
+    dot, the paper's N* max (and mean, where it gives one) as hollow markers beside each bar."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    pes = list(dict.fromkeys(r.pe for r in rows))
-    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * len(languages) * max(1, len(pes)) / 2, 3.4))
-    width = 0.8 / max(1, len(pes))
-    for index, pe in enumerate(pes):
-        xs, means, stds, maxima = [], [], [], []
+    series = _series(rows)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.9 * len(languages) * max(1, len(series)) / 2, 3.4))
+    width = 0.8 / max(1, len(series))
+    tops = [1.0]
+    labelled = set()
+    for index, ((pe, extra), members) in enumerate(series.items()):
+        xs, means, stds, maxima, paper_max, paper_mean = [], [], [], [], [], []
         for position, language in enumerate(languages):
-            match = [r for r in rows if r.language == language and r.pe == pe]
-            if match:
-                xs.append(position + (index - (len(pes) - 1) / 2) * width)
-                means.append(match[0].n_star_mean)
-                stds.append(match[0].n_star_std)
-                maxima.append(match[0].n_star_max)
-        ax.bar(xs, means, width=width * 0.95, yerr=stds, capsize=3, label=f"{PE_LABELS.get(pe, pe)} (mean ±1 std)", color=f"C{index}")
-        ax.scatter(xs, maxima, marker="D", s=22, color="black", zorder=3, label="max over runs" if index == 0 else None)
+            match = [r for r in members if r.language == language]
+            if not match:
+                continue
+            x = position + (index - (len(series) - 1) / 2) * width
+            xs.append(x)
+            means.append(match[0].n_star_mean)
+            stds.append(match[0].n_star_std)
+            maxima.append(match[0].n_star_max)
+            ref = paper.get((language, pe, None))
+            if ref and _finite(ref["n_star_max"]):
+                paper_max.append((x + width * 0.3, ref["n_star_max"]))
+            if ref and _finite(ref["n_star_mean"]):
+                paper_mean.append((x + width * 0.3, ref["n_star_mean"]))
+        ax.bar(xs, means, width=width * 0.95, yerr=stds, capsize=3, label=f"{_label(pe, extra)} (mean ±1 std)", color=f"C{index}")
+        ax.scatter(xs, maxima, marker="D", s=22, color="black", zorder=3, label="ours: max over runs" if index == 0 else None)
+        for points, marker, name in ((paper_max, "D", "paper: N* max"), (paper_mean, "o", "paper: N* mean")):
+            if points:
+                ax.scatter(*zip(*points), marker=marker, s=48, facecolors="none", edgecolors="crimson", linewidths=1.4,
+                           zorder=4, label=None if name in labelled else f"{name} (hollow)")
+                labelled.add(name)
+                tops.extend(y for _, y in points)
+        tops.extend(m + s for m, s in zip(means, stds))
+        tops.extend(maxima)
     ax.set_xticks(range(len(languages)), languages)
     ax.set_ylabel("N*")
-    ax.set_ylim(0, max([r.n_star_max for r in rows] + [1]) * 1.1)
+    ax.set_ylim(0, max(tops) * 1.1)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
-        ax.set_title(title)
+        fig.suptitle(_wrapped(title, fig))
     return _save_figure(fig, path)
+
+
+def scale_label(runs) -> str:
+    """'quick scale' / 'paper scale' when every run has that scale's settings, else 'custom
+    settings (...)' naming the model size and steps the runs used (for plot titles)."""
+    from formal_rope.training.scales import scale_overrides
+
+    for name in ("quick", "paper"):
+        preset = {key: value for key, value in scale_overrides(name).items() if key != "lr"}  # lr: a grid axis
+        if all(key in runs.columns and all(_same(value, preset[key]) for value in runs[key]) for key in preset):
+            return f"{name} scale"
+    shown = []
+    for key in ("layers", "d_model", "heads", "steps", "batch_size", "n_per_length"):
+        if key in runs.columns:
+            values = sorted({_cell(value) for value in runs[key]} - {None})
+            shown.append(f"{key} {'/'.join(f'{v:g}' if isinstance(v, float) else str(v) for v in values)}")
+    return f"custom settings ({', '.join(shown)})" if shown else "custom settings"
+
+
+def _same(value, expected) -> bool:
+    value = _cell(value)
+    if isinstance(expected, float) and isinstance(value, (int, float)):
+        return math.isclose(value, expected, rel_tol=1e-9)
+    return value == expected

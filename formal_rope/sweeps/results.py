@@ -11,10 +11,11 @@ import json
 import math
 import os
 import subprocess
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.config import RunConfig, RunResult, field_kind
 
 RUNS = "runs"
 EVALS = "evals"
@@ -37,19 +38,20 @@ def ensure_results_dir(out: str | Path) -> Path:
 
 def finished_run_ids(out: str | Path) -> set[str]:
     """Ids of the runs a rerun skips: every written run except those with status `failed` (an error
-    or a dead worker, which a rerun should retry; ok and diverged runs are results)."""
-    import pyarrow.parquet as pq
+    or a dead worker, which a rerun should retry; ok and diverged runs are results).
 
+    Ids are recomputed from each file's stored config, so runs written under an older id scheme (file
+    named by the old id) count as finished under today's id. A file that is not a readable run file
+    is a FormalRopeError naming it."""
     runs = Path(out) / RUNS
     if not runs.is_dir():
         return set()
     finished = set()
-    for path in runs.glob("*.parquet"):
-        if path.name.startswith((".", "_")):
-            continue
-        statuses = pq.read_table(path, columns=["status"]).column("status").to_pylist()
-        if statuses and statuses[0] != "failed":
-            finished.add(path.stem)
+    for path in _parquet_files(runs):
+        table = _read_parquet(path, RUN_REQUIRED, "run", columns=["status", "config"])
+        for status, config_text in zip(table.column("status").to_pylist(), table.column("config").to_pylist()):
+            if status != "failed":
+                finished.add(_stored_config(path, config_text).run_id())
     return finished
 
 
@@ -67,40 +69,43 @@ def git_commit() -> str | None:
     return completed.stdout.strip() or None if completed.returncode == 0 else None
 
 
+def _column_value(value):
+    """A config value as its Parquet cell: tuples comma-joined (as --alphabet/--periods take them)."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    return value
+
+
 def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
+    """The `runs` row of one result: the SPEC §9 columns, every RunConfig field as its own column
+    (None where the field does not apply to the run), and the full config as JSON."""
     # The alphabet and periods the run actually used (config None = the language's own alphabet /
     # periods "auto"); the config's values only when the run failed before resolving them.
     alphabet = result.alphabet if result.alphabet is not None else config.alphabet
     periods = result.resolved_periods if result.resolved_periods is not None else config.periods
-    return {
+    settings = config.to_dict()
+    row = {name: _column_value(settings[name]) for name in CONFIG_COLUMNS}
+    row.update({
         "run_id": run_id,
-        "language": config.language,
         "alphabet": ",".join(alphabet) if alphabet else None,
-        "pe": config.pe,
-        "base": float(config.base),
-        "periods": ",".join(str(p) for p in periods) if periods else None,
-        "seed": int(config.seed),
-        "lr": float(config.lr),
-        "steps": int(config.steps),
-        "batch_size": int(config.batch_size),
-        "layers": int(config.layers),
-        "d_model": int(config.d_model),
-        "heads": int(config.heads),
+        "periods": ",".join(str(p) for p in periods) if periods and config.applies("periods") else None,
         "n_star": int(result.n_star),
         "accuracy": float(result.accuracy),
         **metric_columns(result),
-        "data": config.data,
-        "data_hash": config.data_hash,
+        "pack_id": result.pack_id,
+        "pack_size": int(result.pack_size),
         "first_failure": result.first_failure,
         "status": result.status,
         "error": result.error,
         "final_loss": None if result.final_loss is None else float(result.final_loss),
         "steps_done": int(result.steps_done),
         "wall_s": float(result.wall_s),
+        "eval_complete": bool(result.eval_complete),
         "versions": json.dumps(result.versions, sort_keys=True),
         "commit": result.commit,
-        "config": json.dumps(config.to_dict(), sort_keys=True),
-    }
+        "config": json.dumps(settings, sort_keys=True),
+    })
+    return row
 
 
 def nnch_accuracy(result: RunResult) -> float:
@@ -117,17 +122,27 @@ def metric_columns(result: RunResult) -> dict:
     return {"nnch_accuracy": nnch_accuracy(result), "eval_complete": bool(result.eval_complete)}
 
 
+_KIND_TYPES = {"str": "string", "int": "int64", "float": "float64", "symbols": "string", "integers": "string",
+               "optional_str": "string"}
+# Every RunConfig field is a column; alphabet and periods hold the resolved values the run used.
+CONFIG_COLUMNS = tuple(f.name for f in fields(RunConfig))
 # Fixed column types: every per-run file must share one schema, or reading the folder fails
-# when a column is null in one file and a string in another.
+# when a column is null in one file and a string in another. The SPEC §9 columns come first.
 RUN_COLUMN_TYPES = {
     "run_id": "string", "language": "string", "alphabet": "string", "pe": "string", "base": "float64",
     "periods": "string", "seed": "int64", "lr": "float64", "steps": "int64", "batch_size": "int64",
     "layers": "int64", "d_model": "int64", "heads": "int64", "n_star": "int64", "accuracy": "float64",
     "nnch_accuracy": "float64", "eval_complete": "bool", "data": "string", "data_hash": "string",
+    "pack_id": "string", "pack_size": "int64",
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",
-    "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string", "config": "string",
+    "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string",
 }
+RUN_COLUMN_TYPES.update({name: _KIND_TYPES[field_kind(name)] for name in CONFIG_COLUMNS if name not in RUN_COLUMN_TYPES})
+RUN_COLUMN_TYPES.update({"eval_complete": "bool", "config": "string"})
 EVAL_COLUMN_TYPES = {"run_id": "string", "length": "int64", "accuracy": "float64", "n": "int64"}
+# What a file must hold to be read as a run / eval file (older formal-rope files hold these too).
+RUN_REQUIRED = ("run_id", "language", "pe", "n_star", "accuracy", "status", "config")
+EVAL_REQUIRED = tuple(EVAL_COLUMN_TYPES)
 
 
 def _arrow_schema(column_types: dict):
@@ -162,24 +177,141 @@ def write_run(out: str | Path, config: RunConfig, result: RunResult) -> None:
     _atomic_parquet({key: [row[key]] for key in RUN_COLUMN_TYPES}, RUN_COLUMN_TYPES, out / RUNS / f"{run_id}.parquet")
 
 
+@dataclass(frozen=True)
+class Results:
+    """A results folder read back: one row per run (`runs`), one per tested length (`evals`), and
+    notes on what reading had to normalise (runs recorded under older run ids)."""
+
+    runs: object  # pandas.DataFrame
+    evals: object  # pandas.DataFrame
+    notes: tuple[str, ...] = field(default=())
+
+
 def load_results(out: str | Path):
-    """(runs, evals) DataFrames of a results folder; a clear error if it is not one."""
+    """(runs, evals) DataFrames of a results folder (`read_results` without the notes)."""
+    results = read_results(out)
+    return results.runs, results.evals
+
+
+def read_results(out: str | Path) -> Results:
+    """Read every run and eval file of a results folder, normalised to today's conventions.
+
+    Each row's config columns and run id are recomputed from its stored config, so files written by
+    older versions read like new ones: fields that do not apply to the run are null (NoPE's base),
+    fields added since get their values, and runs whose configs are now equal (NoPE trained at two
+    bases) are one run, kept once (the ok/diverged row before a failed one) with a note.
+    A file that is not a readable formal-rope run/eval file is a FormalRopeError naming it."""
     import pandas as pd
 
     out = Path(out)
     if not out.is_dir():
         raise FormalRopeError(f"{out} is not a results folder: it does not exist or is not a directory")
-    if not (out / RUNS).is_dir() or not any((out / RUNS).glob("*.parquet")):
+    run_files = _parquet_files(out / RUNS) if (out / RUNS).is_dir() else []
+    if not run_files:
         raise FormalRopeError(
             f"{out} is not a results folder: no {RUNS}/*.parquet inside "
             "(run `formalrope sweep --out DIR` or `formalrope reproduce --out DIR` first)"
         )
-    runs = pd.read_parquet(out / RUNS)
-    if "nnch_accuracy" not in runs:  # written before the column existed: unknown, not guessed
-        runs["nnch_accuracy"] = math.nan
-    evals_dir = out / EVALS
-    if evals_dir.is_dir() and any(evals_dir.glob("*.parquet")):
-        evals = pd.read_parquet(evals_dir)
-    else:
-        evals = pd.DataFrame({"run_id": [], "length": [], "accuracy": [], "n": []})
-    return runs, evals
+    frames = [_read_parquet(path, RUN_REQUIRED, "run").to_pandas().assign(file=path.name) for path in run_files]
+    runs, notes = _deduplicated(_normalised_runs(out / RUNS, pd.concat(frames, ignore_index=True)))
+    evals = _read_evals(out / EVALS, runs)
+    return Results(runs[[c for c in RUN_COLUMN_TYPES if c in runs.columns]].reset_index(drop=True), evals, tuple(notes))
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    """The data files of a table folder (hidden/underscore names are temporary files, skipped)."""
+    return sorted(path for path in folder.glob("*.parquet") if not path.name.startswith((".", "_")))
+
+
+def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: list[str] | None = None):
+    """The Arrow table of one results file; FormalRopeError naming the file when it is unreadable
+    (garbage, truncated) or lacks the columns a formal-rope `kind` file has (a foreign Parquet file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = RUNS if kind == "run" else EVALS
+    try:
+        schema = pq.read_schema(path)
+        missing = [name for name in required if name not in schema.names]
+        if missing:
+            raise FormalRopeError(
+                f"{path} is not a formal-rope {kind} file: it lacks the column(s) {', '.join(missing)} "
+                f"(its columns: {', '.join(schema.names[:12])}{', ...' if len(schema.names) > 12 else ''}); "
+                f"another tool's Parquet file (e.g. `formalrope sample --out`) does not belong in {folder}/: move it elsewhere"
+            )
+        return pq.read_table(path, columns=columns)
+    except FormalRopeError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise FormalRopeError(
+            f"{path} is not a readable Parquet file ({error}); it is truncated or corrupt. formal-rope writes "
+            f"its files atomically, so this one was damaged or put there by hand: delete it (rerunning the "
+            f"sweep recreates a run's files)"
+        ) from None
+
+
+def _stored_config(path: Path, text) -> RunConfig:
+    try:
+        return RunConfig.from_dict(json.loads(text))
+    except (TypeError, ValueError, FormalRopeError) as error:
+        raise FormalRopeError(f"{path}: its 'config' column does not hold a RunConfig ({error})") from None
+
+
+def _normalised_runs(folder: Path, frame):
+    """Run rows (with their `file` name) with run id and config columns recomputed from the stored config."""
+    configs = [_stored_config(folder / name, text) for name, text in zip(frame["file"], frame["config"])]
+    settings = [config.to_dict() for config in configs]
+    columns = {"stored_run_id": frame["run_id"], "run_id": [config.run_id() for config in configs]}
+    resolved = {"alphabet", "periods"}  # the columns hold what the run used, not the config's setting
+    for name in CONFIG_COLUMNS:
+        if name not in resolved or name not in frame.columns:
+            columns[name] = [_column_value(values[name]) for values in settings]
+    columns["periods"] = [value if config.applies("periods") else None
+                          for value, config in zip(columns.get("periods", frame["periods"]), configs)]
+    columns["config"] = [json.dumps(values, sort_keys=True) for values in settings]
+    frame = frame.drop(columns=[name for name in columns if name in frame.columns]).assign(**columns)
+    missing = {name: None for name in RUN_COLUMN_TYPES if name not in frame.columns}
+    if "pack_size" in missing:
+        missing["pack_size"] = 1  # written before packed training: every run trained alone
+    frame = frame.assign(**missing) if missing else frame
+    return frame.astype({name: "float64" for name, kind in RUN_COLUMN_TYPES.items() if kind == "float64"})
+
+
+_STATUS_RANK = {"ok": 0, "diverged": 0, "failed": 1}
+
+
+def _deduplicated(runs):
+    """Keep one row per run id (results, then the file named by today's id); notes on the rest."""
+    runs = runs.assign(
+        _rank=[_STATUS_RANK.get(status, 2) for status in runs["status"]],
+        _old_name=[name != f"{run_id}.parquet" for name, run_id in zip(runs["file"], runs["run_id"])],
+    ).sort_values(["run_id", "_rank", "_old_name", "file"], kind="stable")
+    duplicated = runs["run_id"].duplicated(keep="first")
+    notes = []
+    if duplicated.any():
+        dropped = runs[duplicated]
+        examples = "; ".join(
+            f"{row.file} repeats {runs.loc[(runs['run_id'] == row.run_id) & ~duplicated, 'file'].iloc[0]}"
+            for row in dropped.head(3).itertuples()
+        )
+        notes.append(
+            f"{int(duplicated.sum())} run file(s) hold runs recorded again under an older run id (settings "
+            f"that do not affect the run, such as NoPE's base, used to change the id); each run is counted "
+            f"once ({examples}{'; ...' if len(dropped) > 3 else ''})"
+        )
+    kept = runs[~duplicated].drop(columns=["_rank", "_old_name"])
+    return kept.sort_values("file", kind="stable"), notes
+
+
+def _read_evals(folder: Path, runs):
+    """The eval rows of the kept runs, keyed by today's run ids."""
+    import pandas as pd
+
+    stored_to_current = dict(zip(runs["stored_run_id"], runs["run_id"]))
+    frames = [_read_parquet(path, EVAL_REQUIRED, "eval", columns=list(EVAL_COLUMN_TYPES)).to_pandas()
+              for path in (_parquet_files(folder) if folder.is_dir() else [])]
+    if not frames:
+        return pd.DataFrame({"run_id": [], "length": [], "accuracy": [], "n": []})
+    evals = pd.concat(frames, ignore_index=True)
+    evals = evals[evals["run_id"].isin(set(stored_to_current))]
+    return evals.assign(run_id=evals["run_id"].map(stored_to_current)).reset_index(drop=True)

@@ -12,8 +12,19 @@ stage uses them without training), the torch-based names load on first access.
 from __future__ import annotations
 
 from formal_rope._lazy import lazy_exports
-from formal_rope.training.config import POSITIONAL_ENCODINGS, LengthResult, RunConfig, RunResult
+from formal_rope.training.config import (
+    FIELD_APPLIES_TO,
+    POSITIONAL_ENCODINGS,
+    LengthResult,
+    RunConfig,
+    RunResult,
+    legacy_run_id,
+    lengths_fields,
+    parse_field_text,
+)
+from formal_rope.training.context import context_notes
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale, scale_overrides
+from formal_rope.training.workload import Workload, check_workload
 
 # name -> module it lives in; imported on first access because each of these imports torch.
 _LAZY = {
@@ -40,13 +51,20 @@ _LAZY = {
 }
 
 __all__ = [
+    "FIELD_APPLIES_TO",
     "LengthResult",
     "POSITIONAL_ENCODINGS",
     "QUICK_SHRINKS",
     "RunConfig",
     "RunResult",
     "SCALES",
+    "Workload",
     "apply_scale",
+    "check_workload",
+    "context_notes",
+    "legacy_run_id",
+    "lengths_fields",
+    "parse_field_text",
     "scale_overrides",
     *_LAZY,
 ]

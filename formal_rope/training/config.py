@@ -1,12 +1,17 @@
 """Run configuration and result values for training (shared by trainer, sweeps and reports).
 
-A run is fully described by its RunConfig; its id is a hash of the canonical JSON of the config.
+A run is fully described by its RunConfig. Configs are canonical: a field that does not apply to
+the run's positional encoding (the base of NoPE, the rotated fraction of anything but partial
+RoPE, ...) is reset to its default, so two configs that train the same model are equal. The run id
+hashes only the fields that apply and differ from their id-neutral value (`ID_NEUTRAL`), so a field
+added later at its neutral value leaves every existing id unchanged.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from formal_rope.errors import FormalRopeError
@@ -24,9 +29,17 @@ POSITIONAL_ENCODINGS = (
     "jof_projected",
 )
 
+# Encodings that form phases theta*i from a base beta (the others have no base and no phase precision).
+BASE_ENCODINGS = ("sipe", "rope", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
+PERIODIC_ENCODINGS = ("rope_p", "sipe_p")
 
-# RunConfig fields that appear in to_dict (and the run id) only when set.
-OPTIONAL_FIELDS = ("data", "data_hash")
+# field -> the encodings it applies to; every other field applies to every run.
+FIELD_APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "base": BASE_ENCODINGS,
+    "phase_precision": BASE_ENCODINGS,
+    "periods": PERIODIC_ENCODINGS,
+    "rope_fraction": ("partial_rope",),
+}
 
 
 @dataclass(frozen=True)
@@ -34,12 +47,16 @@ class RunConfig:
     """Everything that determines one training run (language, positional encoding, model, optimiser, tests).
 
     Equal configs give the same `run_id()`; a rerun sweep skips ids that already have a result (unless failed).
+    Construction canonicalises: numbers get their field's type, a field that does not apply to `pe`
+    (see `applies`) or is None gets its default, and `test_lengths` is sorted, deduplicated, and
+    replaced by the range test_min_length..test_max_length when it is contiguous. Values of the
+    wrong type raise FormalRopeError naming the field.
     """
 
     language: str  # registry name, ltl:/re: expression, bare expression, or .att path
     alphabet: tuple[str, ...] | None = None  # None: the language's own alphabet
     pe: str = "rope"
-    base: float = 1e4  # rope/sipe/partial_rope/jof_* base beta
+    base: float = 1e4  # sipe/rope/partial_rope/jof_* base beta
     periods: tuple[int, ...] | None = None  # rope_p / sipe_p periods per rotary pair (None: resolved "auto")
     rope_fraction: float = 0.5  # partial_rope: fraction of rotated pairs
     phase_precision: str = "fp64"  # fp64: theta*i reduced mod 2pi in float64 then cast; fp32: naive
@@ -56,32 +73,59 @@ class RunConfig:
     grad_clip: float = 1.0
     train_min_length: int = 0
     train_max_length: int = 40
-    test_min_length: int = 41
-    test_max_length: int = 500
+    test_min_length: int = 41  # with test_lengths: its first length
+    test_max_length: int = 500  # with test_lengths: its last length
     n_per_length: int = 512
     eval_mode: str = "full"  # full | nstar (stop once N* is known)
     eval_seed: int = 0  # test sets depend on this only, so runs with different seeds share them
     lr_schedule: str = "constant"  # constant | cosine (decay to 10% of lr)
     warmup_steps: int = 0  # linear learning-rate warm-up
     train_near_miss_fraction: float = 0.0  # share of training negatives replaced by near-misses
+    test_lengths: tuple[int, ...] | None = None  # sparse test lengths; None: test_min_length..test_max_length
     # Strings from files instead of the sampler (formal_rope.training.data.FileData): a FLaRe folder
-    # or an MLRegTest language, and the SHA-256 prefix of the files read. Omitted from to_dict (and
-    # so from the run id) when None, so sampled runs keep the ids they always had.
+    # or an MLRegTest language, and the SHA-256 prefix of the files read. Neutral (None) for sampled
+    # runs, so they keep their ids.
     data: str | None = None
     data_hash: str | None = None
 
+    def __post_init__(self) -> None:
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if (value is None or not self.applies(spec.name)) and spec.name != "language":
+                value = spec.default
+            object.__setattr__(self, spec.name, coerce_field(spec.name, value))
+        if self.test_lengths is not None:
+            lengths = tuple(sorted(set(self.test_lengths)))
+            object.__setattr__(self, "test_min_length", lengths[0])
+            object.__setattr__(self, "test_max_length", lengths[-1])
+            contiguous = lengths[-1] - lengths[0] + 1 == len(lengths)
+            object.__setattr__(self, "test_lengths", None if contiguous else lengths)
+
+    def applies(self, name: str) -> bool:
+        """Whether field `name` has any effect on this run (the base of NoPE does not, ...)."""
+        encodings = FIELD_APPLIES_TO.get(name)
+        return encodings is None or self.pe in encodings
+
+    def tested_lengths(self):
+        """The test lengths in increasing order, lazily: a range, or the sparse `test_lengths` tuple."""
+        if self.test_lengths is not None:
+            return self.test_lengths
+        return range(self.test_min_length, self.test_max_length + 1)
+
     def to_dict(self) -> dict:
+        """JSON-ready dict of every field; a field that does not apply to the run is None."""
         data = asdict(self)
-        data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
-        data["periods"] = list(self.periods) if self.periods is not None else None
-        for name in OPTIONAL_FIELDS:
-            if data[name] is None:
-                del data[name]
+        for name in ("alphabet", "periods", "test_lengths"):
+            data[name] = list(data[name]) if data[name] is not None else None
+        for name in FIELD_APPLIES_TO:
+            if not self.applies(name):
+                data[name] = None
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
-        """Inverse of `to_dict` (lists become tuples); unknown keys or a missing language are a FormalRopeError."""
+        """Inverse of `to_dict` (lists become tuples, None means the default); unknown keys, a
+        missing language or a value of the wrong type are a FormalRopeError."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -90,19 +134,183 @@ class RunConfig:
             )
         if "language" not in data:
             raise FormalRopeError("a RunConfig needs a 'language' (registry name, expression or .att path)")
-        data = dict(data)
-        if data.get("alphabet") is not None:
-            data["alphabet"] = tuple(data["alphabet"])
-        if data.get("periods") is not None:
-            data["periods"] = tuple(int(p) for p in data["periods"])
         return cls(**data)
 
+    def id_fields(self) -> dict:
+        """The fields the run id hashes: language, and every field that applies to the run and
+        differs from its id-neutral value."""
+        data = self.to_dict()
+        return {
+            name: value
+            for name, value in data.items()
+            if name == "language" or (self.applies(name) and value != _neutral_json(name))
+        }
+
     def run_id(self) -> str:
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        """16 hex digits of the SHA-256 of `id_fields()` as canonical JSON."""
+        return config_hash(self.id_fields())
 
     def with_(self, **changes) -> "RunConfig":
+        """A copy with `changes`; setting test_min_length or test_max_length alone replaces a sparse
+        test_lengths list by that range."""
+        if {"test_min_length", "test_max_length"} & set(changes) and "test_lengths" not in changes:
+            changes["test_lengths"] = None
         return replace(self, **changes)
+
+
+# The value each field takes when the run id leaves it out. Never change an entry: a config at the
+# old neutral value would then share its id with a different run. A new field gets an entry equal to
+# the value that reproduces the behaviour before the field existed, so no existing id changes.
+ID_NEUTRAL: dict = {
+    "alphabet": None, "pe": "rope", "base": 1e4, "periods": None, "rope_fraction": 0.5,
+    "phase_precision": "fp64", "attention": "auto", "seed": 0, "lr": 3e-4, "steps": 1000,
+    "batch_size": 128, "layers": 5, "d_model": 64, "heads": 8, "ffn_mult": 4, "weight_decay": 0.01,
+    "grad_clip": 1.0, "train_min_length": 0, "train_max_length": 40, "test_min_length": 41,
+    "test_max_length": 500, "n_per_length": 512, "eval_mode": "full", "eval_seed": 0,
+    "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
+    "data": None, "data_hash": None,
+}
+
+
+def _neutral_json(name: str):
+    value = ID_NEUTRAL[name]
+    return list(value) if isinstance(value, tuple) else value
+
+
+def config_hash(id_fields: dict) -> str:
+    """The run id of a config given its `id_fields()` (sorted-key compact JSON, SHA-256, 16 hex digits)."""
+    canonical = json.dumps(id_fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def legacy_run_id(config_dict: dict) -> str:
+    """The id formal-rope used before run ids left out neutral and inapplicable fields: the hash of
+    the full `to_dict()` as written then (results on disk may still carry it as their file name)."""
+    return config_hash(config_dict)
+
+
+# ----------------------------------------------------------------------------------------------
+# Field kinds: what `sweep --set`, sweep files and from_dict may give each field
+
+
+_KINDS = {
+    "str": "str",
+    "int": "int",
+    "float": "float",
+    "tuple[str, ...] | None": "symbols",
+    "tuple[int, ...] | None": "integers",
+    "str | None": "optional_str",
+}
+
+
+def field_kind(name: str) -> str:
+    """'str', 'int', 'float', 'symbols' (tuple of strings) or 'integers' (tuple of ints) for a
+    RunConfig field; FormalRopeError for an unknown field."""
+    if name in _FIELD_KINDS:
+        return _FIELD_KINDS[name]
+    raise FormalRopeError(f"unknown run setting {name!r}; RunConfig fields are {', '.join(f.name for f in fields(RunConfig))}")
+
+
+_FIELD_KINDS = {spec.name: _KINDS[spec.type] for spec in fields(RunConfig)}
+_KIND_WORDS = {"str": "a string", "int": "an integer", "float": "a number",
+               "symbols": "a list of symbols", "integers": "a list of integers",
+               "optional_str": "a string or none"}
+
+
+def coerce_field(name: str, value):
+    """`value` as field `name`'s type (int for int fields, float for float fields, tuples for lists);
+    FormalRopeError naming the field when it has another type."""
+    kind = field_kind(name)
+    if value is None and kind in ("symbols", "integers", "optional_str"):
+        return None
+    problem = f"{name} must be {_KIND_WORDS[kind]}, got {value!r}"
+    if kind in ("str", "optional_str"):
+        if not isinstance(value, str):
+            raise FormalRopeError(problem)
+        return value
+    if kind == "int":
+        integral_float = isinstance(value, float) and math.isfinite(value) and value == int(value)
+        if isinstance(value, bool) or not (isinstance(value, int) or integral_float):
+            raise FormalRopeError(problem)
+        return int(value)
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FormalRopeError(problem)
+        return float(value)
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+        raise FormalRopeError(problem + " (non-empty)")
+    if kind == "symbols":
+        if not all(isinstance(item, str) and item for item in value):
+            raise FormalRopeError(problem)
+        return tuple(value)
+    if not all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+        raise FormalRopeError(problem)
+    return tuple(int(item) for item in value)
+
+
+# ----------------------------------------------------------------------------------------------
+# Field values written as text (CLI options, `sweep --set FIELD=...`)
+
+NONE_WORDS = ("none", "null", "auto", "default")
+
+
+def parse_field_text(name: str, text: str):
+    """One value of field `name` from text: '2', '3e-4', 'cosine'; for tuple fields '[2,3]', '2'
+    (one element), 'ab' / '[a,b]' (alphabet: read like --alphabet), '[41,45,50]' or '41..500'
+    (test_lengths); 'auto' / 'none' for None. FormalRopeError naming the field when it does not parse."""
+    kind = field_kind(name)
+    text = text.strip()
+    if kind in ("symbols", "integers", "optional_str") and text.lower() in NONE_WORDS:
+        return None
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind in ("str", "optional_str"):
+            return text
+        if kind == "symbols":
+            from formal_rope.lang.source import parse_alphabet
+
+            return parse_alphabet(inner)
+        if name == "test_lengths":
+            return lengths_fields(inner, name, as_list=True)["test_lengths"]
+        return tuple(int(part) for part in inner.split(",") if part.strip()) or None
+    except ValueError:
+        raise FormalRopeError(f"{name} must be {_KIND_WORDS[kind]}, got {text!r}") from None
+
+
+def lengths_fields(text: str, option: str = "--test-lengths", prefix: str = "test", as_list: bool = False) -> dict:
+    """RunConfig fields for a length option: '41..500' (one range, kept lazy) -> {prefix_min_length,
+    prefix_max_length}; '41,45,50' or '41..45,50' (a list, test lengths only) -> {test_lengths};
+    '7' -> the range 7..7; as_list: always {test_lengths}. FormalRopeError for anything else,
+    negative lengths, or a list of more than MAX_LENGTH_LIST lengths."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise FormalRopeError(f"{option} is empty; use e.g. 41..500 or 41,45,50")
+    ranges = []
+    for part in parts:
+        try:
+            low, high = (int(piece) for piece in part.split("..", 1)) if ".." in part else (int(part), int(part))
+        except ValueError:
+            raise FormalRopeError(f"{option}: {part!r} is not a length or a range; use e.g. 41..500 or 41,45,50") from None
+        if low < 0 or low > high:
+            raise FormalRopeError(f"{option}: {part!r} is not a non-empty range of non-negative lengths")
+        ranges.append((low, high))
+    if len(ranges) == 1 and not as_list:
+        return {f"{prefix}_min_length": ranges[0][0], f"{prefix}_max_length": ranges[0][1],
+                **({"test_lengths": None} if prefix == "test" else {})}
+    if prefix != "test":
+        raise FormalRopeError(f"{option} takes one range such as 0..40, got {text!r}")
+    count = sum(high - low + 1 for low, high in ranges)
+    if count > MAX_LENGTH_LIST:
+        raise FormalRopeError(f"{option} {text!r} lists {count:,} lengths, more than {MAX_LENGTH_LIST:,}; use one range A..B")
+    lengths = sorted({length for low, high in ranges for length in range(low, high + 1)})
+    return {"test_lengths": tuple(lengths)}
+
+
+MAX_LENGTH_LIST = 1_000_000  # lengths an explicit list may hold (a single range is never expanded)
 
 
 @dataclass(frozen=True)

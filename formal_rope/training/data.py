@@ -63,13 +63,13 @@ def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_l
 
 
 def test_length_blocks(dfa, config: RunConfig) -> Iterator:
-    """Labelled test sets in increasing length, sampled lazily in blocks (bounded memory)."""
+    """Labelled test sets in increasing length (`config.tested_lengths()`: the range or the sparse
+    list), sampled lazily in blocks (bounded memory)."""
     from formal_rope.sampling import test_sets
 
-    lengths = range(config.test_min_length, config.test_max_length + 1)  # lazy: ranges may be huge
     block: list[int] = []
     size = 0
-    for length in lengths:
+    for length in config.tested_lengths():  # lazy: ranges may be huge
         block.append(length)
         size += max(1, length) * config.n_per_length
         if size >= TEST_SYMBOL_BUDGET:

@@ -64,7 +64,11 @@ ProgressArg = bool | Callable[[TrainingProgress], None]
 
 
 def validate_config(config: RunConfig) -> None:
-    """Raise FormalRopeError for any option a run cannot use."""
+    """Raise FormalRopeError for any option a run cannot use, and for a run that cannot finish or fit
+    (`formal_rope.training.workload.check_workload`)."""
+    from formal_rope.training.config import MAX_LENGTH_LIST
+    from formal_rope.training.workload import check_workload
+
     if config.pe not in POSITIONAL_ENCODINGS:
         raise FormalRopeError(f"unknown positional encoding {config.pe!r}; expected one of {', '.join(POSITIONAL_ENCODINGS)}")
     if not (config.base > 0 and math.isfinite(config.base)):
@@ -79,26 +83,37 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError(f"unknown lr schedule {config.lr_schedule!r}; expected constant or cosine")
     if config.periods is not None:
         validate_periods(config.periods)
-    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps"):
+    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed"):
         if getattr(config, name) < 0:
             raise FormalRopeError(f"{name} must be non-negative, got {getattr(config, name)}")
     for name in ("batch_size", "layers", "d_model", "heads", "ffn_mult", "n_per_length"):
         if getattr(config, name) <= 0:
             raise FormalRopeError(f"{name} must be positive, got {getattr(config, name)}")
+    for name in ("lr", "weight_decay", "grad_clip", "rope_fraction", "train_near_miss_fraction"):
+        if not math.isfinite(getattr(config, name)):
+            raise FormalRopeError(f"{name} must be a finite number, got {getattr(config, name)}")
     if not config.lr > 0:
         raise FormalRopeError(f"the learning rate must be positive, got {config.lr}")
+    if config.weight_decay < 0 or config.grad_clip < 0:
+        raise FormalRopeError("weight_decay and grad_clip must be non-negative (grad_clip 0: no clipping)")
     if not 0.0 <= config.train_near_miss_fraction <= 1.0:
         raise FormalRopeError(f"train_near_miss_fraction must lie in [0, 1], got {config.train_near_miss_fraction}")
     if config.train_min_length > config.train_max_length:
         raise FormalRopeError("train_min_length must not exceed train_max_length")
     if config.test_min_length > config.test_max_length:
         raise FormalRopeError("test_min_length must not exceed test_max_length")
+    if config.test_lengths is not None and len(config.test_lengths) > MAX_LENGTH_LIST:
+        raise FormalRopeError(
+            f"test_lengths lists {len(config.test_lengths):,} lengths, more than {MAX_LENGTH_LIST:,}; "
+            "use a range (test_min_length..test_max_length) or fewer lengths"
+        )
     if config.pe == "partial_rope" and not 0.0 <= config.rope_fraction <= 1.0:
         raise FormalRopeError(f"partial_rope: the rotated fraction must lie in [0, 1], got {config.rope_fraction}")
     if config.d_model % config.heads or (config.d_model // config.heads) % 2:
         raise FormalRopeError(
             f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
         )
+    check_workload(config)
 
 
 def validate_device(config: RunConfig, device: str | torch.device) -> None:
@@ -143,9 +158,12 @@ def check_trainable(config: RunConfig, dfa) -> None:
 
 def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k such that
-    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs).
-    Outside LTL[P,MOD] there is no such k; auto then uses the stability period of eta(Sigma^k), the
-    period with which the language's length structure repeats."""
+    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs; 1
+    for LTL[P] languages, where rope_p/sipe_p rotate nothing and equal NoPE).
+
+    Outside LTL[P,MOD] there is no such k, so "auto" is a FormalRopeError that names the language's
+    stability period as a candidate for explicit periods (the periodic construction is not
+    guaranteed to express such a language with any period)."""
     if config.pe not in PERIODIC_ENCODINGS:
         return None  # other encodings have no periods; never report ones given by mistake as used
     if config.periods is not None:
@@ -158,8 +176,18 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     from formal_rope.classes import classify
 
     classification = classify(dfa)
-    k = classification.mod_k if classification.mod_k is not None else classification.stability_period
-    return (max(1, int(k)),)
+    if classification.mod_k is None:
+        period = classification.stability_period
+        hint = (
+            f"--periods {period} (its length structure repeats with period {period})" if period > 1
+            else "--periods 2 (its length structure has period 1, so nothing suggests a period)"
+        )
+        raise FormalRopeError(
+            f"periods auto: {config.language!r} is not in LTL[P,MOD] (no k-automaton A_k is partially "
+            f"ordered), so the periodic construction has no least period for {config.pe}; give the periods "
+            f"explicitly, e.g. {hint}"
+        )
+    return (max(1, int(classification.mod_k)),)
 
 
 def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> PositionalSpec:
@@ -579,7 +607,7 @@ def evaluate_pack(
     first imperfect length.
     """
     configs = list(configs)
-    total = configs[0].test_max_length - configs[0].test_min_length + 1
+    total = len(configs[0].tested_lengths())
     modes = list(modes) if modes is not None else [c.eval_mode for c in configs]
     seen: dict = {"lengths": set(), "n_star": [0] * len(configs), "perfect": [True] * len(configs)}
 
@@ -692,7 +720,7 @@ def run_pack(
         )
         ok = [run for run in range(runs) if outcomes[run][0] == "ok"]
         if ok:
-            reporter.stage("eval", first.test_max_length - first.test_min_length + 1)
+            reporter.stage("eval", len(first.tested_lengths()))
             evaluated = model if len(ok) == runs else model.select_runs(ok)
             for run, evaluation in zip(
                 ok, evaluate_pack(evaluated, [configs[r] for r in ok], [data[r] for r in ok], report=reporter.update, device=device)

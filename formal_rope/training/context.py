@@ -1,0 +1,50 @@
+"""Settings that are valid but have no effect on a particular language: said out loud, never silent.
+
+`context_notes(config, dfa, periods)` returns one sentence per such setting, for `train` and `sweep`
+to print on stderr before training (the run itself is unchanged and records what it used).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from formal_rope.training.config import PERIODIC_ENCODINGS, RunConfig
+
+
+def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> list[str]:
+    """Notes for `config` on the language `dfa` with its resolved `periods` (`resolve_periods`)."""
+    notes = []
+    if config.pe in PERIODIC_ENCODINGS and periods is not None and set(periods) == {1}:
+        how = "periods auto resolved to 1 (the language is in LTL[P]: no modular counting is needed)" if (
+            config.periods is None
+        ) else "every period is 1"
+        notes.append(
+            f"{config.pe} on {config.language!r}: {how}, and a period-1 {config.pe} rotates nothing, "
+            "so this run is NoPE; give --periods k to train a periodic encoding anyway"
+        )
+    if config.train_near_miss_fraction > 0 and config.data is not None:
+        notes.append(
+            f"train_near_miss_fraction {config.train_near_miss_fraction:g} has no effect on a run that reads its "
+            f"strings from files ({config.data}): its training negatives are the files' negatives"
+        )
+    elif config.train_near_miss_fraction > 0 and dfa is not None and not has_training_near_misses(config, dfa):
+        notes.append(
+            f"train_near_miss_fraction {config.train_near_miss_fraction:g} has no effect on {config.language!r}: "
+            f"no string of length {config.train_min_length}..{config.train_max_length} is one substitution away "
+            "from the language, so every training negative stays uniform"
+        )
+    if 0 < config.steps <= config.warmup_steps:
+        notes.append(
+            f"warmup_steps {config.warmup_steps} ≥ steps {config.steps}: the learning rate only ramps up and never "
+            f"reaches lr {config.lr:g}" + (", so the cosine schedule has no effect" if config.lr_schedule == "cosine" else "")
+        )
+    return notes
+
+
+def has_training_near_misses(config: RunConfig, dfa) -> bool:
+    """Whether some training length has a near-miss (a positive with one symbol substituted out of L)."""
+    from formal_rope.sampling import count_table
+
+    counts = count_table(dfa, "near_miss", config.train_max_length)
+    lengths = np.arange(config.train_min_length, config.train_max_length + 1)
+    return bool(np.any(counts.nonempty(lengths)))

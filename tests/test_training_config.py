@@ -1,0 +1,115 @@
+"""RunConfig values (canonical fields, sparse test lengths, typed settings), the up-front workload
+limits, and the notes on settings without effect (issues 9 and 12)."""
+
+from __future__ import annotations
+
+import pytest
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.training.config import RunConfig, lengths_fields, parse_field_text
+from formal_rope.training.scales import apply_scale
+from formal_rope.training.workload import FLOP_LIMIT, check_workload, estimate
+
+
+def test_configs_are_canonical_and_typed():
+    assert RunConfig("(ab)*", steps=1e3, lr=1).steps == 1000 and isinstance(RunConfig("(ab)*", lr=1).lr, float)
+    assert RunConfig("(ab)*", lr=1).run_id() == RunConfig("(ab)*", lr=1.0).run_id()
+    for bad, message in [({"steps": "5"}, "steps must be an integer"), ({"lr": "x"}, "lr must be a number"),
+                         ({"layers": True}, "layers must be an integer"), ({"periods": [2.5]}, "periods must be"),
+                         ({"pe": 3}, "pe must be a string"), ({"test_lengths": []}, "test_lengths must be")]:
+        with pytest.raises(FormalRopeError, match=message):
+            RunConfig("(ab)*", **{"pe": "rope_p", **bad})
+    config = RunConfig("(ab)*", pe="nope", base=5.0, rope_fraction=0.1, phase_precision="fp32", periods=(2,))
+    assert config == RunConfig("(ab)*", pe="nope")
+    assert {config.to_dict()[name] for name in ("base", "rope_fraction", "phase_precision", "periods")} == {None}
+    assert RunConfig.from_dict(config.to_dict()) == config
+    assert RunConfig("(ab)*", pe="rope", base=None).base == 1e4  # None means the default
+
+
+def test_sparse_test_lengths_are_sorted_and_a_contiguous_list_is_a_range():
+    sparse = RunConfig("(ab)*", test_lengths=[50, 41, 45, 45])
+    assert sparse.test_lengths == (41, 45, 50) and list(sparse.tested_lengths()) == [41, 45, 50]
+    assert (sparse.test_min_length, sparse.test_max_length) == (41, 50)
+    contiguous = RunConfig("(ab)*", test_lengths=(43, 41, 42))
+    assert contiguous == RunConfig("(ab)*", test_min_length=41, test_max_length=43)
+    assert contiguous.tested_lengths() == range(41, 44)
+    huge = RunConfig("(ab)*", test_min_length=41, test_max_length=10**15)
+    assert isinstance(huge.tested_lengths(), range)  # never materialised
+    assert sparse.with_(test_max_length=60).tested_lengths() == range(41, 61)  # a range replaces the list
+
+
+def test_length_and_field_text_parsers():
+    assert lengths_fields("41..500") == {"test_min_length": 41, "test_max_length": 500, "test_lengths": None}
+    assert lengths_fields("41..43,50") == {"test_lengths": (41, 42, 43, 50)}
+    assert lengths_fields("0..40", "--train-lengths", prefix="train") == {"train_min_length": 0, "train_max_length": 40}
+    assert parse_field_text("periods", "[2,3]") == (2, 3) and parse_field_text("periods", "auto") is None
+    assert parse_field_text("alphabet", "ab") == ("a", "b") and parse_field_text("test_lengths", "41..43") == (41, 42, 43)
+    for text in ("50..41", "-3", "x", ""):
+        with pytest.raises(FormalRopeError):
+            lengths_fields(text)
+
+
+def test_workload_refuses_what_cannot_finish_or_fit_and_accepts_the_papers_scale():
+    paper = apply_scale(RunConfig("(ab)*"), "paper")
+    quick = apply_scale(RunConfig("(ab)*"), "quick")
+    assert check_workload(paper).flops < FLOP_LIMIT / 1000  # a paper run is GPU-scale, far from the limit
+    assert 1 < check_workload(quick).cpu_seconds() < 1000  # a quick run takes about a minute on one core
+    assert estimate(quick.with_(steps=2000)).training_flops == pytest.approx(2 * estimate(quick).training_flops)
+    sparse = quick.with_(test_lengths=(41, 500))
+    assert estimate(sparse).evaluation_flops < estimate(quick).evaluation_flops / 100
+    with pytest.raises(FormalRopeError, match="cannot finish.*years on one CPU core.*Shrink the training"):
+        check_workload(quick.with_(steps=10**20))
+    with pytest.raises(FormalRopeError, match="cannot finish.*Shrink the evaluation"):
+        check_workload(quick.with_(test_max_length=10**11))
+    with pytest.raises(FormalRopeError, match="cannot fit in memory.*longest length 500"):
+        check_workload(quick, memory=1 << 20)
+    with pytest.raises(FormalRopeError, match="cannot fit in memory"):
+        check_workload(quick.with_(d_model=1 << 20, heads=1, steps=0, test_max_length=41), memory=1 << 40)
+
+
+def test_test_blocks_follow_the_sparse_list_and_match_the_range_sets():
+    import numpy as np
+
+    from formal_rope.training.train import resolve_dfa, test_length_blocks
+
+    config = RunConfig("(ab)*", n_per_length=8, test_lengths=(41, 45, 50))
+    sparse = list(test_length_blocks(resolve_dfa(config), config))
+    dense = {s.length: s for s in test_length_blocks(resolve_dfa(config), config.with_(test_max_length=50))}
+    assert [s.length for s in sparse] == [41, 45, 50]
+    for labelled in sparse:  # the strings of a length depend only on eval_seed and the length
+        assert np.array_equal(labelled.symbols, dense[labelled.length].symbols)
+
+
+def test_periods_auto_outside_ltl_p_mod_is_an_error_and_period_one_is_noted():
+    from formal_rope.training.context import context_notes
+    from formal_rope.training.train import resolve_dfa, resolve_periods
+
+    config = RunConfig("Σ*a", pe="rope_p")
+    with pytest.raises(FormalRopeError, match="not in LTL\\[P,MOD\\].*--periods"):
+        resolve_periods(config, resolve_dfa(config))
+    assert resolve_periods(config.with_(periods=(2,)), resolve_dfa(config)) == (2,)
+    ltl_p = RunConfig("aΣ*", pe="rope_p")
+    periods = resolve_periods(ltl_p, resolve_dfa(ltl_p))
+    assert periods == (1,) and any("this run is NoPE" in n for n in context_notes(ltl_p, resolve_dfa(ltl_p), periods))
+    parity = RunConfig("(ab)*", pe="rope_p")
+    assert context_notes(parity, resolve_dfa(parity), resolve_periods(parity, resolve_dfa(parity))) == []
+
+
+def test_near_miss_training_negatives_without_near_misses_are_noted():
+    from formal_rope.training.context import context_notes
+    from formal_rope.training.train import resolve_dfa
+
+    unary = RunConfig("(aa)*", pe="nope", train_near_miss_fraction=0.5)  # over {a}: no substitution exists
+    assert any("has no effect" in note for note in context_notes(unary, resolve_dfa(unary), None))
+    binary = RunConfig("(ab)*", pe="nope", train_near_miss_fraction=0.5)
+    assert context_notes(binary, resolve_dfa(binary), None) == []
+
+
+def test_a_warm_up_longer_than_training_is_noted():
+    from formal_rope.training.context import context_notes
+    from formal_rope.training.train import resolve_dfa
+
+    config = RunConfig("(ab)*", pe="nope", steps=10, warmup_steps=10, lr_schedule="cosine")
+    notes = context_notes(config, resolve_dfa(config), None)
+    assert len(notes) == 1 and "never reaches lr" in notes[0] and "cosine schedule has no effect" in notes[0]
+    assert context_notes(config.with_(warmup_steps=5), resolve_dfa(config), None) == []
