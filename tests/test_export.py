@@ -19,6 +19,11 @@ from formal_rope.model.io import save_model
 from tests.cli_support import run_main
 
 
+
+def _verdicts(out: str) -> list[bool]:
+    """The accept/reject verdicts of `formalrope run --json` (one object per string under results)."""
+    return [entry["accepted"] for entry in json.loads(out)["results"]]
+
 def _random_words(alphabet, count, longest, seed=0):
     rng = np.random.default_rng(seed)
     words = []
@@ -60,8 +65,8 @@ def test_compiled_export_gives_formalrope_run_verdicts(compiled_pmy, tmp_path, c
     net = load_exported(tmp_path / "out")
     words = ["".join(w) for w in _random_words(("a", "b"), 60, 40, seed=1)]
     code, out, _ = run_main(capsys, ["run", str(path), *words, "--json"])  # default: emulated fp32
-    assert code == 0 and net.classify(words) == json.loads(out)
-    assert sum(json.loads(out)) not in (0, len(words))  # both verdicts occur
+    assert code == 0 and net.classify(words) == _verdicts(out)
+    assert sum(_verdicts(out)) not in (0, len(words))  # both verdicts occur
 
 
 def test_multi_character_symbols_are_read_like_formalrope_run(tmp_path, capsys):
@@ -73,7 +78,7 @@ def test_multi_character_symbols_are_read_like_formalrope_run(tmp_path, capsys):
     net = load_exported(tmp_path / "out")
     words = ["open", "open 'long name'", "'long name' 'long name' open", "", "'long name'"]
     code, out, _ = run_main(capsys, ["run", str(path), *words, "--json"])
-    assert code == 0 and net.classify(words) == json.loads(out)
+    assert code == 0 and net.classify(words) == _verdicts(out)
     assert net.classify([("open", "long name")]) == net.classify(["open 'long name'"])
 
 
@@ -170,7 +175,7 @@ def test_trained_export_gives_formalrope_run_verdicts(trained_checkpoints, tmp_p
     assert config["pe"] == pe and config["positional"]["rotate_values"] == pe.startswith("jof")
     words = ["".join(w) for w in _random_words(("a", "b"), 80, 45, seed=2)] + ["", "ab", "abab"]
     code, out, _ = run_main(capsys, ["run", str(path), *words, "--json"])
-    assert code == 0 and net.classify(words) == json.loads(out)
+    assert code == 0 and net.classify(words) == _verdicts(out)
     mine = torch.tensor(net.logits(words))
     assert torch.allclose(mine, _checkpoint_logits(path, words), rtol=0, atol=1e-5)
 

@@ -336,7 +336,7 @@ def _sweep_spec(config: Path | None, scale: str | None, grid: dict, settings: di
         bases=grid["bases"] or spec.bases, seeds=grid["seeds"] if grid["seeds"] is not None else spec.seeds,
         lrs=grid["lrs"] or spec.lrs, periods=periods, alphabet=grid["alphabet"] or spec.alphabet, scale=chosen,
         overrides={key: value for key, value in {**spec.overrides, **settings}.items() if key not in axes},
-        axes={**file_axes, **axes}, description=spec.description, reference=spec.reference,
+        axes={**file_axes, **axes}, variants=spec.variants, description=spec.description, reference=spec.reference,
     ), chosen
 
 

@@ -1,7 +1,9 @@
 """Sweep grids: a TOML file or CLI flags -> the list of RunConfigs to run.
 
 A grid is the cross product languages x PEs x bases x seeds x lrs x axes, where `axes` are any other
-RunConfig fields with several values (`sweep --set FIELD=v1,v2`, a sweep file's [axes] table).
+RunConfig fields with several values (`sweep --set FIELD=v1,v2`, a sweep file's [axes] table). A
+sweep file's [[variants]] (each a named set of RunConfig settings) repeat that grid once per variant:
+the union of the variants' grids, for ablations that change one choice at a time.
 RunConfigs are canonical, so settings that do not apply to a PE (the base of nope, rope_p, sipe_p;
 the rotated fraction outside partial_rope, ...) collapse to one run per remaining grid point.
 """
@@ -19,12 +21,13 @@ from formal_rope.training.config import BASE_ENCODINGS, POSITIONAL_ENCODINGS, Ru
 
 BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_ENCODINGS)
 MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expanded
-SCALE_NAMES = ("quick", "paper")
+SCALE_NAMES = ("quick", "medium", "paper")
 PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `reproduce` reruns
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
 # plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
 _GRID_KEYS = {"name", "description", "languages", "alphabet", "pes", "bases", "periods", "seeds", "lrs", "scale"}
+_VARIANT_NAME = "name"
 _SCALE_EXTRA_KEYS = {"seeds", "lrs"}
 _RUNCONFIG_KEYS = {f.name for f in fields(RunConfig)}
 # RunConfig fields that are grid axes: a [quick]/[paper] table naming them would be ignored, so it is
@@ -54,6 +57,7 @@ class SweepSpec:
     alphabet: tuple[str, ...] | None = None
     overrides: dict = field(default_factory=dict)  # RunConfig field -> value, applied to every run
     axes: tuple = ()  # ((RunConfig field, (value, ...)), ...): further axes of the cross product
+    variants: tuple = ()  # ((name, {RunConfig field: value}), ...): the grid once per variant
     description: str = ""
     reference: dict = field(default_factory=dict)  # paper numbers, for display only
 
@@ -79,7 +83,7 @@ def grid_size(spec: SweepSpec) -> int:
     size = len(spec.languages) * len(spec.pes) * len(spec.bases) * len(spec.seeds) * len(spec.lrs)
     for _, values in spec.axes:
         size *= len(values)
-    return size
+    return size * max(1, len(spec.variants))
 
 
 def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
@@ -91,11 +95,12 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     configs: list[RunConfig] = []
     seen: set[str] = set()
     axis_names = [name for name, _ in spec.axes]
+    variants = spec.variants or (("", {}),)
     points = itertools.product(
-        spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs, *(values for _, values in spec.axes)
+        variants, spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs, *(values for _, values in spec.axes)
     )
-    for language, pe, base, seed, lr, *axis_values in points:
-        settings = {**spec.overrides, **dict(zip(axis_names, axis_values))}
+    for (_, variant), language, pe, base, seed, lr, *axis_values in points:
+        settings = {**spec.overrides, **variant, **dict(zip(axis_names, axis_values))}
         if "periods" not in settings and pe in ("rope_p", "sipe_p"):
             if spec.periods == "auto" or spec.periods is None:
                 settings["periods"] = resolve_periods(language, spec.alphabet) if resolve_periods else None
@@ -300,7 +305,7 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     except tomllib.TOMLDecodeError as error:
         raise FormalRopeError(f"{path}: invalid TOML: {error}") from None
 
-    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference", "axes"}
+    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference", "axes", "variants"}
     for key in data:
         if key not in allowed_top:
             raise _unknown_key_error(path, text, key, "the sweep file", allowed_top)
@@ -347,11 +352,34 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             scale=chosen,
             overrides=section,
             axes=axes,
+            variants=_checked_variants(path, text, data.get("variants", []), axes),
             description=str(data.get("description", "")),
             reference=_checked_reference(path, data.get("reference", {})),
         ),
         chosen,
     )
+
+
+def _checked_variants(path: Path, text: str, variants, axes) -> tuple:
+    """[[variants]]: each a table with a unique `name` and RunConfig settings (typed like [quick]),
+    none of them a grid axis or an [axes] field."""
+    if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
+        raise FormalRopeError(f"{path}: variants must be an array of tables ([[variants]] with name = \"...\")")
+    checked, names = [], set()
+    axis_names = {name for name, _ in axes}
+    for index, variant in enumerate(variants, start=1):
+        name = variant.get(_VARIANT_NAME)
+        if not isinstance(name, str) or not name or name in names:
+            raise FormalRopeError(f"{path}: variant {index} needs a unique name = \"...\", got {name!r}")
+        names.add(name)
+        settings = {key: value for key, value in variant.items() if key != _VARIANT_NAME}
+        for key in settings:
+            if key not in _RUNCONFIG_KEYS:
+                raise _unknown_key_error(path, text, key, f"variant {name!r}", _RUNCONFIG_KEYS - set(_AXIS_FIELDS))
+            if key in axis_names:
+                raise FormalRopeError(f"{path}: {key!r} is both an [axes] entry and set by variant {name!r}; keep one")
+        checked.append((name, _checked_section(path, text, f"variant {name}", settings)))
+    return tuple(checked)
 
 
 def _scale_preset(scale: str) -> dict:
@@ -377,6 +405,7 @@ def build_spec(
     scale: str = "quick",
     overrides: dict | None = None,
     axes=(),
+    variants=(),
     description: str = "",
     reference: dict | None = None,
 ) -> SweepSpec:
@@ -418,6 +447,7 @@ def build_spec(
         alphabet=tuple(alphabet) if alphabet else None,
         overrides=merged,
         axes=axes,
+        variants=tuple(variants),
         description=description,
         reference=dict(reference or {}),
     )

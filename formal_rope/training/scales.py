@@ -2,8 +2,10 @@
 
 "paper" is the core paper's protocol (appendix E.2). "quick" keeps the protocol's shape (training
 lengths 0..40, test lengths 41..500, balanced test sets, N*) but shrinks model, steps and test-set
-size so a run trains and evaluates in about a minute on one CPU core. QUICK_SHRINKS says what
-shrinks, for `reproduce` to print next to its tables.
+size so a run trains and evaluates in about a minute on one CPU core. "medium" keeps the paper's
+model, batch and uniform training negatives and shrinks only steps (and test strings per length,
+seeds, learning rates) so `reproduce table2 --scale medium` finishes in about an hour on a 2-core
+CPU. SCALE_SHRINKS says what each scale shrinks, for `reproduce` to print next to its tables.
 """
 
 from __future__ import annotations
@@ -44,6 +46,22 @@ SCALES: dict[str, dict] = {
         "test_min_length": 41,
         "test_max_length": 500,
     },
+    "medium": {
+        "layers": 5,
+        "d_model": 64,
+        "heads": 8,
+        "steps": 3000,
+        "batch_size": 128,
+        "n_per_length": 32,
+        "lr": 1e-3,
+        "lr_schedule": "cosine",
+        "warmup_steps": 100,
+        "train_near_miss_fraction": 0.0,
+        "lrs": (1e-3,),
+        "seeds": (0, 1, 2),
+        "test_min_length": 41,
+        "test_max_length": 500,
+    },
 }
 
 # Grid-level keys (how many runs), not RunConfig fields.
@@ -59,6 +77,18 @@ QUICK_SHRINKS: tuple[str, ...] = (
 )
 
 
+MEDIUM_SHRINKS: tuple[str, ...] = (
+    "model, batch and training negatives as the paper's: 5 layers, d_model 64, 8 heads, batch 128, uniform negatives",
+    "training: 3,000 steps, lr 1e-3 with 100 warm-up steps and cosine decay (paper: 10^6 steps, constant lr)",
+    "learning rates: 1e-3 only (paper: 1e-4, 3e-4, 5e-4)",
+    "seeds: 3 (paper: 5); like the paper's Table 2, report the maximum over the grid",
+    "test strings per length: 32 (paper: 512); test lengths unchanged (41..500)",
+)
+
+# What `reproduce` prints for a scale that is not the paper's own.
+SCALE_SHRINKS: dict[str, tuple[str, ...]] = {"quick": QUICK_SHRINKS, "medium": MEDIUM_SHRINKS}
+
+
 def scale_overrides(scale: str) -> dict:
     """RunConfig field overrides for a scale (without the grid-level keys)."""
     if scale not in SCALES:
@@ -67,5 +97,5 @@ def scale_overrides(scale: str) -> dict:
 
 
 def apply_scale(config: RunConfig, scale: str) -> RunConfig:
-    """`config` with the quick or paper scale's settings (model size, steps, tests) replacing its own."""
+    """`config` with a named scale's settings (model size, steps, tests) replacing its own."""
     return config.with_(**scale_overrides(scale))
