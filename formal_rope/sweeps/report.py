@@ -23,6 +23,7 @@ PE_LABELS = {
 
 
 DEFAULT_GROUPING = ("language", "pe", "base")
+VARIANT_COLUMN = "variant"  # a sweep file's [[variants]] name, added by `label_variants`
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class AggregateRow:
     nnch_mean: float = math.nan
     nnch_std: float = math.nan
     group: tuple = ()  # ((column, value), ...) in the grouping's order
+    n_stars: tuple = ()  # every run's N*, largest first: the spread over seeds behind max and mean
 
     def to_dict(self) -> dict:
         """The grouping columns, then runs, ok_runs and the statistics (NaN -> None, strict JSON)."""
@@ -122,9 +124,13 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
                 nnch_mean=float(nnch.mean()),
                 nnch_std=float(nnch.std()) if nnch.count() > 1 else (0.0 if nnch.count() else math.nan),
                 group=tuple(values.items()),
+                n_stars=tuple(sorted((int(v) for v in n_star), reverse=True)),
             )
         )
-    language_order = list(dict.fromkeys(frame["language"])) if "language" in frame.columns else []
+    variant_order = list(frame.attrs.get("variant_order", ()))
+    # A sweep's own language order when the caller gives one (frame.attrs), else first appearance.
+    language_order = list(frame.attrs.get("language_order") or (
+        dict.fromkeys(frame["language"]) if "language" in frame.columns else ()))
     pe_order = list(PE_LABELS)
 
     def sort_key(row: AggregateRow):
@@ -134,6 +140,8 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
                 key.append((0, language_order.index(value) if value in language_order else len(language_order)))
             elif name == "pe":
                 key.append((0, pe_order.index(value) if value in pe_order else len(pe_order)))
+            elif name == VARIANT_COLUMN:
+                key.append((0, variant_order.index(value) if value in variant_order else len(variant_order)))
             else:
                 key.append((0,) if value is None else (1, value))
         return key
@@ -383,3 +391,54 @@ def _same(value, expected) -> bool:
     if isinstance(expected, float) and isinstance(value, (int, float)):
         return math.isclose(value, expected, rel_tol=1e-9)
     return value == expected
+
+
+def label_variants(runs, variants):
+    """`runs` with a `variant` column: the name of the first of a sweep file's [[variants]]
+    ((name, settings), ...) whose every setting the run's columns match (a variant that sets nothing,
+    the baseline, matches only runs no other variant claims). Rows keep the file's variant order."""
+    frame = runs.copy()
+    specific = [(name, settings) for name, settings in variants if settings]
+    baseline = [name for name, settings in variants if not settings]
+
+    def matches(row, settings) -> bool:
+        return all(name in row and _same(row[name], value) for name, value in settings.items())
+
+    labels = []
+    for _, row in frame.iterrows():
+        found = next((name for name, settings in specific if matches(row, settings)), None)
+        labels.append(found if found is not None else (baseline[0] if baseline else None))
+    frame[VARIANT_COLUMN] = labels
+    frame.attrs["variant_order"] = [name for name, _ in variants]
+    return frame
+
+
+def markdown_table(rows: list[AggregateRow], by) -> str:
+    """The aggregate rows as a GitHub Markdown table: the grouping columns, runs, accuracy max and
+    mean±std, N* max and mean±std, and every run's N* (what docs/findings.md holds)."""
+    by = tuple(by)
+    header = [*({"pe": "PE"}.get(name, name) for name in by),
+              "runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "N* of each run"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+
+    def text(name, value):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "–"
+        if name == "pe":
+            return PE_LABELS.get(value, value)
+        if name == "base":
+            return format_base(value)
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    for row in rows:
+        cells = [text(name, value) for name, value in row.group]
+        cells += [
+            str(row.runs) + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
+            "–" if math.isnan(row.accuracy_max) else f"{row.accuracy_max:.3f}",
+            "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
+            f"{row.n_star_max:.0f}",
+            f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
+            ", ".join(str(n) for n in row.n_stars),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""Regenerate the measured tables of docs/findings.md from the results folders (never typed by hand).
+
+Each table sits between `<!-- table NAME -->` and `<!-- end NAME -->` markers in findings.md and is
+rewritten from the Parquet results of one experiment, with `formal_rope.sweeps.report` (the same
+aggregation `formalrope report` prints), labelled with the sweep file's [[variants]] where it has
+them:
+
+    python docs/make_findings.py [--results results] [--check]
+
+`--results` is the folder holding the `reproduce` outputs (`<experiment>-<scale>/`). `--check`
+only reports which tables would change (exit 1 if any).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# table name -> (results folder, sweep file, grouping columns)
+TABLES = {
+    "table2": ("table2-quick", "table2", ("language", "pe")),
+    "ablation": ("ablation-quick", "ablation_table2", ("language", "pe", "variant")),
+    "stability": ("stability-quick", "rope_p_stability", ("language", "variant")),
+    "joformer": ("joformer-quick", "joformer", ("language", "pe")),
+    "table4": ("table4-quick", "table4", ("language", "pe", "base")),
+    "table5": ("table5-quick", "table5", ("language", "pe", "base")),
+    "medium": ("table2-medium", "table2", ("language", "pe")),
+}
+
+
+def table_markdown(results: Path, sweep: str, by) -> str:
+    from formal_rope.sweeps.grid import load_sweep_file
+    from formal_rope.sweeps.report import aggregate, label_variants, markdown_table
+    from formal_rope.sweeps.results import read_results
+
+    spec, _ = load_sweep_file(ROOT / "sweeps" / f"{sweep}.toml")
+    runs = read_results(results).runs
+    if spec.variants:
+        runs = label_variants(runs, spec.variants)
+    runs.attrs["language_order"] = list(spec.languages)
+    statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
+    source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope reproduce {sweep.split('_')[0]}`*"
+    return markdown_table(aggregate(runs, by), by) + "\n\n" + source
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=ROOT / "results")
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    path = ROOT / "docs" / "findings.md"
+    text = path.read_text()
+    changed = []
+    for name, (folder, sweep, by) in TABLES.items():
+        pattern = re.compile(rf"(<!-- table {name} -->\n)(.*?)(<!-- end {name} -->)", re.DOTALL)
+        if not pattern.search(text):
+            continue
+        results = args.results / folder
+        if not (results / "runs").is_dir():
+            print(f"{name}: no results in {results}; table left as it is", file=sys.stderr)
+            continue
+        table = table_markdown(results, sweep, by)
+        new = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(3), text)
+        if new != text:
+            changed.append(name)
+            text = new
+    if args.check:
+        print("tables that would change:", ", ".join(changed) or "none")
+        return 1 if changed else 0
+    path.write_text(text)
+    print("rewrote:", ", ".join(changed) or "nothing")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
