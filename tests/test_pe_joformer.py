@@ -165,8 +165,8 @@ def test_projected_angles_are_per_batch_and_head():
     model = build_model(config, 2, None)
     with torch.no_grad():
         model.positional.projectors[0][-1].weight.normal_(0, 1.0)
-    hidden = torch.randn(3, 10, 16)
+    hidden = torch.randn(1, 3, 10, 16)  # (runs, batch, T, d_model)
     cos, sin = model.positional.rotation(0, 10, hidden)
-    assert cos.shape == (3, 2, 10, 4)
+    assert cos.shape == (1, 3, 2, 10, 4)  # (runs, batch, heads, T, pairs)
     assert torch.allclose(cos**2 + sin**2, torch.ones_like(cos), atol=1e-6)
-    assert not torch.allclose(cos[0], cos[1])
+    assert not torch.allclose(cos[0, 0], cos[0, 1])

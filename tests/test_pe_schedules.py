@@ -145,9 +145,10 @@ def test_tiny_base_fp64_phases_are_accurate_and_fp32_are_not():
 def test_unrotated_pairs_of_partial_rope_and_identity_of_nope():
     spec = PositionalSpec(pe="partial_rope", d_model=16, heads=2, layers=1, rope_fraction=0.5)
     partial = build_positional(spec)
-    hidden = torch.zeros(1, 50, 16)
+    hidden = torch.zeros(1, 1, 50, 16)  # (runs, batch, T, d_model)
     cos, sin = partial.rotation(0, 50, hidden)
-    assert cos.shape == (50, 4)
+    assert cos.shape == (1, 50, 4)  # (runs, T, pairs)
+    cos, sin = cos[0], sin[0]
     assert torch.equal(cos[:, 2:], torch.ones(50, 2)) and torch.equal(sin[:, 2:], torch.zeros(50, 2))
     assert not torch.equal(cos[:, :2], torch.ones(50, 2))
     full = build_positional(PositionalSpec(pe="partial_rope", d_model=16, heads=2, layers=1, rope_fraction=1.0))
@@ -160,16 +161,34 @@ def test_unrotated_pairs_of_partial_rope_and_identity_of_nope():
 def test_sinusoidal_embeddings():
     sipe = build_positional(PositionalSpec(pe="sipe", d_model=8, heads=2, layers=1, base=1e4))
     table = sipe.embedding(600, torch.device("cpu"))
+    assert table.shape == (1, 600, 8)  # (runs, T, d_model)
+    table = table[0]
     i = 345
     theta = 1e4 ** (-2 * 1 / 8)
-    assert table.shape == (600, 8)
     assert float(table[i, 2]) == pytest.approx(math.sin(i * theta), abs=1e-6)
     assert float(table[i, 3]) == pytest.approx(math.cos(i * theta), abs=1e-6)
     # Longer requests after shorter ones rebuild the cache and keep the prefix identical.
-    assert torch.equal(sipe.embedding(100, torch.device("cpu")), table[:100])
+    assert torch.equal(sipe.embedding(100, torch.device("cpu"))[0], table[:100])
     periodic = build_positional(PositionalSpec(pe="sipe_p", d_model=8, heads=2, layers=1, periods=(3,)))
-    p_table = periodic.embedding(10**3, torch.device("cpu"))
+    p_table = periodic.embedding(10**3, torch.device("cpu"))[0]
     assert torch.equal(p_table[3:], p_table[:-3])
+
+
+def test_a_pack_keeps_each_runs_base_and_periods():
+    """One module for a pack: run r's tables are exactly those of run r's spec built alone."""
+    specs = [PositionalSpec(pe="rope", d_model=16, heads=2, layers=1, base=b) for b in (1e-4, 1.0, 1e4)]
+    pack = build_positional(specs)
+    hidden = torch.zeros(3, 1, 30, 16)
+    for run, spec in enumerate(specs):
+        alone = build_positional(spec)
+        assert torch.equal(pack.rotation(0, 30, hidden)[0][run], alone.rotation(0, 30, hidden[:1])[0][0])
+    periodic = [PositionalSpec(pe="rope_p", d_model=16, heads=2, layers=1, periods=p) for p in ((2,), (3, 4))]
+    pack = build_positional(periodic)
+    for run, spec in enumerate(periodic):
+        assert torch.equal(pack.rotation(0, 30, hidden[:2])[1][run], build_positional(spec).rotation(0, 30, hidden[:1])[1][0])
+    assert pack.select([1]).periods == ((3, 4),)
+    with pytest.raises(FormalRopeError, match="must share"):
+        build_positional([specs[0], PositionalSpec(pe="rope", d_model=16, heads=4, layers=1)])
 
 
 def test_build_positional_rejects_bad_specs():

@@ -36,9 +36,11 @@ def test_n_star_matches_definition(perfect):
 
 
 class ParityStub(torch.nn.Module):
-    """Accepts exactly the strings whose length is even, except length 45 where it always accepts."""
+    """A pack of one run that accepts exactly the strings whose length is even, except length 45
+    where it always accepts."""
 
     n_symbols = 2
+    runs = 1
     blocks = [type("B", (), {"heads": 1})()]
 
     def __init__(self) -> None:
@@ -46,11 +48,12 @@ class ParityStub(torch.nn.Module):
         self.calls: list[int] = []
 
     def forward(self, tokens, readout):
-        self.calls.append(tokens.shape[0])
-        length = tokens.shape[1] - 2
+        runs, count, width = tokens.shape  # the pack layout (runs, strings, tokens)
+        self.calls.append(count)
+        length = width - 2
         accept = length % 2 == 0 or length == 45
-        logits = torch.zeros(tokens.shape[0], 2)
-        logits[:, int(accept)] = 1.0
+        logits = torch.zeros(runs, count, 2)
+        logits[..., int(accept)] = 1.0
         return logits
 
 

@@ -76,5 +76,7 @@ def test_every_encoding_trains_a_step(pe):
 def test_rope_p_model_rotations_repeat_with_the_lcm_of_its_periods():
     """The realised tables inside a rope_p model (periods 2, 3) repeat bit-exactly every 6 positions."""
     model = _model("rope_p")
-    cos, sin = model.positional.rotation(0, 1000, torch.zeros(1, 1000, 16))
+    cos, sin = model.positional.rotation(0, 1000, torch.zeros(1, 1, 1000, 16))
+    cos, sin = cos[0], sin[0]  # the single run's (T, pairs) tables
+    assert cos.shape == (1000, 4)
     assert torch.equal(cos[6:], cos[:-6]) and torch.equal(sin[6:], sin[:-6])

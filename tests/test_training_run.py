@@ -74,7 +74,7 @@ def test_failure_during_evaluation_is_recorded(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("evaluation exploded")
 
-    monkeypatch.setattr(training, "evaluate_model", broken)
+    monkeypatch.setattr(training, "evaluate_pack", broken)
     result, model = run_training(_tiny(pe="nope", steps=3), progress=False)
     assert result.status == "failed" and "evaluation exploded" in result.error
     assert result.steps_done == 3 and model is not None

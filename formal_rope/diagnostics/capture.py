@@ -96,19 +96,20 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str
     from formal_rope.training import positional as pe
 
     nan = np.full(n_pairs, np.nan)
+    # A trained model is a pack of one run: its per-run schedules are entry 0.
     if isinstance(positional, pe.ProjectedRotary):
-        fixed = np.asarray(positional.frequencies, dtype=np.float64)
+        fixed = np.asarray(positional.frequencies[0], dtype=np.float64)
         return tuple(f"projected (θ={f:.4g} + content)" for f in fixed), nan
     if isinstance(positional, pe.FixedRotary):
-        frequencies = np.asarray(positional.frequencies, dtype=np.float64)
+        frequencies = np.asarray(positional.frequencies[0], dtype=np.float64)
         return tuple(f"rope θ={f:.4g}" if f != 0 else "unrotated" for f in frequencies), frequencies
     if isinstance(positional, pe.PeriodicRotary):
-        periods, numerators = pe.assign_periods(positional.periods, positional.n_pairs)
+        periods, numerators = pe.assign_periods(positional.periods[0], positional.n_pairs)
         angles = TWO_PI * numerators / periods
         kinds = tuple(f"periodic T_{m}(i mod {m}), a={a}" if m > 1 else "unrotated" for m, a in zip(periods, numerators))
         return kinds, angles.astype(np.float64)
     if isinstance(positional, pe.LearnedRotary):
-        frequencies = positional.frequencies[layer].detach().double().cpu().numpy()
+        frequencies = positional.frequencies[0, layer].detach().double().cpu().numpy()
         return tuple(f"learned θ={f:.4g}" for f in frequencies), frequencies
     return ("unrotated",) * n_pairs, np.zeros(n_pairs)
 
@@ -127,6 +128,8 @@ def capture_trained(
 
     from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
 
+    if getattr(model, "runs", 1) != 1:
+        raise FormalRopeError(f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))")
     tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
     length = tokens.shape[1]
     blocks = list(model.blocks)
@@ -159,19 +162,21 @@ def capture_trained(
         if layer in per_layer:
             return per_layer[layer]
         block = blocks[layer]
-        x = block_inputs[layer]
+        x = block_inputs[layer]  # (1 run, 1 string, T, d_model)
         d_model = x.shape[-1]
         head_dim = d_model // block.heads
         n_pairs = head_dim // 2
         with torch.no_grad():
             normed = block.attention_norm(x)
-            q, k, v = block.qkv(normed).view(1, length, 3, block.heads, head_dim).permute(2, 0, 3, 1, 4)
+            q, k, v = (t[0] for t in block.project_qkv(normed))  # (1 string, H, T, head_dim)
             rotation = positional.rotation(layer, length, x)
             if rotation is None:
                 cos = torch.ones(length, n_pairs, dtype=x.dtype, device=x.device)
                 sin = torch.zeros_like(cos)
             else:
                 cos, sin = rotation
+                # Run 0's tables: (T, P) shared, or (1 string, H, T, P) from content.
+                cos, sin = cos[0], sin[0]
             # Per-head tables (H, T, P), so shared and content-dependent schedules look alike.
             if cos.dim() == 4:
                 cos_h, sin_h = cos[0], sin[0]
@@ -188,7 +193,7 @@ def capture_trained(
             recomputed = rotary_attention_reference(
                 q_heads, k_heads, v[0][:, None], cos_h, sin_h, rotate_values=positional.rotate_values
             )[:, 0]  # (H, T, d)
-            raw = attention_outputs[layer]
+            raw = attention_outputs[layer][0]  # run 0: (1, T, d_model), or (1, d_model) at the readout
             if raw.dim() == 2:
                 # The last block projects only its readout row (the eos, the last position here).
                 captured = raw.view(-1, block.heads, head_dim).transpose(0, 1)

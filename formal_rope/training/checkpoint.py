@@ -1,8 +1,10 @@
 """Trained-model checkpoints: one zip archive holding metadata.json and the state dict.
 
-metadata.json: {"kind": "trained", "format": 1, "config": RunConfig, "result": RunResult summary,
+metadata.json: {"kind": "trained", "format": 2, "config": RunConfig, "result": RunResult summary,
 "alphabet": [...], "periods": [...], "versions": {...}}. state_dict.pt is torch.save of the model's
-state dict. `formalrope run MODEL` dispatches on "kind" and calls load_checkpoint(...).classify.
+state dict: a pack of one run, so every tensor has a leading run axis of size 1 (format 2).
+Format 1 (written before packed training) stored the same tensors without that axis; it is read by
+adding it back. `formalrope run MODEL` dispatches on "kind" and calls load_checkpoint(...).classify.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import Classifier, encode_fixed_length
 
 CHECKPOINT_KIND = "trained"
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 METADATA_NAME = "metadata.json"
 STATE_NAME = "state_dict.pt"
 CLASSIFY_FORMATS = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -59,6 +62,8 @@ def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, resu
     """Write the archive atomically (temporary file + rename). Returns the path."""
     from formal_rope.training.train import software_versions
 
+    if model.runs != 1:
+        raise FormalRopeError(f"a checkpoint holds one run; this model packs {model.runs} (save model.select_runs([r]))")
     path = check_checkpoint_path(path)
     summary = result.to_dict()
     metadata = {
@@ -154,6 +159,8 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
     model = build_model(config, len(alphabet), periods)
     with zipfile.ZipFile(path) as archive:
         state = torch.load(io.BytesIO(archive.read(STATE_NAME)), map_location="cpu", weights_only=True)
+    if metadata.get("format", 1) == 1:
+        state = {name: tensor.unsqueeze(0) for name, tensor in state.items()}  # add the run axis
     model.load_state_dict(state)
     model.eval()
     result = RunResult.from_dict(metadata["result"]) if metadata.get("result") else None

@@ -126,6 +126,8 @@ class RunResult:
     alphabet: tuple[str, ...] | None = None  # the resolved alphabet the model reads
     resolved_periods: tuple[int, ...] | None = None  # periods actually used (periods=None: auto)
     eval_complete: bool = False  # every test length was evaluated (eval_mode nstar may stop early)
+    pack_id: str | None = None  # the pack the run trained in (packing.pack_key of its members)
+    pack_size: int = 1  # runs in that pack (1: trained alone)
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""

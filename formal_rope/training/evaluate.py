@@ -54,23 +54,110 @@ def chunk_size(batch: int, heads: int, tokens: int, budget: int | None = None) -
 
 
 @torch.no_grad()
-def predict_fixed_length(
-    model: Classifier, symbols: np.ndarray, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"
+def predict_pack(
+    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
 ) -> np.ndarray:
-    """Accept/reject (bool array) for symbols (n, L) of one length; duplicates are run once."""
+    """Accept/reject (bool array (R, n)) of every run of a pack for symbols (n, L) of one length.
+
+    Every run reads the same strings; duplicates are run once.
+    """
     symbols = np.asarray(symbols, dtype=np.int64)
+    runs = model.runs
     if symbols.shape[0] == 0:
-        return np.zeros(0, dtype=bool)
+        return np.zeros((runs, 0), dtype=bool)
     unique, inverse = np.unique(symbols, axis=0, return_inverse=True)
     tokens, readout = encode_fixed_length(unique, model.n_symbols)
     heads = model.blocks[0].heads if len(model.blocks) else 1
-    step = chunk_size(len(unique), heads, tokens.shape[1])
-    decisions = np.empty(len(unique), dtype=bool)
+    step = chunk_size(len(unique), runs * heads, tokens.shape[1])
+    decisions = np.empty((runs, len(unique)), dtype=bool)
     for start in range(0, len(unique), step):
         chunk = slice(start, start + step)
-        logits = model(tokens[chunk].to(device), readout[chunk].to(device))
-        decisions[chunk] = (logits[:, 1] > logits[:, 0]).cpu().numpy()
-    return decisions[np.asarray(inverse).reshape(-1)]
+        chunk_tokens = tokens[chunk].to(device)
+        count = chunk_tokens.shape[0]
+        logits = model(
+            chunk_tokens[None].expand(runs, count, -1), readout[chunk].to(device)[None].expand(runs, count)
+        )
+        decisions[:, chunk] = (logits[..., 1] > logits[..., 0]).cpu().numpy()
+    return decisions[:, np.asarray(inverse).reshape(-1)]
+
+
+def predict_fixed_length(
+    model: Classifier, symbols: np.ndarray, *, dtype: torch.dtype | None = None, device: str | torch.device = "cpu"
+) -> np.ndarray:
+    """Accept/reject (bool array) of a single-run model for symbols (n, L) of one length."""
+    if model.runs != 1:
+        raise FormalRopeError(f"predict_fixed_length takes a single run; this pack has {model.runs} (use predict_pack)")
+    return predict_pack(model, symbols, device=device)[0]
+
+
+def evaluate_pack_sets(
+    model: Classifier,
+    sets: Iterable,
+    *,
+    decode: Callable[[np.ndarray], str],
+    modes: Sequence[str],
+    device: str | torch.device = "cpu",
+    on_length: Callable[[int, LengthResult], None] | None = None,
+) -> list[Evaluation]:
+    """Evaluate every run of a pack on labelled sets (.length, .symbols (n, L), .labels (n,)) in
+    increasing length, all runs in the same forward passes.
+
+    modes[r] "nstar" stops run r at its first imperfect length (enough to know its N*): the pack
+    then shrinks to the runs still going, and sampling stops once no run needs further lengths.
+    on_length(run, result) is called for each run and length.
+    """
+    for mode in modes:
+        if mode not in EVAL_MODES:
+            raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
+    if len(modes) != model.runs:
+        raise FormalRopeError(f"need one eval mode per run ({model.runs}), got {len(modes)}")
+    was_training = model.training
+    model.eval()
+    results: list[list[LengthResult]] = [[] for _ in modes]
+    first_failures: list[str | None] = [None for _ in modes]
+    stopped = [False for _ in modes]
+    going = list(range(len(modes)))  # runs still evaluated, in the order of `current`'s runs
+    current = model
+    try:
+        for labelled in sets:
+            labels = np.asarray(labelled.labels, dtype=bool)
+            predictions = predict_pack(current, labelled.symbols, device=device)
+            n = len(labels)
+            finished = []
+            for position, run in enumerate(going):
+                wrong = np.flatnonzero(predictions[position] != labels)
+                accuracy = 1.0 - len(wrong) / n if n else 1.0
+                result = LengthResult(length=int(labelled.length), accuracy=float(accuracy), n=int(n))
+                results[run].append(result)
+                if on_length is not None:
+                    on_length(run, result)
+                if len(wrong) and first_failures[run] is None:
+                    first_failures[run] = decode(np.asarray(labelled.symbols)[wrong[0]])
+                if len(wrong) and modes[run] == "nstar":
+                    stopped[run] = True
+                    finished.append(position)
+            if finished:
+                keep = [position for position in range(len(going)) if position not in finished]
+                going = [going[position] for position in keep]
+                if not going:
+                    break  # no run needs a longer length: stop before sampling it
+                current = current.select_runs(keep)
+    finally:
+        model.train(was_training)
+    evaluations = []
+    for run in range(len(modes)):
+        lengths = [r.length for r in results[run]]
+        accuracies = [r.accuracy for r in results[run]]
+        evaluations.append(
+            Evaluation(
+                per_length=tuple(results[run]),
+                n_star=n_star(lengths, accuracies),
+                accuracy=float(np.mean(accuracies)) if accuracies else math.nan,
+                first_failure=first_failures[run],
+                complete=not stopped[run],
+            )
+        )
+    return evaluations
 
 
 def evaluate_sets(
@@ -82,42 +169,14 @@ def evaluate_sets(
     device: str | torch.device = "cpu",
     on_length: Callable[[LengthResult], None] | None = None,
 ) -> Evaluation:
-    """Evaluate labelled sets (objects with .length, .symbols (n, L), .labels (n,)) in increasing length.
+    """Evaluate a single-run model on labelled sets (objects with .length, .symbols (n, L), .labels (n,))
+    in increasing length (a pack of one through `evaluate_pack_sets`).
 
     mode "nstar" stops at the first imperfect length (enough to know N*); "full" tests every length.
     """
     if mode not in EVAL_MODES:
         raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
-    was_training = model.training
-    model.eval()
-    results: list[LengthResult] = []
-    first_failure: str | None = None
-    stopped = False
-    try:
-        for labelled in sets:
-            labels = np.asarray(labelled.labels, dtype=bool)
-            predictions = predict_fixed_length(model, labelled.symbols, device=device)
-            wrong = np.flatnonzero(predictions != labels)
-            n = len(labels)
-            accuracy = 1.0 - len(wrong) / n if n else 1.0
-            result = LengthResult(length=int(labelled.length), accuracy=float(accuracy), n=int(n))
-            results.append(result)
-            if on_length is not None:
-                on_length(result)
-            if len(wrong) and first_failure is None:
-                first_failure = decode(np.asarray(labelled.symbols)[wrong[0]])
-            if len(wrong) and mode == "nstar":
-                stopped = True
-                break
-    finally:
-        model.train(was_training)
-    lengths = [r.length for r in results]
-    accuracies = [r.accuracy for r in results]
-    mean = float(np.mean(accuracies)) if accuracies else math.nan
-    return Evaluation(
-        per_length=tuple(results),
-        n_star=n_star(lengths, accuracies),
-        accuracy=mean,
-        first_failure=first_failure,
-        complete=not stopped,
-    )
+    if model.runs != 1:
+        raise FormalRopeError(f"evaluate_sets takes a single run; this pack has {model.runs} (use evaluate_pack_sets)")
+    callback = None if on_length is None else (lambda run, result: on_length(result))
+    return evaluate_pack_sets(model, sets, decode=decode, modes=[mode], device=device, on_length=callback)[0]

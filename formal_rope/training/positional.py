@@ -1,11 +1,14 @@
 """The positional-encoding zoo of SPEC §8: tables, schedules and the modules the classifier calls.
 
-Every encoding answers two questions for the model:
-  embedding(length)            an additive (length, d_model) table or None (sipe, sipe_p)
+Every encoding module serves a pack of R runs (the classifier's leading run axis; a single run is
+a pack of one). Runs of a pack share the encoding's kind and shape but each keeps its own base,
+periods, learned frequencies or projections. Every encoding answers two questions for the model:
+  embedding(length)            an additive (R, length, d_model) table or None (sipe, sipe_p)
   rotation(layer, length, x)   cos/sin tables for the rotary pairs of one layer's attention, shaped
-                               (length, head_dim/2) when shared by every head and batch element, or
-                               (batch, heads, length, head_dim/2) when angles depend on content
-                               (jof_projected); None means no rotation (identity).
+                               (R, length, head_dim/2) when shared by every head and batch element of
+                               a run, or (R, batch, heads, length, head_dim/2) when angles depend on
+                               content (jof_projected; x is (R, batch, length, d_model)); None means
+                               no rotation (identity).
 and `rotate_values` says whether attention transports values (JoFormer).
 
 Positions follow SPEC §1: bos is position 0, symbol i is position i, eos is N+1.
@@ -33,6 +36,7 @@ import torch
 from torch import nn
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.packed import PackedLayerNorm, PackedLinear
 
 TWO_PI = 2.0 * math.pi
 PHASE_PRECISIONS = ("fp64", "fp32")
@@ -117,7 +121,7 @@ def interleave(cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------------------------
-# Modules
+# Modules (every one with a leading run axis)
 
 
 class PositionalEncoding(nn.Module):
@@ -125,22 +129,68 @@ class PositionalEncoding(nn.Module):
 
     rotate_values: bool = False
 
+    def __init__(self, runs: int = 1) -> None:
+        super().__init__()
+        self.runs = runs
+
     def embedding(self, length: int, device: torch.device) -> torch.Tensor | None:
         return None
 
     def rotation(self, layer: int, length: int, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         return None
 
-    def describe(self) -> dict:
-        """What the run should record about the realised schedule."""
+    def describe(self, run: int = 0) -> dict:
+        """What run `run` should record about its realised schedule."""
         return {}
+
+    def reset_run(self, run: int, generator: torch.Generator) -> None:
+        """Initialise run `run`'s trainable parameters (none for fixed schedules)."""
+
+    def select(self, indices) -> "PositionalEncoding":
+        """A copy holding only the runs `indices` (parameters and per-run schedules, in that order)."""
+        chosen = [int(i) for i in indices]
+        copy = self.__class__.__new__(self.__class__)
+        nn.Module.__init__(copy)
+        fresh = set(copy.__dict__)  # nn.Module's own registries: never shared with the original
+        for name, value in self.__dict__.items():
+            if name not in fresh or name == "training":
+                copy.__dict__[name] = value
+        copy._cache = {}
+        copy.runs = len(chosen)
+        index = torch.tensor(chosen, dtype=torch.long)
+        for name, parameter in self._parameters.items():
+            data = parameter.detach()[index.to(parameter.device)].clone()
+            copy._parameters[name] = nn.Parameter(data, requires_grad=parameter.requires_grad)
+        for name, module in self._modules.items():
+            copy._modules[name] = _select_module(module, index)
+        for name in self._per_run_fields():
+            value = getattr(self, name)
+            setattr(copy, name, value[chosen] if isinstance(value, np.ndarray) else tuple(value[i] for i in chosen))
+        return copy
+
+    def _per_run_fields(self) -> tuple[str, ...]:
+        """Attributes holding one entry per run (numpy arrays or tuples), indexed by `select`."""
+        return ()
+
+
+def _select_module(module: nn.Module, index: torch.Tensor) -> nn.Module:
+    """A deep copy of a packed module (packed layers, lists, sequences of them) keeping runs `index`."""
+    import copy as copying
+
+    selected = copying.deepcopy(module)
+    with torch.no_grad():
+        for name, parameter in list(selected.named_parameters()):
+            owner = selected.get_submodule(name.rsplit(".", 1)[0]) if "." in name else selected
+            leaf = name.rsplit(".", 1)[-1]
+            owner._parameters[leaf] = nn.Parameter(parameter[index.to(parameter.device)].clone(), parameter.requires_grad)
+    return selected
 
 
 class _CachedTables(PositionalEncoding):
     """Encodings whose tables depend only on positions: built once for the longest length seen."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, runs: int) -> None:
+        super().__init__(runs)
         self._cache: dict[str, tuple[int, tuple[torch.Tensor, ...]]] = {}
 
     def _tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -149,90 +199,107 @@ class _CachedTables(PositionalEncoding):
         if cached is None or cached[0] < length:
             # Grow geometrically so evaluation over increasing lengths rebuilds only a few times.
             size = max(length, 2 * cached[0] if cached else 64)
-            tables = tuple(t.to(device) for t in self._build(np.arange(size, dtype=np.int64)))
+            positions = np.arange(size, dtype=np.int64)
+            per_run = [self._build(run, positions) for run in range(self.runs)]
+            tables = tuple(torch.stack(parts).to(device) for parts in zip(*per_run))
             self._cache[key] = cached = (size, tables)
-        return tuple(t[:length] for t in cached[1])
+        return tuple(t[:, :length] for t in cached[1])
 
-    def _build(self, positions: np.ndarray) -> tuple[torch.Tensor, ...]:
+    def _build(self, run: int, positions: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Run `run`'s tables for `positions` (each (T, ...)); stacked over runs by `_tables`."""
         raise NotImplementedError
 
 
 class SinusoidalEmbedding(_CachedTables):
-    """sipe: additive sin/cos features at frequencies base^(-2p/d_model)."""
+    """sipe: additive sin/cos features at frequencies base^(-2p/d_model), one base per run."""
 
-    def __init__(self, d_model: int, base: float, precision: str) -> None:
-        super().__init__()
-        self.frequencies = rope_frequencies(base, d_model // 2)
+    def __init__(self, d_model: int, bases, precision: str) -> None:
+        super().__init__(len(bases))
+        self.frequencies = np.stack([rope_frequencies(base, d_model // 2) for base in bases])  # (R, d/2)
         self.precision = precision
 
-    def _build(self, positions):
-        return (interleave(*phase_tables(rotary_phases(self.frequencies, positions, self.precision))),)
+    def _per_run_fields(self):
+        return ("frequencies",)
+
+    def _build(self, run, positions):
+        return (interleave(*phase_tables(rotary_phases(self.frequencies[run], positions, self.precision))),)
 
     def embedding(self, length, device):
         return self._tables(length, device)[0]
 
-    def describe(self):
+    def describe(self, run=0):
         return {"phase_precision": self.precision}
 
 
 class PeriodicEmbedding(_CachedTables):
-    """sipe_p: additive sin/cos features looked up from per-pair periodic tables."""
+    """sipe_p: additive sin/cos features looked up from per-pair periodic tables, periods per run."""
 
     def __init__(self, d_model: int, periods) -> None:
-        super().__init__()
-        self.periods = validate_periods(periods)
+        super().__init__(len(periods))
+        self.periods = tuple(validate_periods(p) for p in periods)
         self.n_pairs = d_model // 2
 
-    def _build(self, positions):
-        return (interleave(*periodic_tables(self.periods, self.n_pairs, positions)),)
+    def _per_run_fields(self):
+        return ("periods",)
+
+    def _build(self, run, positions):
+        return (interleave(*periodic_tables(self.periods[run], self.n_pairs, positions)),)
 
     def embedding(self, length, device):
         return self._tables(length, device)[0]
 
-    def describe(self):
-        return {"periods": list(self.periods)}
+    def describe(self, run=0):
+        return {"periods": list(self.periods[run])}
 
 
 class FixedRotary(_CachedTables):
-    """rope, partial_rope, jof_fixed: fixed frequencies (zero for unrotated pairs)."""
+    """rope, partial_rope, jof_fixed: fixed frequencies per run (R, P) (zero for unrotated pairs)."""
 
     def __init__(self, frequencies: np.ndarray, precision: str, rotate_values: bool = False) -> None:
-        super().__init__()
-        self.frequencies = np.asarray(frequencies, dtype=np.float64)
+        frequencies = np.atleast_2d(np.asarray(frequencies, dtype=np.float64))
+        super().__init__(frequencies.shape[0])
+        self.frequencies = frequencies
         self.precision = precision
         self.rotate_values = rotate_values
 
-    def _build(self, positions):
-        return phase_tables(rotary_phases(self.frequencies, positions, self.precision))
+    def _per_run_fields(self):
+        return ("frequencies",)
+
+    def _build(self, run, positions):
+        return phase_tables(rotary_phases(self.frequencies[run], positions, self.precision))
 
     def rotation(self, layer, length, hidden):
         return self._tables(length, hidden.device)
 
-    def describe(self):
-        return {"phase_precision": self.precision, "rotated_pairs": int(np.count_nonzero(self.frequencies))}
+    def describe(self, run=0):
+        return {"phase_precision": self.precision, "rotated_pairs": int(np.count_nonzero(self.frequencies[run]))}
 
 
 class PeriodicRotary(_CachedTables):
-    """rope_p: component-periodic rotations from lookup tables T_d(i mod m_d)."""
+    """rope_p: component-periodic rotations from lookup tables T_d(i mod m_d), periods per run."""
 
     def __init__(self, n_pairs: int, periods) -> None:
-        super().__init__()
-        self.periods = validate_periods(periods)
+        super().__init__(len(periods))
+        self.periods = tuple(validate_periods(p) for p in periods)
         self.n_pairs = n_pairs
 
-    def _build(self, positions):
-        return periodic_tables(self.periods, self.n_pairs, positions)
+    def _per_run_fields(self):
+        return ("periods",)
+
+    def _build(self, run, positions):
+        return periodic_tables(self.periods[run], self.n_pairs, positions)
 
     def rotation(self, layer, length, hidden):
         return self._tables(length, hidden.device)
 
-    def describe(self):
-        pair_periods, numerators = assign_periods(self.periods, self.n_pairs)
-        return {"periods": list(self.periods), "pair_periods": pair_periods.tolist(), "numerators": numerators.tolist()}
+    def describe(self, run=0):
+        pair_periods, numerators = assign_periods(self.periods[run], self.n_pairs)
+        return {"periods": list(self.periods[run]), "pair_periods": pair_periods.tolist(), "numerators": numerators.tolist()}
 
 
 class LearnedRotary(PositionalEncoding):
-    """jof_learned: per-layer learned frequency vectors (float64), initialised to RoPE's.
+    """jof_learned: per-run, per-layer learned frequency vectors (float64, (R, layers, P)),
+    initialised to RoPE's at each run's base.
 
     Phases are formed and reduced in float64 inside the autograd graph (remainder has gradient 1),
     so the fp64 contract holds while the frequencies train.
@@ -240,28 +307,37 @@ class LearnedRotary(PositionalEncoding):
 
     rotate_values = True
 
-    def __init__(self, layers: int, n_pairs: int, base: float, precision: str) -> None:
-        super().__init__()
-        initial = torch.from_numpy(rope_frequencies(base, n_pairs))
-        self.frequencies = nn.Parameter(initial[None].repeat(layers, 1))
+    def __init__(self, layers: int, n_pairs: int, bases, precision: str) -> None:
+        super().__init__(len(bases))
+        self.initial = np.stack([rope_frequencies(base, n_pairs) for base in bases])  # (R, P)
+        initial = torch.from_numpy(self.initial)
+        self.frequencies = nn.Parameter(initial[:, None].repeat(1, layers, 1))
         self.precision = precision
+
+    def _per_run_fields(self):
+        return ("initial",)
+
+    @torch.no_grad()
+    def reset_run(self, run, generator):
+        self.frequencies[run] = torch.from_numpy(self.initial[run])[None]
 
     def rotation(self, layer, length, hidden):
         device = hidden.device
+        frequencies = self.frequencies[:, layer]  # (R, P)
         if self.precision == "fp64":
             positions = torch.arange(length, dtype=torch.float64, device=device)
-            phases = torch.remainder(positions[:, None] * self.frequencies[layer][None, :], TWO_PI)
+            phases = torch.remainder(positions[None, :, None] * frequencies[:, None, :], TWO_PI)
         else:
             positions = torch.arange(length, dtype=torch.float32, device=device)
-            phases = positions[:, None] * self.frequencies[layer].float()[None, :]
+            phases = positions[None, :, None] * frequencies.float()[:, None, :]
         return torch.cos(phases).float(), torch.sin(phases).float()
 
-    def describe(self):
+    def describe(self, run=0):
         return {"phase_precision": self.precision}
 
 
 class ProjectedRotary(FixedRotary):
-    """jof_projected: fixed RoPE angles plus content angles W2 GELU(W1 LN(x)), per layer and head.
+    """jof_projected: fixed RoPE angles plus content angles W2 GELU(W1 LN(x)), per run, layer and head.
 
     W2 (and its bias) start at zero, so at initialisation the model equals jof_fixed exactly. The
     fixed phase is reduced in float64 before the float32 content angle is added, so large i never
@@ -273,30 +349,37 @@ class ProjectedRotary(FixedRotary):
     def __init__(self, layers: int, d_model: int, heads: int, frequencies: np.ndarray, precision: str) -> None:
         super().__init__(frequencies, precision, rotate_values=True)
         self.heads = heads
-        self.n_pairs = len(frequencies)
+        self.n_pairs = self.frequencies.shape[1]
+        runs = self.runs
         self.projectors = nn.ModuleList(
             nn.Sequential(
-                nn.LayerNorm(d_model),
-                nn.Linear(d_model, d_model),
+                PackedLayerNorm(runs, d_model),
+                PackedLinear(runs, d_model, d_model),
                 nn.GELU(),
-                nn.Linear(d_model, heads * self.n_pairs),
+                PackedLinear(runs, d_model, heads * self.n_pairs),
             )
             for _ in range(layers)
         )
-        for projector in self.projectors:
-            nn.init.zeros_(projector[-1].weight)
-            nn.init.zeros_(projector[-1].bias)
 
-    def _build(self, positions):
-        phases = rotary_phases(self.frequencies, positions, self.precision)
+    def reset_run(self, run, generator):
+        # The draws nn.Linear makes when the projectors are constructed, then W2 zeroed.
+        for projector in self.projectors:
+            projector[0].reset_run(run, generator)
+            projector[1].reset_run(run, generator)
+            projector[3].reset_run(run, generator)
+        for projector in self.projectors:
+            projector[3].zero_run(run)
+
+    def _build(self, run, positions):
+        phases = rotary_phases(self.frequencies[run], positions, self.precision)
         return (torch.from_numpy(np.asarray(phases, dtype=np.float32)),)
 
     def rotation(self, layer, length, hidden):
-        (fixed,) = self._tables(length, hidden.device)  # (T, P), already reduced when fp64
-        batch = hidden.shape[0]
-        content = self.projectors[layer](hidden).float().view(batch, length, self.heads, self.n_pairs)
-        angles = fixed[None, :, None, :] + content  # (B, T, H, P)
-        angles = angles.permute(0, 2, 1, 3)  # (B, H, T, P)
+        (fixed,) = self._tables(length, hidden.device)  # (R, T, P), already reduced when fp64
+        runs, batch = hidden.shape[0], hidden.shape[1]
+        content = self.projectors[layer](hidden).float().view(runs, batch, length, self.heads, self.n_pairs)
+        angles = fixed[:, None, :, None, :] + content  # (R, B, T, H, P)
+        angles = angles.permute(0, 1, 3, 2, 4)  # (R, B, H, T, P)
         return torch.cos(angles), torch.sin(angles)
 
 
@@ -306,7 +389,7 @@ class ProjectedRotary(FixedRotary):
 
 @dataclass(frozen=True)
 class PositionalSpec:
-    """Everything needed to build an encoding (resolved from a RunConfig; periods already resolved)."""
+    """Everything needed to build one run's encoding (resolved from a RunConfig; periods already resolved)."""
 
     pe: str
     d_model: int
@@ -318,11 +401,8 @@ class PositionalSpec:
     phase_precision: str = "fp64"
 
 
-def build_positional(spec: PositionalSpec) -> PositionalEncoding:
-    """The positional-encoding module for `spec.pe` (a torch module applied inside attention or to the embeddings).
-
-    Raises FormalRopeError for an unknown encoding or a head dimension that cannot hold rotary pairs.
-    """
+def _check_spec(spec: PositionalSpec) -> int:
+    """Validate one spec; returns its number of rotary pairs per head."""
     from formal_rope.training.config import POSITIONAL_ENCODINGS
 
     if spec.pe not in POSITIONAL_ENCODINGS:
@@ -336,32 +416,59 @@ def build_positional(spec: PositionalSpec) -> PositionalEncoding:
     head_dim = spec.d_model // spec.heads
     if head_dim % 2 or spec.d_model % 2:
         raise FormalRopeError(f"the head dimension must be even for rotary pairs, got {head_dim}")
-    n_pairs = head_dim // 2
-    pe = spec.pe
+    if spec.pe == "partial_rope" and not 0.0 <= spec.rope_fraction <= 1.0:
+        raise FormalRopeError(f"rope_fraction must lie in [0, 1], got {spec.rope_fraction}")
+    return head_dim // 2
+
+
+def _partial_frequencies(base: float, n_pairs: int, fraction: float) -> np.ndarray:
+    rotated = int(round(fraction * n_pairs))
+    # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
+    partial = np.zeros(n_pairs, dtype=np.float64)
+    if rotated:
+        partial[:rotated] = rope_frequencies(base, rotated)
+    return partial
+
+
+def build_positional(specs) -> PositionalEncoding:
+    """The positional-encoding module for one run's spec, or for a pack of runs (a sequence of specs).
+
+    The runs of a pack must agree on everything but `base` and `periods` (each run keeps its own).
+    Raises FormalRopeError for an unknown encoding, a head dimension that cannot hold rotary pairs,
+    or specs that cannot share a pack.
+    """
+    specs = (specs,) if isinstance(specs, PositionalSpec) else tuple(specs)
+    if not specs:
+        raise FormalRopeError("a pack needs at least one run")
+    n_pairs = _check_spec(specs[0])
+    first = specs[0]
+    for spec in specs[1:]:
+        _check_spec(spec)
+        if (spec.pe, spec.d_model, spec.heads, spec.layers, spec.rope_fraction, spec.phase_precision) != (
+            first.pe, first.d_model, first.heads, first.layers, first.rope_fraction, first.phase_precision
+        ):
+            raise FormalRopeError("runs of one pack must share the encoding, its shape, rope_fraction and phase precision")
+    pe = first.pe
+    bases = [spec.base for spec in specs]
     if pe == "nope":
-        return PositionalEncoding()
+        return PositionalEncoding(len(specs))
     if pe == "sipe":
-        return SinusoidalEmbedding(spec.d_model, spec.base, spec.phase_precision)
-    if pe == "sipe_p":
-        return PeriodicEmbedding(spec.d_model, spec.periods)
-    if pe == "rope_p":
-        return PeriodicRotary(n_pairs, spec.periods)
+        return SinusoidalEmbedding(first.d_model, bases, first.phase_precision)
+    if pe in ("sipe_p", "rope_p"):
+        periods = [validate_periods(spec.periods) for spec in specs]
+        return PeriodicEmbedding(first.d_model, periods) if pe == "sipe_p" else PeriodicRotary(n_pairs, periods)
     if pe == "jof_learned":
-        return LearnedRotary(spec.layers, n_pairs, spec.base, spec.phase_precision)
-    frequencies = rope_frequencies(spec.base, n_pairs)
-    if pe == "rope":
-        return FixedRotary(frequencies, spec.phase_precision)
+        return LearnedRotary(first.layers, n_pairs, bases, first.phase_precision)
     if pe == "partial_rope":
-        if not 0.0 <= spec.rope_fraction <= 1.0:
-            raise FormalRopeError(f"rope_fraction must lie in [0, 1], got {spec.rope_fraction}")
-        rotated = int(round(spec.rope_fraction * n_pairs))
-        # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
-        partial = np.zeros(n_pairs, dtype=np.float64)
-        if rotated:
-            partial[:rotated] = rope_frequencies(spec.base, rotated)
-        return FixedRotary(partial, spec.phase_precision)
+        frequencies = np.stack([_partial_frequencies(base, n_pairs, first.rope_fraction) for base in bases])
+    else:
+        frequencies = np.stack([rope_frequencies(base, n_pairs) for base in bases])
+    if pe == "rope":
+        return FixedRotary(frequencies, first.phase_precision)
+    if pe == "partial_rope":
+        return FixedRotary(frequencies, first.phase_precision)
     if pe == "jof_fixed":
-        return FixedRotary(frequencies, spec.phase_precision, rotate_values=True)
+        return FixedRotary(frequencies, first.phase_precision, rotate_values=True)
     if pe == "jof_projected":
-        return ProjectedRotary(spec.layers, spec.d_model, spec.heads, frequencies, spec.phase_precision)
+        return ProjectedRotary(first.layers, first.d_model, first.heads, frequencies, first.phase_precision)
     raise AssertionError(pe)  # every name in POSITIONAL_ENCODINGS is handled above

@@ -1,12 +1,19 @@
-"""Train one classifier run (RunConfig -> RunResult + model): seeded, single-threaded by default.
+"""Train classifier runs (RunConfigs -> RunResults + model): packs of runs, one code path.
 
-One run = resolve the language to a DFA, resolve periods, build the model, train with AdamW on
-fresh balanced batches from the sampler, evaluate length generalisation, optionally checkpoint.
-Given the same config and seed on CPU, two runs produce bit-identical losses, weights and results.
+A pack is R runs that share an architecture and a training shape (`formal_rope.training.packing`)
+trained as one computation: every weight has a leading run axis, each step draws each run's own
+batch from its own generator, sums the per-run losses (so each run gets exactly its own gradient),
+clips each run's gradient norm and applies AdamW with each run's own learning rate. A single run
+is a pack of one (`run_training`). Per run: resolve the language to a DFA, resolve periods, build,
+train on fresh balanced batches from the sampler, evaluate length generalisation (all runs of the
+pack in the same forward passes), optionally checkpoint. Given the same pack composition and seeds
+on CPU, two runs produce bit-identical losses, weights and results; a run's initial weights and
+batches depend on its own seed only, never on its pack. With a state store (`StateOptions`), the
+whole training state is saved every `every` steps and a restarted pack resumes bit-identically.
 
-Outcomes: "ok"; "diverged" when the loss becomes NaN/inf (training stops, the result is kept,
-evaluation is skipped: n_star 0, accuracy NaN); "failed" when training or evaluation raises (the
-error is recorded). Bad input (unknown PE or language, base <= 0, ...) raises FormalRopeError
+Outcomes per run: "ok"; "diverged" when its loss becomes NaN/inf (that run is frozen, the others go
+on; evaluation is skipped: n_star 0, accuracy NaN); "failed" when training or evaluation raises
+(the error is recorded for every run of the pack). Bad input (unknown PE or language, base <= 0, ...) raises FormalRopeError
 before any work, so the CLI can report it.
 """
 
@@ -26,14 +33,15 @@ from torch.nn import functional as F
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig, RunResult
-from formal_rope.training.evaluate import EVAL_MODES, Evaluation, evaluate_sets
+from formal_rope.training.data import RunData, mix_near_misses, run_data, test_length_blocks  # noqa: F401 (re-exported)
+from formal_rope.training.evaluate import EVAL_MODES, Evaluation, evaluate_pack_sets, evaluate_sets
 from formal_rope.training.model import Classifier, encode_padded
+from formal_rope.training.optim import PackedAdamW, clip_grad_norms
 from formal_rope.training.positional import PHASE_PRECISIONS, PositionalSpec, build_positional, validate_periods
 
 PERIODIC_ENCODINGS = ("rope_p", "sipe_p")
 ATTENTION_IMPLS = ("auto", "triton", "torch")
 LR_SCHEDULES = ("constant", "cosine")
-TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
 
 
 @dataclass(frozen=True)
@@ -155,21 +163,34 @@ def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> Posit
     )
 
 
+def build_pack(configs, n_symbols: int, periods) -> Classifier:
+    """A classifier holding one freshly initialised run per config (run r seeded with configs[r].seed).
+
+    `periods[r]` are run r's resolved rope_p / sipe_p periods (`resolve_periods`); other encodings
+    ignore them. The configs must share the architecture (`packing.check_packable`).
+    """
+    configs = list(configs)
+    first = configs[0]
+    positional = build_positional([positional_spec(c, p) for c, p in zip(configs, periods)])
+    model = Classifier(
+        n_symbols,
+        positional,
+        d_model=first.d_model,
+        heads=first.heads,
+        layers=first.layers,
+        ffn_mult=first.ffn_mult,
+        attention=first.attention,
+    )
+    return model.initialize([c.seed for c in configs])
+
+
 def build_model(config: RunConfig, n_symbols: int, periods: tuple[int, ...] | None) -> Classifier:
-    """A freshly initialised (seeded by the caller) classifier for `config` over `n_symbols` symbols.
+    """A freshly initialised single-run classifier for `config` over `n_symbols` symbols (a pack of one,
+    its weights drawn from a generator seeded with config.seed).
 
     `periods` are the resolved rope_p / sipe_p periods (`resolve_periods`); other encodings ignore them.
     """
-    positional = build_positional(positional_spec(config, periods))
-    return Classifier(
-        n_symbols,
-        positional,
-        d_model=config.d_model,
-        heads=config.heads,
-        layers=config.layers,
-        ffn_mult=config.ffn_mult,
-        attention=config.attention,
-    )
+    return build_pack([config], n_symbols, [periods])
 
 
 def software_versions() -> dict:
@@ -197,15 +218,11 @@ def source_commit() -> str | None:
 # Optimisation
 
 
-def make_optimizer(model: Classifier, config: RunConfig) -> torch.optim.Optimizer:
-    """AdamW; weight decay only on weight matrices (not biases, norms, embeddings or frequencies)."""
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        is_matrix = parameter.dim() >= 2 and not name.startswith(("embedding.", "positional.frequencies"))
-        (decay if is_matrix else no_decay).append(parameter)
-    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    # foreach=False keeps the update a plain per-tensor loop: deterministic and fastest for tiny models.
-    return torch.optim.AdamW(groups, lr=config.lr, foreach=False)
+def make_optimizer(model: Classifier, configs) -> PackedAdamW:
+    """AdamW for every run of `model` (configs[r] gives run r's weight decay; one config for a pack of
+    one); weight decay only on weight matrices (not biases, norms, embeddings or frequencies)."""
+    configs = [configs] if isinstance(configs, RunConfig) else list(configs)
+    return PackedAdamW(model.named_parameters(), [c.weight_decay for c in configs])
 
 
 def learning_rate(config: RunConfig, step: int) -> float:
@@ -226,6 +243,7 @@ class _Reporter:
         self.callback = progress if callable(progress) else None
         self.bar = None
         if progress is True:
+            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -234,8 +252,6 @@ class _Reporter:
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
-
-            from rich.console import Console
 
             # stderr keeps stdout clean for --json output.
             self.bar = Progress(
@@ -264,7 +280,9 @@ class _Reporter:
             self.callback(event)
         if self.bar is not None and self.task is not None:
             if event.stage == "train":
-                info = f"loss {event.loss:.4f} acc {event.accuracy:.3f} {event.info.get('steps_per_s', 0):.0f} steps/s"
+                runs = event.info.get("runs", 1)
+                pack = f" ({event.info.get('active', runs)}/{runs} runs)" if runs > 1 else ""
+                info = f"loss {event.loss:.4f} acc {event.accuracy:.3f} {event.info.get('steps_per_s', 0):.0f} steps/s{pack}"
             else:
                 info = f"len {event.info.get('length')} acc {event.accuracy:.3f} N* so far {event.info.get('n_star')}"
             self.bar.update(self.task, completed=event.done, info=info)
@@ -274,30 +292,255 @@ class _Reporter:
             self.bar.stop()
 
 
-def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_length: int, max_length: int):
-    """Replace round(fraction * #negatives) negatives by near-misses (a positive with one symbol
-    substituted so that it leaves L), uniform over such strings at a length drawn uniformly from
-    the lengths in [min_length, max_length] where near-misses exist. Returns a new batch."""
-    from formal_rope.sampling import PAD, TrainingBatch, count_table, walk
+# ----------------------------------------------------------------------------------------------
+# Training a pack
 
-    negatives = np.flatnonzero(~np.asarray(batch.labels, dtype=bool))
-    count = int(round(fraction * len(negatives)))
-    if count == 0:
-        return batch
-    counts = count_table(dfa, "near_miss", max_length)
-    candidates = np.arange(min_length, max_length + 1)
-    allowed = candidates[counts.nonempty(candidates)]
-    if allowed.size == 0:
-        return batch  # no near-miss of a training length exists (e.g. L = Σ*): keep uniform negatives
-    chosen = allowed[rng.integers(0, allowed.size, size=count)]
-    drawn = walk(counts, chosen, rng.random((max(1, int(chosen.max())), count)))
-    symbols = np.array(batch.symbols, copy=True)
-    lengths = np.array(batch.lengths, copy=True)
-    rows = negatives[:count]  # the batch is already shuffled
-    symbols[rows] = PAD
-    symbols[rows, : drawn.shape[1]] = drawn
-    lengths[rows] = chosen
-    return TrainingBatch(symbols, lengths, batch.labels)
+
+LENGTH_BUCKETS = 4  # training strings are grouped by length into this many padded widths
+
+
+def bucket_widths(min_length: int, max_length: int, buckets: int | None = None) -> tuple[int, ...]:
+    """Token widths (length + bos + eos) of the length buckets a training step is split into: the
+    strings of [min_length, max_length] cut into `buckets` equal length ranges, each padded to its
+    own longest length instead of all to max_length. Attention costs T^2, so on lengths uniform in
+    [0, 40] four buckets do about half the attention work and two thirds of the rest."""
+    span = max_length - min_length + 1
+    count = max(1, min(LENGTH_BUCKETS if buckets is None else buckets, span))
+    tops = sorted({min_length + math.ceil(span * (b + 1) / count) - 1 for b in range(count)})
+    return tuple(top + 2 for top in tops)
+
+
+@dataclass(frozen=True, eq=False)
+class PackInputs:
+    """One training step's strings of every run, grouped by length bucket: per bucket tokens
+    (R, n, width), readout (R, n), labels (R, n) and each row's position in its run's batch
+    (`rows`, the batch size for filler rows that only keep the pack rectangular)."""
+
+    buckets: tuple
+    batch_size: int
+
+
+def pack_inputs(batches, n_symbols: int, widths, device="cpu") -> PackInputs:
+    """Stack the runs' batches (one TrainingBatch per run, equal sizes) into length buckets."""
+    runs, batch_size = len(batches), len(batches[0])
+    lengths = np.stack([np.asarray(b.lengths, dtype=np.int64) for b in batches])  # (R, B)
+    bucket_of = np.searchsorted(np.asarray(widths) - 2, lengths)  # the first bucket that holds each length
+    buckets = []
+    for bucket, width in enumerate(widths):
+        members = [np.flatnonzero(bucket_of[run] == bucket) for run in range(runs)]
+        # Every bucket runs, with at least one row, whatever the runs drew: a run's graph (which
+        # calls, in which order) is then the same alone and in any pack, so its gradients sum up in
+        # the same order and filler rows (exact zeros in every sum) leave its numbers untouched.
+        count = max(1, max(len(m) for m in members))
+        tokens = np.empty((runs, count, width), dtype=np.int64)
+        readout = np.ones((runs, count), dtype=np.int64)
+        labels = np.zeros((runs, count), dtype=np.int64)
+        rows = np.full((runs, count), batch_size, dtype=np.int64)
+        for run, member in enumerate(members):
+            batch = batches[run]
+            filler = count - len(member)
+            symbols = np.asarray(batch.symbols)[member]
+            row_lengths = np.concatenate((lengths[run, member], np.zeros(filler, dtype=np.int64)))
+            if filler:
+                symbols = np.concatenate((symbols, np.full((filler, symbols.shape[1]), -1, dtype=np.int64)))
+            encoded, readouts = encode_padded(symbols, row_lengths, n_symbols, width=width)
+            tokens[run], readout[run] = encoded.numpy(), readouts.numpy()
+            labels[run, : len(member)] = np.asarray(batch.labels, dtype=np.int64)[member]
+            rows[run, : len(member)] = member
+        buckets.append(tuple(torch.from_numpy(a).to(device) for a in (tokens, readout, labels, rows)))
+    return PackInputs(tuple(buckets), batch_size)
+
+
+def pack_losses(model: Classifier, inputs: PackInputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-run mean cross-entropy (R,) over each run's own batch, and its count of correct answers (R,)."""
+    runs = model.runs
+    per_row = None
+    correct = None
+    for tokens, readout, labels, rows in inputs.buckets:
+        logits = model(tokens, readout)
+        row_losses = F.cross_entropy(logits.reshape(-1, 2), labels.reshape(-1), reduction="none").view(runs, -1)
+        # Filler rows land in a spare column (index batch_size) that is dropped below.
+        if per_row is None:
+            per_row = row_losses.new_zeros(runs, inputs.batch_size + 1)
+            correct = torch.zeros(runs, inputs.batch_size + 1, dtype=torch.bool, device=row_losses.device)
+        per_row = per_row.scatter(1, rows, row_losses)
+        correct = correct.scatter(1, rows, logits.detach().argmax(-1) == labels)
+    return per_row[:, : inputs.batch_size].mean(1), correct[:, : inputs.batch_size].sum(1)
+
+
+@dataclass
+class PackTrainingState:
+    """Everything that changes while a pack trains, besides weights and optimizer moments: what a
+    resumed pack restores to continue bit-identically (per run: generator, status, counters)."""
+
+    step: int
+    rngs: list
+    status: list[str]
+    steps_done: list[int]
+    final_loss: list
+    window_loss: list[float]
+    window_correct: list[int]
+    window_count: list[int]
+
+    @classmethod
+    def fresh(cls, configs) -> "PackTrainingState":
+        runs = len(configs)
+        return cls(
+            step=0,
+            rngs=[np.random.default_rng(np.random.SeedSequence([int(c.seed), 1])) for c in configs],
+            status=["ok"] * runs,
+            steps_done=[0] * runs,
+            final_loss=[None] * runs,
+            window_loss=[0.0] * runs,
+            window_correct=[0] * runs,
+            window_count=[0] * runs,
+        )
+
+    def to_dict(self) -> dict:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "rngs"}
+        data["rngs"] = [rng.bit_generator.state for rng in self.rngs]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PackTrainingState":
+        rngs = []
+        for saved in data["rngs"]:
+            rng = np.random.default_rng()
+            rng.bit_generator.state = saved
+            rngs.append(rng)
+        return cls(**{**{k: v for k, v in data.items() if k != "rngs"}, "rngs": rngs})
+
+
+def _save_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(
+        {
+            "format": 1,
+            "run_ids": [c.run_id() for c in configs],
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "progress": progress.to_dict(),
+        },
+        buffer,
+    )
+    store.save(key, buffer.getvalue())
+
+
+def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW) -> PackTrainingState | None:
+    import io
+
+    blob = store.load(key)
+    if blob is None:
+        return None
+    try:
+        saved = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
+    except Exception as error:  # a damaged state file must not cost the run: start over, loudly
+        raise FormalRopeError(f"the saved training state {key!r} cannot be read ({error}); delete it to start over") from None
+    if saved.get("run_ids") != [c.run_id() for c in configs]:
+        raise FormalRopeError(f"the saved training state {key!r} belongs to other runs; delete it to start over")
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    return PackTrainingState.from_dict(saved["progress"])
+
+
+def train_pack(
+    model: Classifier,
+    configs,
+    data,
+    *,
+    report: Callable[[TrainingProgress], None] | None = None,
+    device: str | torch.device = "cpu",
+    log_every: int = 25,
+    state=None,
+    state_key: str | None = None,
+    on_step: Callable[[int, list[float]], None] | None = None,
+) -> list[tuple[str, float | None, int]]:
+    """Optimise every run of the pack in place. Returns per run (status "ok" | "diverged", final mean
+    loss, steps done).
+
+    data[r] is run r's RunData (its batches come from its own generator, seeded by its seed). A run
+    whose loss turns NaN/inf is recorded diverged at that step and frozen; the others go on.
+    state: StateOptions (save every state.every steps to state.uri under state_key, resume from there).
+    on_step(step, losses) sees every step's per-run losses (NaN for frozen runs).
+    """
+    configs = list(configs)
+    runs = len(configs)
+    steps = configs[0].steps
+    batch_size = configs[0].batch_size
+    widths = bucket_widths(configs[0].train_min_length, configs[0].train_max_length)
+    n_symbols = model.n_symbols
+    optimizer = make_optimizer(model, configs)
+    max_norms = torch.tensor([float(c.grad_clip) for c in configs], dtype=torch.float64)
+    store = None
+    progress = None
+    if state is not None:
+        from formal_rope.training.state import open_state_store
+
+        store = open_state_store(state.uri)
+        progress = _load_state(store, state_key, configs, model, optimizer)
+    if progress is None:
+        progress = PackTrainingState.fresh(configs)
+    model.train()
+    last_batches: list = [None] * runs  # a frozen run's last batch keeps the pack's shapes
+    started = time.perf_counter()
+    first_step = progress.step
+    for step in range(progress.step, steps):
+        active_runs = [r for r in range(runs) if progress.status[r] == "ok"]
+        if not active_runs:
+            break
+        batches = []
+        for run in range(runs):
+            if progress.status[run] == "ok":
+                last_batches[run] = data[run].training_batch(progress.rngs[run], batch_size)
+            batches.append(last_batches[run])
+        losses, correct = pack_losses(model, pack_inputs(batches, n_symbols, widths, device))
+        loss_values, correct_values = torch.stack((losses.detach().double(), correct.double())).cpu().tolist()
+        for run in active_runs:
+            if not math.isfinite(loss_values[run]):
+                progress.status[run] = "diverged"
+                progress.steps_done[run] = step
+                progress.final_loss[run] = loss_values[run]
+        active = torch.tensor([status == "ok" for status in progress.status])
+        if on_step is not None:
+            on_step(step, [loss_values[r] if r in active_runs else math.nan for r in range(runs)])
+        if not bool(active.any()):
+            break
+        optimizer.zero_grad()
+        total = torch.where(active.to(device), losses, torch.zeros((), device=losses.device)).sum()
+        total.backward()
+        clip_grad_norms(optimizer.parameters, torch.where(active, max_norms, torch.zeros_like(max_norms)))
+        lrs = torch.tensor([learning_rate(c, step) for c in configs], dtype=torch.float64)
+        optimizer.step(lrs, active)
+        for run in range(runs):
+            if progress.status[run] == "ok":
+                progress.window_loss[run] += loss_values[run] * batch_size
+                progress.window_correct[run] += int(correct_values[run])
+                progress.window_count[run] += batch_size
+        progress.step = step + 1
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            going = [r for r in range(runs) if progress.status[r] == "ok"]
+            for run in going:
+                progress.final_loss[run] = progress.window_loss[run] / progress.window_count[run]
+            if report is not None and going:
+                elapsed = time.perf_counter() - started
+                report(
+                    TrainingProgress(
+                        "train", step + 1, steps,
+                        float(np.mean([progress.final_loss[r] for r in going])),
+                        float(np.mean([progress.window_correct[r] / progress.window_count[r] for r in going])),
+                        {"steps_per_s": (step + 1 - first_step) / max(elapsed, 1e-9), "runs": runs, "active": len(going)},
+                    )
+                )
+            for run in going:
+                progress.window_loss[run], progress.window_correct[run], progress.window_count[run] = 0.0, 0, 0
+        if store is not None and (step + 1) % state.every == 0 and step + 1 < steps:
+            _save_state(store, state_key, configs, model, optimizer, progress)
+    for run in range(runs):
+        if progress.status[run] == "ok":
+            progress.steps_done[run] = steps
+    return [(progress.status[r], progress.final_loss[r], progress.steps_done[r]) for r in range(runs)]
 
 
 def train_model(
@@ -309,108 +552,184 @@ def train_model(
     device: str | torch.device = "cpu",
     log_every: int = 25,
 ) -> tuple[str, float | None, int]:
-    """Optimise in place. Returns (status "ok" | "diverged", final mean loss, steps done)."""
-    from formal_rope.sampling import training_batch
+    """Optimise a single-run model in place (a pack of one). Returns (status "ok" | "diverged", final
+    mean loss, steps done)."""
+    return train_pack(model, [config], [run_data(config, dfa)], report=report, device=device, log_every=log_every)[0]
 
-    rng = np.random.default_rng(np.random.SeedSequence([int(config.seed), 1]))
-    optimizer = make_optimizer(model, config)
-    model.train()
-    n_symbols = model.n_symbols
-    window_loss, window_correct, window_count = 0.0, 0, 0
-    final_loss: float | None = None
-    started = time.perf_counter()
-    for step in range(config.steps):
-        batch = training_batch(dfa, rng, config.batch_size, config.train_min_length, config.train_max_length)
-        if config.train_near_miss_fraction > 0:
-            batch = mix_near_misses(
-                batch, dfa, rng, config.train_near_miss_fraction, config.train_min_length, config.train_max_length
-            )
-        tokens, readout = encode_padded(batch.symbols, batch.lengths, n_symbols)
-        labels = torch.from_numpy(np.asarray(batch.labels, dtype=np.int64))
-        tokens, readout, labels = tokens.to(device), readout.to(device), labels.to(device)
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(config, step)
-        logits = model(tokens, readout)
-        loss = F.cross_entropy(logits, labels)
-        loss_value = float(loss.detach())
-        if not math.isfinite(loss_value):
-            return "diverged", loss_value, step
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip, foreach=False)
-        optimizer.step()
-        window_loss += loss_value * len(labels)
-        window_correct += int((logits.detach().argmax(-1) == labels).sum())
-        window_count += len(labels)
-        if (step + 1) % log_every == 0 or step + 1 == config.steps:
-            final_loss = window_loss / window_count
+
+def evaluate_pack(
+    model: Classifier, configs, data, *, report=None, device="cpu", modes=None
+) -> list[Evaluation]:
+    """Per-length accuracy and N* of every run of `model` on the seeded test sets of its config, all
+    runs in the same forward passes (the runs of a pack share their test sets: data[0]'s).
+
+    `modes` overrides each config's eval_mode. A run in nstar mode stops costing compute at its
+    first imperfect length.
+    """
+    configs = list(configs)
+    total = configs[0].test_max_length - configs[0].test_min_length + 1
+    modes = list(modes) if modes is not None else [c.eval_mode for c in configs]
+    seen: dict = {"lengths": set(), "n_star": [0] * len(configs), "perfect": [True] * len(configs)}
+
+    def on_length(run: int, result) -> None:
+        if seen["perfect"][run] and result.accuracy == 1.0:
+            seen["n_star"][run] = result.length
+        else:
+            seen["perfect"][run] = False
+        if result.length not in seen["lengths"]:
+            seen["lengths"].add(result.length)
             if report is not None:
-                elapsed = time.perf_counter() - started
                 report(
                     TrainingProgress(
-                        "train", step + 1, config.steps, final_loss, window_correct / window_count,
-                        {"steps_per_s": (step + 1) / max(elapsed, 1e-9)},
+                        "eval", len(seen["lengths"]), total, None, result.accuracy,
+                        {"length": result.length, "n_star": max(seen["n_star"])},
                     )
                 )
-            window_loss, window_correct, window_count = 0.0, 0, 0
-    return "ok", final_loss, config.steps
 
-
-def test_length_blocks(dfa, config: RunConfig):
-    """Labelled test sets in increasing length, sampled lazily in blocks (bounded memory)."""
-    from formal_rope.sampling import test_sets
-
-    lengths = range(config.test_min_length, config.test_max_length + 1)  # lazy: ranges may be huge
-    block: list[int] = []
-    size = 0
-    for length in lengths:
-        block.append(length)
-        size += max(1, length) * config.n_per_length
-        if size >= TEST_SYMBOL_BUDGET:
-            yield from test_sets(dfa, block, config.n_per_length, config.eval_seed)
-            block, size = [], 0
-    if block:
-        yield from test_sets(dfa, block, config.n_per_length, config.eval_seed)
+    return evaluate_pack_sets(
+        model, data[0].test_sets(), decode=data[0].decode, modes=modes, device=device, on_length=on_length
+    )
 
 
 def evaluate_model(
     model: Classifier, config: RunConfig, dfa, *, report=None, device="cpu", mode: str | None = None
 ) -> Evaluation:
-    """Per-length accuracy and N* of `model` on the seeded test sets of `config` (lengths test_min..test_max).
+    """Per-length accuracy and N* of a single-run `model` on the seeded test sets of `config`
+    (lengths test_min..test_max).
 
     The sets depend only on `dfa`, `config.eval_seed` and `n_per_length`; `mode` overrides `config.eval_mode`.
     """
-    from formal_rope.sampling import decode
-
-    total = config.test_max_length - config.test_min_length + 1
-    state = {"done": 0, "n_star": 0, "perfect": True}
-
-    def on_length(result) -> None:
-        state["done"] += 1
-        if state["perfect"] and result.accuracy == 1.0:
-            state["n_star"] = result.length
-        else:
-            state["perfect"] = False
-        if report is not None:
-            report(
-                TrainingProgress(
-                    "eval", state["done"], total, None, result.accuracy, {"length": result.length, "n_star": state["n_star"]}
-                )
-            )
-
-    return evaluate_sets(
-        model,
-        test_length_blocks(dfa, config),
-        decode=lambda row: decode(np.asarray(row)[None, :], dfa.alphabet)[0],
-        mode=mode or config.eval_mode,
-        device=device,
-        on_length=on_length,
-    )
+    if mode is not None and mode not in EVAL_MODES:
+        raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
+    return evaluate_pack(
+        model, [config], [run_data(config, dfa)], report=report, device=device, modes=[mode or config.eval_mode]
+    )[0]
 
 
 # ----------------------------------------------------------------------------------------------
-# One run
+# Runs
+
+
+def run_pack(
+    configs,
+    *,
+    progress: ProgressArg = False,
+    checkpoint_paths=None,
+    device: str | torch.device = "cpu",
+    threads: int | None = 1,
+    dfa=None,
+    state=None,
+    on_step: Callable[[int, list[float]], None] | None = None,
+) -> tuple[list[RunResult], Classifier | None]:
+    """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
+
+    Returns (one RunResult per config, in order; the pack's model). configs must share what
+    `packing.check_packable` names (language, architecture, steps, batch size, training and test
+    lengths); each keeps its seed, learning rate and schedule, base or periods, weight decay,
+    clipping norm, near-miss share and eval mode. checkpoint_paths: one path (or None) per config.
+    state: a `formal_rope.training.state.StateOptions` to save the training state every
+    `state.every` steps and resume from it (deleted at the end unless `state.keep`).
+    progress, device, threads, dfa: as for `run_training`.
+    """
+    from formal_rope.training.packing import check_packable, pack_key
+
+    configs = list(configs)
+    if not configs:
+        raise FormalRopeError("run_pack needs at least one run")
+    for config in configs:
+        validate_config(config)
+        validate_device(config, device)
+    check_packable(configs)
+    paths = list(checkpoint_paths) if checkpoint_paths is not None else [None] * len(configs)
+    if len(paths) != len(configs):
+        raise FormalRopeError(f"need one checkpoint path (or None) per run: {len(configs)} runs, {len(paths)} paths")
+    if any(path is not None for path in paths):
+        from formal_rope.training.checkpoint import check_checkpoint_path
+
+        for path in paths:
+            if path is not None:
+                check_checkpoint_path(path)  # before training: an unwritable path must not cost a run
+    if state is not None:
+        from formal_rope.training.state import check_state_dir
+
+        check_state_dir(state.uri)
+    if dfa is None:
+        dfa = resolve_dfa(configs[0])
+    check_trainable(configs[0], dfa)
+    periods = [resolve_periods(config, dfa) for config in configs]
+    if threads is not None and str(device).startswith("cpu"):
+        torch.set_num_threads(threads)
+    runs = len(configs)
+    key = pack_key(configs)
+    started = time.perf_counter()
+    first = configs[0]
+    label = f"{first.pe} {first.language}" if runs == 1 else f"pack of {runs} {first.pe} {first.language}"
+    reporter = _Reporter(progress, label)
+    model: Classifier | None = None
+    outcomes: list[tuple[str, float | None, int]] = [("failed", None, 0)] * runs
+    evaluations: list[Evaluation | None] = [None] * runs
+    error: str | None = None
+    try:
+        data = [run_data(config, dfa) for config in configs]
+        model = build_pack(configs, len(dfa.alphabet), periods).to(device)
+        reporter.stage("train", first.steps)
+        outcomes = train_pack(
+            model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step
+        )
+        ok = [run for run in range(runs) if outcomes[run][0] == "ok"]
+        if ok:
+            reporter.stage("eval", first.test_max_length - first.test_min_length + 1)
+            evaluated = model if len(ok) == runs else model.select_runs(ok)
+            for run, evaluation in zip(
+                ok, evaluate_pack(evaluated, [configs[r] for r in ok], [data[r] for r in ok], report=reporter.update, device=device)
+            ):
+                evaluations[run] = evaluation
+    except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
+        outcomes = [("failed", outcome[1], outcome[2]) for outcome in outcomes]
+        evaluations = [None] * runs
+        error = f"{type(exception).__name__}: {exception}"
+    finally:
+        reporter.close()
+    wall = time.perf_counter() - started
+    versions, commit = software_versions(), source_commit()
+    results = []
+    for run, config in enumerate(configs):
+        status, final_loss, steps_done = outcomes[run]
+        evaluation = evaluations[run]
+        results.append(
+            RunResult(
+                run_id=config.run_id(),
+                config=config,
+                status=status,
+                n_star=evaluation.n_star if evaluation else 0,
+                accuracy=evaluation.accuracy if evaluation else math.nan,
+                per_length=evaluation.per_length if evaluation else (),
+                first_failure=evaluation.first_failure if evaluation else None,
+                final_loss=final_loss,
+                steps_done=steps_done,
+                wall_s=wall,
+                versions=versions,
+                commit=commit,
+                error=error,
+                alphabet=tuple(dfa.alphabet),
+                resolved_periods=periods[run],
+                eval_complete=evaluation.complete if evaluation else False,
+                pack_id=key,
+                pack_size=runs,
+            )
+        )
+    if model is not None:
+        for run, path in enumerate(paths):
+            if path is not None:
+                from formal_rope.training.checkpoint import save_checkpoint
+
+                single = model if runs == 1 else model.select_runs([run])
+                save_checkpoint(path, single, configs[run], results[run])
+    if state is not None and not state.keep and error is None:
+        from formal_rope.training.state import open_state_store
+
+        open_state_store(state.uri).delete(key)
+    return results, model
 
 
 def run_training(
@@ -421,65 +740,19 @@ def run_training(
     device: str | torch.device = "cpu",
     threads: int | None = 1,
     dfa=None,
+    state=None,
 ) -> tuple[RunResult, Classifier | None]:
-    """Train, evaluate and (optionally) checkpoint one run. Returns (result, model).
+    """Train, evaluate and (optionally) checkpoint one run (a pack of one). Returns (result, model).
 
     progress: True draws a Rich progress bar, False is silent, a callable receives TrainingProgress.
     threads: torch intra-op threads on CPU (1 by default: small models run fastest single-threaded
     and results are reproducible); None leaves torch's setting alone.
     dfa: a pre-resolved DFA for config.language (skips resolution; the config still names it).
+    state: StateOptions to checkpoint the training state and resume from it (`train --resume`).
     The model is None only when the run failed before it was built.
     """
-    validate_config(config)
-    validate_device(config, device)
-    if checkpoint_path is not None:
-        from formal_rope.training.checkpoint import check_checkpoint_path
-
-        check_checkpoint_path(checkpoint_path)  # before training: an unwritable path must not cost a run
-    if dfa is None:
-        dfa = resolve_dfa(config)
-    check_trainable(config, dfa)
-    periods = resolve_periods(config, dfa)
-    if threads is not None and str(device).startswith("cpu"):
-        torch.set_num_threads(threads)
-    started = time.perf_counter()
-    reporter = _Reporter(progress, f"{config.pe} {config.language}")
-    model: Classifier | None = None
-    status, final_loss, steps_done = "failed", None, 0
-    evaluation: Evaluation | None = None
-    error: str | None = None
-    try:
-        torch.manual_seed(config.seed)
-        model = build_model(config, len(dfa.alphabet), periods).to(device)
-        reporter.stage("train", config.steps)
-        status, final_loss, steps_done = train_model(model, config, dfa, report=reporter.update, device=device)
-        if status == "ok":
-            reporter.stage("eval", config.test_max_length - config.test_min_length + 1)
-            evaluation = evaluate_model(model, config, dfa, report=reporter.update, device=device)
-    except Exception as exception:  # recorded, not raised: a sweep must survive one bad run
-        status, error = "failed", f"{type(exception).__name__}: {exception}"
-    finally:
-        reporter.close()
-    result = RunResult(
-        run_id=config.run_id(),
-        config=config,
-        status=status,
-        n_star=evaluation.n_star if evaluation else 0,
-        accuracy=evaluation.accuracy if evaluation else math.nan,
-        per_length=evaluation.per_length if evaluation else (),
-        first_failure=evaluation.first_failure if evaluation else None,
-        final_loss=final_loss,
-        steps_done=steps_done,
-        wall_s=time.perf_counter() - started,
-        versions=software_versions(),
-        commit=source_commit(),
-        error=error,
-        alphabet=tuple(dfa.alphabet),
-        resolved_periods=periods,
-        eval_complete=evaluation.complete if evaluation else False,
+    results, model = run_pack(
+        [config], progress=progress, checkpoint_paths=[checkpoint_path], device=device, threads=threads, dfa=dfa,
+        state=state,
     )
-    if checkpoint_path is not None and model is not None:
-        from formal_rope.training.checkpoint import save_checkpoint
-
-        save_checkpoint(checkpoint_path, model, config, result)
-    return result, model
+    return results[0], model

@@ -1,0 +1,102 @@
+"""Layers with a leading run axis: R independent models computed as one (vectorized ensembles).
+
+Every parameter is stacked over runs (weight (R, out, in) for a linear layer, the orientation of
+nn.Linear per run), and every activation carries the run axis first: (R, ..., features). One
+batched matrix product serves all runs, so a pack of R tiny models costs about one op sequence
+instead of R. Runs never mix: each output slice depends on its own run's parameters and inputs
+only, so gradients of a sum of per-run losses are each run's own gradients.
+
+Each layer can (re)initialise one run from a torch.Generator with exactly the draws nn.Linear /
+nn.Embedding make, in the same order, so a run's initial weights depend on its seed alone — not on
+the pack it trains in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def _kaiming_bound(fan_in: int) -> float:
+    # nn.Linear's kaiming_uniform_(a=sqrt(5)), written with the same float operations so the drawn
+    # weights are bit-identical to a freshly constructed nn.Linear under the same seed.
+    gain = math.sqrt(2.0 / (1 + math.sqrt(5) ** 2))
+    std = gain / math.sqrt(fan_in)
+    return math.sqrt(3.0) * std
+
+
+class PackedLinear(nn.Module):
+    """x (R, ..., in) -> (R, ..., out) with per-run weight (R, out, in) and bias (R, out)."""
+
+    def __init__(self, runs: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(torch.empty(runs, out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(runs, out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        runs = x.shape[0]
+        flat = x.reshape(runs, -1, self.in_features)
+        out = torch.baddbmm(self.bias.unsqueeze(1), flat, self.weight.transpose(1, 2))
+        return out.view(*x.shape[:-1], self.out_features)
+
+    @torch.no_grad()
+    def reset_run(self, run: int, generator: torch.Generator) -> None:
+        """nn.Linear's default initialisation of run `run`, drawn from `generator`."""
+        self.weight[run].uniform_(-_kaiming_bound(self.in_features), _kaiming_bound(self.in_features), generator=generator)
+        bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+        self.bias[run].uniform_(-bound, bound, generator=generator)
+
+    @torch.no_grad()
+    def zero_run(self, run: int) -> None:
+        self.weight[run].zero_()
+        self.bias[run].zero_()
+
+
+class PackedLayerNorm(nn.Module):
+    """LayerNorm over the last axis with per-run affine weight and bias (R, d)."""
+
+    def __init__(self, runs: int, features: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.features, self.eps = features, eps
+        self.weight = nn.Parameter(torch.ones(runs, features))
+        self.bias = nn.Parameter(torch.zeros(runs, features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        normed = F.layer_norm(x, (self.features,), eps=self.eps)
+        shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (self.features,)
+        return torch.addcmul(self.bias.view(shape), normed, self.weight.view(shape))
+
+    @torch.no_grad()
+    def reset_run(self, run: int, generator: torch.Generator) -> None:
+        self.weight[run].fill_(1.0)
+        self.bias[run].zero_()
+
+
+class PackedEmbedding(nn.Module):
+    """tokens (R, ...) -> (R, ..., d): run r looks its tokens up in its own table (R, vocab, d)."""
+
+    def __init__(self, runs: int, vocabulary: int, features: int) -> None:
+        super().__init__()
+        self.vocabulary, self.features = vocabulary, features
+        self.weight = nn.Parameter(torch.empty(runs, vocabulary, features))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        runs = tokens.shape[0]
+        offsets = torch.arange(runs, device=tokens.device).view((runs,) + (1,) * (tokens.dim() - 1)) * self.vocabulary
+        return F.embedding(tokens + offsets, self.weight.view(-1, self.features))
+
+    @torch.no_grad()
+    def reset_run(self, run: int, generator: torch.Generator) -> None:
+        """nn.Embedding's default initialisation (standard normal) of run `run`."""
+        self.weight[run].normal_(generator=generator)
+
+
+def runs_of(module: nn.Module) -> int:
+    """The size of the run axis of a packed module (the leading dimension of its parameters)."""
+    for parameter in module.parameters():
+        return int(parameter.shape[0])
+    raise ValueError("module has no parameters")

@@ -1,0 +1,143 @@
+"""Which runs can train together, and in packs of what size.
+
+Runs share a pack when they share the architecture and the training shape: everything in their
+RunConfig except the fields in `PER_RUN_FIELDS`, which each run of a pack keeps for itself (its
+seed, learning rate and schedule, base or periods, weight decay, clipping norm, near-miss share,
+evaluation mode). `group_packs` cuts a grid into such packs, never refusing a run: runs that cannot
+share a pack go into different packs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import fields
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.training.config import RunConfig
+
+PER_RUN_FIELDS = frozenset(
+    {"seed", "lr", "lr_schedule", "warmup_steps", "weight_decay", "grad_clip", "base", "periods",
+     "train_near_miss_fraction", "eval_mode"}
+)
+SHARED_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in PER_RUN_FIELDS)
+MAX_AUTO_PACK = 64  # beyond this a CPU pack gains nothing and one failure costs too many runs
+MEMORY_SHARE = 0.5  # `auto` packs use at most this share of the memory available to all workers
+
+
+def pack_signature(config: RunConfig) -> tuple:
+    """What runs of one pack must share (the values of SHARED_FIELDS)."""
+    return tuple(getattr(config, name) for name in SHARED_FIELDS)
+
+
+def check_packable(configs) -> None:
+    """FormalRopeError naming the first setting that differs between runs that cannot share a pack."""
+    configs = list(configs)
+    for config in configs[1:]:
+        for name in SHARED_FIELDS:
+            if getattr(config, name) != getattr(configs[0], name):
+                raise FormalRopeError(
+                    f"runs of one pack must share {name} ({getattr(configs[0], name)!r} vs {getattr(config, name)!r}); "
+                    "group them with formal_rope.training.packing.group_packs"
+                )
+
+
+def pack_key(configs) -> str:
+    """A pack's name: a hash of its members' run ids in order (its training state is saved under it)."""
+    joined = ",".join(config.run_id() for config in configs)
+    return hashlib.sha256(joined.encode()).hexdigest()[:16]
+
+
+def estimate_pack_bytes(config: RunConfig, runs: int) -> int:
+    """A generous estimate of the memory a pack of `runs` runs of `config` needs while training:
+    weights, gradients and two AdamW moments, plus the saved activations of one step."""
+    d, layers, ffn = config.d_model, config.layers, config.ffn_mult
+    parameters = layers * (4 * d * d + 2 * ffn * d * d + 10 * d) + (config.train_max_length + 8) * d + 4 * d
+    if config.pe == "jof_projected":
+        parameters += layers * (2 * d * d + 4 * d)
+    tokens = config.batch_size * (config.train_max_length + 2)
+    # per layer and token: ~ (12 + 2*ffn) * d floats saved for backward, plus attention scores
+    activations = layers * tokens * ((12 + 2 * ffn) * d + 2 * config.heads * (config.train_max_length + 2))
+    return int(runs * 4 * (4 * parameters + 2 * activations) + 64 * 2**20 * min(1, runs))
+
+
+def available_memory_bytes() -> int:
+    """Memory this process may use: MemAvailable, or the cgroup limit when lower."""
+    available = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(limit_file).read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            available = min(available or int(text), int(text))
+    return available or 8 * 2**30
+
+
+def parse_pack(value) -> int | str:
+    """`auto` or a positive integer (what `--pack` takes)."""
+    if value is None or value == "auto":
+        return "auto"
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, got {value!r}") from None
+    if number < 1 or str(value).strip() not in (str(number), f"+{number}"):
+        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, got {value!r}")
+    return number
+
+
+def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_bytes: int | None = None):
+    """Cut `configs` into packs (tuples of configs), keeping the grid's order within each pack.
+
+    pack N: packs of at most N compatible runs; pack 1 trains every run alone. A fixed N whose
+    estimated memory (`estimate_pack_bytes`) exceeds what is available raises FormalRopeError naming
+    the need, before anything trains.
+    pack "auto": each group of compatible runs is spread evenly over `workers` packs (so every worker
+    gets work), at most MAX_AUTO_PACK runs each and within MEMORY_SHARE of the available memory.
+    """
+    pack = parse_pack(pack)
+    workers = max(1, int(workers))
+    memory = available_memory_bytes() if memory_bytes is None else memory_bytes
+    groups: dict[tuple, list[RunConfig]] = {}
+    for config in configs:
+        groups.setdefault(pack_signature(config), []).append(config)
+    packs: list[tuple[RunConfig, ...]] = []
+    for members in groups.values():
+        one = estimate_pack_bytes(members[0], 1)
+        if pack == "auto":
+            fits = max(1, int(MEMORY_SHARE * memory / workers) // max(1, one))
+            size = max(1, min(MAX_AUTO_PACK, fits, math.ceil(len(members) / workers)))
+        else:
+            size = min(pack, len(members))
+            need = estimate_pack_bytes(members[0], size) * min(workers, math.ceil(len(members) / size))
+            if need > memory:
+                raise FormalRopeError(
+                    f"--pack {pack} needs about {need / 2**30:.1f} GiB for {members[0].language} {members[0].pe} "
+                    f"(d_model {members[0].d_model}, {members[0].layers} layers, batch {members[0].batch_size}) "
+                    f"with {workers} worker(s), but about {memory / 2**30:.1f} GiB is available; use a smaller --pack"
+                )
+        count = math.ceil(len(members) / size)
+        # Even packs: 10 runs with size 4 become 4 + 3 + 3, not 4 + 4 + 2.
+        base, extra = divmod(len(members), count)
+        start = 0
+        for index in range(count):
+            length = base + (1 if index < extra else 0)
+            packs.append(tuple(members[start : start + length]))
+            start += length
+    return packs
+
+
+def default_threads(pack_size: int, workers: int) -> int:
+    """Threads per worker: the machine's cores shared by the workers (packs of one stay single-threaded)."""
+    if pack_size <= 1:
+        return 1
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
