@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
 
 def _split(text: str | None) -> list[str]:
@@ -57,7 +58,7 @@ def _describe_config(config) -> str:
     return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}"
 
 
-def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
+def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, **run_options):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from formal_rope.sweeps.runner import run_sweep
@@ -75,26 +76,34 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool):
     ) as progress:
         task = progress.add_task("", total=len(configs))
         running: dict[str, str] = {}
+        failed = [0]
 
         def on_event(kind, config, result):
             run_id = config.run_id()
             if kind == "skip":
                 progress.advance(task)
-            elif kind == "start":
+            elif kind in ("start", "retry"):
                 running[run_id] = _describe_config(config)
+                if kind == "retry":
+                    progress.console.print(f"[yellow]retry   [/] {_describe_config(config)} (its worker died; resumes "
+                                           "from its last saved state, if any)")
             elif kind == "done":
                 running.pop(run_id, None)
                 progress.advance(task)
                 status = result.status
+                failed[0] += status == "failed"
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
                 progress.console.print(
                     f"[{colour}]{status:8s}[/] {_describe_config(config):48s} N*={result.n_star:<4d} "
                     f"acc={result.accuracy:.3f} {result.wall_s:6.1f}s"
                     + (f"  ({result.error})" if result.error else "")
                 )
-            progress.update(task, description=("running: " + "; ".join(running.values()))[:80] if running else "")
+            counts = f"{len(running)} running" + (f", {failed[0]} failed" if failed[0] else "")
+            shown = f"{counts}: " + "; ".join(running.values()) if running else (counts if failed[0] else "")
+            progress.update(task, description=shown[:100])
 
-        return run_sweep(configs, out, workers=workers, on_event=on_event)
+        return run_sweep(configs, out, workers=workers, on_event=on_event,
+                         on_note=lambda text: progress.console.print(f"[dim]{text}[/]"), **run_options)
 
 
 def _print_json(payload) -> None:
@@ -197,6 +206,9 @@ def register(app: typer.Typer) -> None:
         eval_mode: Optional[str] = typer.Option(None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length)."),
         workers: int = typer.Option(1, "--workers", help="Parallel single-threaded worker processes."),
         out: Path = typer.Option(Path("results/sweep"), "--out", help="Results folder (Parquet under runs/ and evals/). Finished runs there are skipped."),
+        backend: ro.Backend = "local", address: ro.Address = None, cpus_per_run: ro.CpusPerRun = None,
+        gpus_per_run: ro.GpusPerRun = 0.0, max_retries: ro.MaxRetries = 3, checkpoint_every: ro.CheckpointEvery = None,
+        state_dir: ro.StateDir = None, keep_state: ro.KeepState = False,
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
     ) -> None:
@@ -251,14 +263,19 @@ def register(app: typer.Typer) -> None:
                     console.print(f"{c.run_id()}  {_describe_config(c)}  steps={c.steps}")
                 console.print(f"{len(configs)} runs ({chosen} scale)")
             return
+        run_options = ro.sweep_run_options(
+            configs, out, backend=backend, address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
+            max_retries=max_retries, checkpoint_every=checkpoint_every, state_dir=state_dir, keep_state=keep_state,
+            note=lambda text: console.print(f"[yellow]note:[/] {text}"))
         console.print(f"[bold]{spec.name}[/]: {len(configs)} runs at {chosen} scale → {out}")
-        summary = _run_with_progress(configs, out, workers, console, quiet=False)
+        summary = _run_with_progress(configs, out, workers, console, quiet=False, **run_options)
         console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
         payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output)
         if json_output:
             payload["sweep"] = {"name": spec.name, "total": summary.total, "skipped": summary.skipped,
                                 "completed": summary.completed, "statuses": summary.statuses,
-                                "wall_s": summary.wall_s}
+                                "wall_s": summary.wall_s, "backend": summary.backend, "units": summary.units,
+                                "retries": summary.retries, "dashboard_url": summary.dashboard_url}
             _print_json(payload)
 
     @app.command()
@@ -287,6 +304,9 @@ def register(app: typer.Typer) -> None:
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Override the training steps per run."),
         n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Override the test strings per length."),
+        backend: ro.Backend = "local", address: ro.Address = None, cpus_per_run: ro.CpusPerRun = None,
+        gpus_per_run: ro.GpusPerRun = 0.0, max_retries: ro.MaxRetries = 3, checkpoint_every: ro.CheckpointEvery = None,
+        state_dir: ro.StateDir = None, keep_state: ro.KeepState = False,
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
     ) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
@@ -309,6 +329,7 @@ def register(app: typer.Typer) -> None:
         if explicit:
             console.print("[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items()))
         payloads = {}
+        grids = []
         for name in PAPER_TABLES if table == "all" else (table,):
             spec, _ = load_sweep_file(paper_sweep_path(name), scale)
             if seeds is not None or steps is not None or n_per_length is not None:
@@ -322,8 +343,16 @@ def register(app: typer.Typer) -> None:
             target = out if out is not None and table != "all" else (out / name if out is not None else Path("results") / f"{name}-{scale}")
             configs = expand_grid(spec)
             validate_grid(configs)
+            # Every table's options (state folder, Ray) are checked before the first run starts.
+            run_options = ro.sweep_run_options(
+                configs, target, backend=backend, address=address, cpus_per_run=cpus_per_run,
+                gpus_per_run=gpus_per_run, max_retries=max_retries, checkpoint_every=checkpoint_every,
+                state_dir=None if state_dir is None else (state_dir if table != "all" else f"{state_dir.rstrip('/')}/{name}"),
+                keep_state=keep_state, note=lambda text: console.print(f"[yellow]note:[/] {text}"))
+            grids.append((name, spec, target, configs, run_options))
+        for name, spec, target, configs, run_options in grids:
             console.print(f"[bold]{name}[/] ({spec.description}): {len(configs)} runs at {scale} scale → {target}")
-            _run_with_progress(configs, target, workers, console, quiet=False)
+            _run_with_progress(configs, target, workers, console, quiet=False, **run_options)
             payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
                                      title=f"{name} ({scale})", quiet=json_output)
         if json_output:

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
 
 
@@ -134,6 +135,7 @@ def register(app: typer.Typer) -> None:
         no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
         threads: int = typer.Option(1, "--threads", help="torch CPU threads (1 is fastest for these small models)."),
         device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
+        checkpoint_every: ro.CheckpointEvery = None, state_dir: ro.TrainStateDir = None, resume: ro.Resume = False,
         json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -175,8 +177,10 @@ def register(app: typer.Typer) -> None:
             raise FormalRopeError(f"error: --threads must be at least 1, got {threads}")
         config = RunConfig(**fields)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
+        state = ro.train_state(config, checkpoint_every, state_dir, resume)
         result, _ = run_training(
-            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device, threads=threads
+            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device, threads=threads,
+            state=state,
         )
         if result.status == "failed":
             checkpoint = None if result.steps_done == 0 else checkpoint

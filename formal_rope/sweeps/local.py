@@ -6,7 +6,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
-from formal_rope.sweeps.runner import WORKER_DIED, Unit, UnitTask, WorkerDied, failed_result
+from formal_rope.sweeps.runner import WORKER_DIED, Capacity, Unit, UnitTask, WorkerDied, failed_result
 
 
 class LocalBackend:
@@ -18,8 +18,14 @@ class LocalBackend:
         self.workers = workers
         self.max_retries = max_retries
 
+    def open(self, on_note: Callable[[str], None]) -> Capacity:
+        return Capacity(slots=self.workers)
+
+    def close(self) -> None:
+        pass
+
     def run(self, units: Sequence[Unit], task: UnitTask, key_of: Callable[[Unit], str],
-            on_unit: Callable[..., None], on_note: Callable[[str], None]) -> None:
+            on_unit: Callable[..., None]) -> None:
         if self.workers <= 1:
             for unit in units:
                 on_unit("start", unit)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.sweeps.runner import WORKER_DIED, Unit, UnitTask, WorkerDied, failed_result
+from formal_rope.sweeps.runner import WORKER_DIED, Capacity, Unit, UnitTask, WorkerDied, failed_result
 
 INSTALL_HINT = 'pip install -e ".[ray]"'
 PROBE_TIMEOUT_S = 5.0  # per probe; connecting (two probes, then ray.init) stays well under 30 s
@@ -213,21 +213,45 @@ class RayBackend:
         self.cpus_per_run = cpus_per_run
         self.gpus_per_run = gpus_per_run
         self.max_retries = max_retries
+        self._ray = None
+        self._opened = False
+        self._board = None
+
+    def open(self, on_note: Callable[[str], None]) -> Capacity:
+        ray = self._ray = import_ray()
+        self._opened, dashboard = connect(ray, self.address, self.workers * self.cpus_per_run,
+                                          ship_code=self.address is not None)
+        self._check_resources(ray, on_note)
+        resources = ray.cluster_resources()
+        where = f"cluster at {self.address}" if self.address else ("local instance" if self._opened else "instance")
+        on_note(f"Ray {where}: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
+                + (f"; dashboard {dashboard}" if dashboard else ""))
+        slots = resources.get("CPU", 0) // self.cpus_per_run
+        if self.gpus_per_run > 0:
+            slots = min(slots, resources.get("GPU", 0) // self.gpus_per_run)
+        memory = resources.get("memory")
+        return Capacity(slots=max(1, int(slots)), memory_bytes=int(memory) if memory else None, dashboard_url=dashboard)
+
+    def close(self) -> None:
+        ray = self._ray
+        if ray is None:
+            return
+        if self._board is not None:
+            try:
+                ray.kill(self._board)
+            except Exception:
+                pass
+            self._board = None
+        if self._opened:
+            ray.shutdown()
+            self._opened = False
 
     def run(self, units: Sequence[Unit], task: UnitTask, key_of: Callable[[Unit], str],
-            on_unit: Callable[..., None], on_note: Callable[[str], None]) -> str | None:
-        ray = import_ray()
-        opened, dashboard = connect(ray, self.address, self.workers * self.cpus_per_run,
-                                    ship_code=self.address is not None)
-        board = None
+            on_unit: Callable[..., None]) -> None:
+        ray = self._ray
         refs: dict = {}
         try:
-            self._check_resources(ray, on_note)
-            where = f"cluster at {self.address}" if self.address else ("local instance" if opened else "connected instance")
-            resources = ray.cluster_resources()
-            on_note(f"Ray {where}: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
-                    + (f"; dashboard {dashboard}" if dashboard else ""))
-            board = ray.remote(num_cpus=0, max_restarts=0)(StartBoard).remote()
+            board = self._board = ray.remote(num_cpus=0, max_restarts=0)(StartBoard).remote()
             remote = ray.remote(
                 num_cpus=self.cpus_per_run, num_gpus=self.gpus_per_run,
                 max_retries=self.max_retries, retry_exceptions=False,
@@ -255,15 +279,6 @@ class RayBackend:
                 except Exception:
                     pass
             raise
-        finally:
-            if board is not None:
-                try:
-                    ray.kill(board)
-                except Exception:
-                    pass
-            if opened:
-                ray.shutdown()
-        return dashboard
 
     def _check_resources(self, ray, on_note: Callable[[str], None]) -> None:
         """A request no node can meet: an error on this machine's instance (no node will join), a

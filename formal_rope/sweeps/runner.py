@@ -30,15 +30,31 @@ Unit = tuple  # tuple[RunConfig, ...]: the runs one worker trains together (a pa
 EventCallback = Callable[[str, RunConfig, "RunResult | None"], None]
 
 
+@dataclass(frozen=True)
+class Capacity:
+    """What a backend offers once open: how many units run at once, the memory they share (None:
+    this machine's, as packing reads it) and the URL of a dashboard showing the work, if any."""
+
+    slots: int
+    memory_bytes: int | None = None
+    dashboard_url: str | None = None
+
+
 class Backend(Protocol):
     """Runs units of work somewhere and reports back to the driver (local processes, Ray)."""
 
+    def open(self, on_note: Callable[[str], None]) -> Capacity:
+        """Get ready (connect, start an instance); FormalRopeError when that cannot be done."""
+
     def run(self, units: Sequence[Unit], task: UnitTask, key_of: Callable[[Unit], str],
-            on_unit: Callable[..., None], on_note: Callable[[str], None]) -> str | None:
+            on_unit: Callable[..., None]) -> None:
         """Run `task` on every unit. In the driver process, call on_unit("start", unit) when a unit
         starts, on_unit("retry", unit) when it starts again after its worker died, and exactly once
         per unit on_unit("done", unit, results) with one RunResult per run (failed results when the
-        retries ran out). Return the URL of a dashboard showing the work, if there is one."""
+        retries ran out). Ctrl-C (KeyboardInterrupt) stops the work in flight and propagates."""
+
+    def close(self) -> None:
+        """Release what `open` took (shut down an instance started there); also after errors."""
 
 
 class WorkerDied(RuntimeError):
@@ -74,27 +90,17 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
     )
 
 
-def train_pack(configs: Sequence[RunConfig], *, device: str, threads: int, state: StateOptions | None) -> list[RunResult]:
+def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
+                           state: StateOptions | None) -> list[RunResult]:
     """Train and evaluate a pack of compatible runs in this process (the default pack runner)."""
-    import torch
+    from formal_rope.training.train import run_pack
 
-    torch.set_num_threads(threads)
-    try:
-        from formal_rope.training.train import run_pack
-    except ImportError:  # FALLBACK until the packing branch lands: units are single runs
-        from formal_rope.training.train import run_training
-
-        results = []
-        for config in configs:
-            kwargs = {"state": state} if state is not None else {}
-            results.append(run_training(config, progress=False, device=device, threads=threads, **kwargs)[0])
-        return results
-    return list(run_pack(configs, progress=False, device=device, threads=threads, state=state))
+    return run_pack(configs, progress=False, device=device, threads=threads, state=state)[0]
 
 
 def default_runner(config: RunConfig) -> RunResult:
     """Train and evaluate one run in this process (single-threaded torch): a pack of one."""
-    return train_pack((config,), device="cpu", threads=1, state=None)[0]
+    return pack_runner_in_process((config,), device="cpu", threads=1, state=None)[0]
 
 
 @dataclass(frozen=True)
@@ -103,14 +109,15 @@ class UnitTask:
 
     `runner` (one RunConfig -> RunResult) runs the unit's configs one by one, each failure recorded
     on its own run; otherwise `pack_runner(configs, device=, threads=, state=)` trains the unit at
-    once (default `train_pack`) and an exception fails every run of the unit. Exceptions that are
+    once (default `pack_runner_in_process`) and an exception fails every run of the unit. Exceptions that are
     not `Exception` (KeyboardInterrupt) propagate.
     """
 
     runner: Callable[[RunConfig], RunResult] | None = None
-    pack_runner: Callable[..., Sequence[RunResult]] = train_pack
+    pack_runner: Callable[..., Sequence[RunResult]] = pack_runner_in_process
     device: str = "cpu"
-    threads: int = 1
+    threads: int | None = None  # None: packing.default_threads for the unit's size and `workers`
+    workers: int = 1
     state: StateOptions | None = None
 
     def __call__(self, unit: Unit, device: str | None = None) -> list[RunResult]:
@@ -118,7 +125,10 @@ class UnitTask:
             return [self._run_one(config) for config in unit]
         start = time.perf_counter()
         try:
-            results = list(self.pack_runner(tuple(unit), device=device or self.device, threads=self.threads, state=self.state))
+            from formal_rope.training.packing import default_threads
+
+            threads = self.threads or default_threads(len(unit), self.workers)
+            results = list(self.pack_runner(tuple(unit), device=device or self.device, threads=threads, state=self.state))
             if [r.run_id for r in results] != [c.run_id() for c in unit]:
                 raise RuntimeError(f"the pack runner returned {len(results)} results for {len(unit)} runs, or out of order")
             return results
@@ -135,22 +145,19 @@ class UnitTask:
 
 def unit_key(unit: Unit) -> str:
     """The name of a unit: the key of its training state and its task name on Ray."""
-    try:
-        from formal_rope.training.packing import pack_key
-    except ImportError:  # FALLBACK until the packing branch lands: units are single runs
-        return unit[0].run_id()
+    from formal_rope.training.packing import pack_key
+
     return pack_key(unit)
 
 
-def group_units(configs: Sequence[RunConfig], pack, device: str, per_run: bool) -> list[Unit]:
-    """Units of work: packs of compatible runs (`pack` as in `--pack`), or single runs for a per-run runner."""
+def group_units(configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes: int | None, per_run: bool) -> list[Unit]:
+    """Units of work: packs of compatible runs (`pack` as `--pack`, spread over `slots` concurrent
+    units within `memory_bytes`), or single runs for a per-run runner."""
     if per_run:
         return [(config,) for config in configs]
-    try:
-        from formal_rope.training.packing import group_packs
-    except ImportError:  # FALLBACK until the packing branch lands: units are single runs
-        return [(config,) for config in configs]
-    return [tuple(unit) for unit in group_packs(list(configs), pack=pack, device=device)]
+    from formal_rope.training.packing import group_packs
+
+    return [tuple(unit) for unit in group_packs(list(configs), pack, workers=slots, memory_bytes=memory_bytes)]
 
 
 def check_run_options(backend: str, workers: int, cpus_per_run: float, gpus_per_run: float, max_retries: int,
@@ -160,7 +167,7 @@ def check_run_options(backend: str, workers: int, cpus_per_run: float, gpus_per_
         raise FormalRopeError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if workers < 1:
         raise FormalRopeError(f"--workers must be at least 1, got {workers}")
-    if not cpus_per_run > 0:
+    if cpus_per_run is not None and not cpus_per_run > 0:
         raise FormalRopeError(f"--cpus-per-run must be > 0, got {cpus_per_run:g}")
     if gpus_per_run < 0:
         raise FormalRopeError(f"--gpus-per-run must be >= 0, got {gpus_per_run:g}")
@@ -172,6 +179,19 @@ def check_run_options(backend: str, workers: int, cpus_per_run: float, gpus_per_
         raise FormalRopeError("--gpus-per-run schedules runs on GPUs through Ray: use it with --backend ray")
 
 
+def make_backend(backend: str, *, workers: int, address: str | None, cpus_per_run: float | None,
+                 gpus_per_run: float, max_retries: int) -> Backend:
+    """The backend named `backend` (Ray is imported only when it is "ray")."""
+    if backend == "ray":
+        from formal_rope.sweeps.ray_backend import RayBackend
+
+        return RayBackend(address=address, workers=workers, cpus_per_run=cpus_per_run or 1,
+                          gpus_per_run=gpus_per_run, max_retries=max_retries)
+    from formal_rope.sweeps.local import LocalBackend
+
+    return LocalBackend(workers=workers, max_retries=max_retries)
+
+
 def run_sweep(
     configs: list[RunConfig],
     out: str | Path,
@@ -180,7 +200,7 @@ def run_sweep(
     pack="auto",
     backend: str = "local",
     address: str | None = None,
-    cpus_per_run: float = 1,
+    cpus_per_run: float | None = None,
     gpus_per_run: float = 0,
     max_retries: int = 3,
     state: StateOptions | None = None,
@@ -196,7 +216,9 @@ def run_sweep(
     workers is 1) or "ray" (Ray tasks needing `cpus_per_run` CPUs and `gpus_per_run` GPUs each, on
     the cluster at `address` — "auto" for the one `ray start` runs here — or on a local Ray
     instance of `workers` × `cpus_per_run` CPUs; a Ray connection already open in this process is
-    used as it is). A unit whose worker dies (killed for memory, lost node) is run again up to
+    used as it is; a task that gets a GPU trains on cuda). Each unit trains with `cpus_per_run`
+    torch threads (default on Ray: 1; locally: the machine's cores shared by the workers for packs,
+    1 for single runs). A unit whose worker dies (killed for memory, lost node) is run again up to
     `max_retries` times, then its runs are recorded failed. With `state`, units save their training
     state every `state.every` steps into `state.uri` (checked writable before anything starts) and
     a unit started again continues from it.
@@ -224,10 +246,11 @@ def run_sweep(
     for config in configs:
         if config.run_id() in done:
             notify("skip", config, None)
-    device = "cuda" if gpus_per_run > 0 else "cpu"
-    units = group_units(pending, pack, device, per_run=runner is not None)
-    task = UnitTask(runner=runner, pack_runner=pack_runner or train_pack, device="cpu",
-                    threads=max(1, round(cpus_per_run)), state=state)
+    threads = None if cpus_per_run is None else max(1, round(cpus_per_run))
+    if backend == "ray" and threads is None:
+        threads = 1
+    task = UnitTask(runner=runner, pack_runner=pack_runner or pack_runner_in_process, threads=threads,
+                    workers=workers, state=state)
     commit = git_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()
@@ -250,21 +273,22 @@ def run_sweep(
             statuses[result.status] = statuses.get(result.status, 0) + 1
             notify("done", config, result)
 
+    units: list[Unit] = []
     dashboard_url = None
-    if units:
-        if backend == "ray":
-            from formal_rope.sweeps.ray_backend import RayBackend
-
-            if state is not None and not is_uri(state.uri) and address is not None:
-                note(f"the state folder {state.uri} is on this machine's disk: a run retried on another node starts "
-                     "over (use a folder every node reaches: s3://…, gs://…, a shared filesystem)")
-            executor = RayBackend(address=address, workers=workers, cpus_per_run=cpus_per_run,
-                                  gpus_per_run=gpus_per_run, max_retries=max_retries)
-        else:
-            from formal_rope.sweeps.local import LocalBackend
-
-            executor = LocalBackend(workers=workers, max_retries=max_retries)
-        dashboard_url = executor.run(units, task, unit_key, unit_event, note)
+    if pending:
+        if backend == "ray" and state is not None and not is_uri(state.uri) and address is not None:
+            note(f"the state folder {state.uri} is on this machine's disk: a run retried on another node starts "
+                 "over (use a folder every node reaches: s3://…, gs://…, a shared filesystem)")
+        executor = make_backend(backend, workers=workers, address=address, cpus_per_run=cpus_per_run,
+                                gpus_per_run=gpus_per_run, max_retries=max_retries)
+        try:
+            capacity = executor.open(note)
+            dashboard_url = capacity.dashboard_url
+            units = group_units(pending, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
+                                per_run=runner is not None)
+            executor.run(units, task, unit_key, unit_event)
+        finally:
+            executor.close()
     return SweepSummary(
         total=len(configs),
         skipped=len(configs) - len(pending),
@@ -278,4 +302,5 @@ def run_sweep(
     )
 
 
-__all__ = ["BACKENDS", "SweepSummary", "UnitTask", "WorkerDied", "default_runner", "failed_result", "run_sweep", "train_pack"]
+__all__ = ["BACKENDS", "SweepSummary", "UnitTask", "WorkerDied", "default_runner", "failed_result", "make_backend",
+           "pack_runner_in_process", "run_sweep"]

@@ -13,8 +13,11 @@ can reach it. This module is torch-free: it stores bytes; the trainer serializes
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import struct
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -22,6 +25,12 @@ from formal_rope.errors import FormalRopeError
 
 SUFFIX = ".state"
 TEMP_PREFIX = ".tmp-"  # hidden, half-written or not yet renamed objects
+# Every stored state is framed: magic, payload length, SHA-256 of the payload. Writes are atomic,
+# but an object store may serve one read as several ranged requests, and a save landing between
+# them mixes two versions; the frame detects that and the read is retried.
+MAGIC = b"FRSTATE1"
+_HEADER = struct.Struct(">8sQ32s")
+READ_ATTEMPTS = 5
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 # Runs longer than this checkpoint by default; shorter ones (quick scale: 1,000 steps) only when asked.
@@ -88,11 +97,20 @@ class StateStore:
         return self.filesystem.get_file_info(path).type != FileType.NotFound
 
     def _read(self, path: str) -> bytes | None:
-        try:
-            with self.filesystem.open_input_stream(path) as stream:
-                return stream.read()
-        except FileNotFoundError:
-            return None
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                with self.filesystem.open_input_stream(path) as stream:
+                    framed = stream.read()
+            except FileNotFoundError:
+                return None
+            payload = _unframe(framed)
+            if payload is not None:
+                return payload
+            time.sleep(0.05 * (attempt + 1))  # a save replaced the object while it was read
+        raise FormalRopeError(
+            f"the training state {self.uri}/{path.rsplit('/', 1)[-1]} is damaged (its checksum does not match); "
+            "delete it to start that run over"
+        )
 
     def load(self, key: str) -> bytes | None:
         """The bytes last saved under `key`, or None when there are none."""
@@ -123,7 +141,7 @@ class StateStore:
         temporary = f"{self.root}/{TEMP_PREFIX}{key}.{uuid.uuid4().hex}"
         try:
             with self.filesystem.open_output_stream(temporary) as stream:
-                stream.write(data)
+                stream.write(_frame(bytes(data)))
             try:
                 self.filesystem.move(temporary, path)
             except OSError:
@@ -204,6 +222,21 @@ def check_state_dir(uri: str | os.PathLike) -> StateStore:
     if not readable:
         raise FormalRopeError(f"the state folder {store.uri!r} did not return what was written to it")
     return store
+
+
+def _frame(payload: bytes) -> bytes:
+    return _HEADER.pack(MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
+
+
+def _unframe(framed: bytes) -> bytes | None:
+    """The payload of a framed state, or None when the bytes are not one whole state."""
+    if len(framed) < _HEADER.size:
+        return None
+    magic, length, digest = _HEADER.unpack_from(framed)
+    payload = framed[_HEADER.size:]
+    if magic != MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
 
 
 def _first_line(error: BaseException) -> str:
