@@ -188,8 +188,8 @@ def run_unit_task(task: UnitTask, unit: Unit, key: str, board) -> list:
     import ray
 
     if board is not None:
-        try:
-            board.started.remote(key, os.getpid(), ray.util.get_node_ip_address())
+        try:  # waited for, so that a worker killed right after still counts as started
+            ray.get(board.started.remote(key, os.getpid(), ray.util.get_node_ip_address()), timeout=10)
         except Exception:  # progress reports are best effort; the work is not
             pass
     device = "cuda" if ray.get_gpu_ids() else task.device
