@@ -131,3 +131,48 @@ def test_formalrope_train_resume_after_sigkill_matches_the_run_left_alone(tmp_pa
     first, second = json.loads(alone.stdout), json.loads(resumed.stdout)
     assert {key: first[key] for key in keys} == {key: second[key] for key in keys}
     assert list(state_dir.glob("*.state")) == []
+
+
+def interrupting_pack_runner(configs, *, device, threads, state, log: str, kill_step: int | None):
+    """The real pack trainer; records each attempt's first step in the folder `log` (attempts may run
+    in worker processes) and, when kill_step is set, dies there."""
+    import uuid
+
+    first: list[int] = []
+
+    def on_step(step, _losses):
+        if not first:
+            first.append(step)
+            (Path(log) / f"{uuid.uuid4().hex}.step").write_text(f"{len(configs)} {step}")
+        if step == kill_step:
+            raise Killed()
+
+    return run_pack(configs, progress=False, device=device, threads=threads, state=state, on_step=on_step)[0]
+
+
+def test_a_rerun_sweep_resumes_its_packs_with_another_number_of_workers(tmp_path):
+    import functools
+
+    from formal_rope.sweeps.results import load_results
+    from formal_rope.sweeps.runner import run_sweep
+
+    configs = [tiny("rope", seed=seed, lr=lr) for seed in (0, 1) for lr in (3e-3, 1e-3)]
+    run_sweep(configs, tmp_path / "alone")
+    state = StateOptions(str(tmp_path / "state"), every=10)
+    log = tmp_path / "log"
+    log.mkdir()
+    with pytest.raises(Killed):  # one worker: one pack of four, killed at step 27
+        run_sweep(configs, tmp_path / "out", state=state,
+                  pack_runner=functools.partial(interrupting_pack_runner, log=str(log), kill_step=27))
+    # Two workers would cut the grid into two packs of two; the rerun keeps the recorded pack of
+    # four and continues it from its state at step 20.
+    summary = run_sweep(configs, tmp_path / "out", workers=2, state=state,
+                        pack_runner=functools.partial(interrupting_pack_runner, log=str(log), kill_step=None))
+    attempts = sorted(path.read_text() for path in log.glob("*.step"))
+    assert attempts == ["4 0", "4 20"] and summary.units == 1 and summary.statuses == {"ok": 4}
+    columns = ["run_id", "status", "n_star", "accuracy", "final_loss", "steps_done"]
+    alone = load_results(tmp_path / "alone")[0][columns].sort_values("run_id").reset_index(drop=True)
+    resumed = load_results(tmp_path / "out")[0][columns].sort_values("run_id").reset_index(drop=True)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(alone, resumed)

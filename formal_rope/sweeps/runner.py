@@ -9,6 +9,8 @@ worker is written once.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -160,6 +162,41 @@ def group_units(configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes:
     return [tuple(unit) for unit in group_packs(list(configs), pack, workers=slots, memory_bytes=memory_bytes)]
 
 
+PACK_PLAN = "packs.json"  # in the results folder: the packs this sweep trains, so that a rerun finds their states
+
+
+def plan_units(out: Path, configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes: int | None,
+               per_run: bool) -> list[Unit]:
+    """Units for the pending `configs`: the packs an earlier call recorded in OUT/packs.json whose
+    runs are all still pending (so a rerun — with another number of workers, on a cluster of
+    another size — finds the training states they saved), then new packs for the other runs,
+    recorded in turn. A different `pack` option than recorded starts a new plan."""
+    if per_run:
+        return [(config,) for config in configs]
+    path = Path(out) / PACK_PLAN
+    try:
+        recorded = json.loads(path.read_text())
+        known = [list(members) for members in recorded["packs"]] if recorded.get("pack") == str(pack) else []
+    except (OSError, ValueError, KeyError, TypeError):
+        known = []
+    by_id = {config.run_id(): config for config in configs}
+    units: list[Unit] = []
+    used: set[str] = set()
+    for members in known:
+        if members and all(run_id in by_id and run_id not in used for run_id in members):
+            units.append(tuple(by_id[run_id] for run_id in members))
+            used.update(members)
+    rest = [config for config in configs if config.run_id() not in used]
+    fresh = group_units(rest, pack, slots=slots, memory_bytes=memory_bytes, per_run=False) if rest else []
+    if fresh:
+        plan = {"format": 1, "pack": str(pack), "packs": known + [[c.run_id() for c in unit] for unit in fresh]}
+        temporary = path.with_name(f".{PACK_PLAN}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(plan) + "\n")
+        os.replace(temporary, path)
+    order = {config.run_id(): index for index, config in enumerate(configs)}
+    return sorted(units + fresh, key=lambda unit: order[unit[0].run_id()])
+
+
 def check_run_options(backend: str, workers: int, cpus_per_run: float, gpus_per_run: float, max_retries: int,
                       address: str | None) -> None:
     """FormalRopeError for options no backend can honour (before anything starts)."""
@@ -284,8 +321,8 @@ def run_sweep(
         try:
             capacity = executor.open(note)
             dashboard_url = capacity.dashboard_url
-            units = group_units(pending, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
-                                per_run=runner is not None)
+            units = plan_units(out, pending, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
+                               per_run=runner is not None)
             executor.run(units, task, unit_key, unit_event)
         finally:
             executor.close()
