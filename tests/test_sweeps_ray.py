@@ -434,3 +434,27 @@ def test_commands_that_do_not_use_ray_never_import_it(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert done.returncode == 0 and "ray-free" in done.stdout, done.stderr
     assert len(load_results(tmp_path / "local")[0]) == 1  # the local sweep did run
+
+
+def test_reproduce_checks_and_gives_every_table_its_state_folder(tmp_path, capsys, monkeypatch):
+    import formal_rope.sweeps.runner as runner_module
+
+    seen = {}
+    real_run_sweep = runner_module.run_sweep
+
+    def recording_run_sweep(configs, out, **options):
+        seen[Path(out).name] = options
+        return real_run_sweep(configs, out, **{**options, "runner": fake_runner})
+
+    monkeypatch.setattr(runner_module, "run_sweep", recording_run_sweep)
+    state = tmp_path / "state"
+    code, _, stderr = run_main(capsys, ["reproduce", "all", "--seeds", "1", "--out", str(tmp_path / "r"),
+                                        "--checkpoint-every", "5", "--state-dir", str(state), "--keep-state", "--json"])
+    assert code == 0, stderr
+    for table in ("table2", "table4", "table5"):
+        options = seen[table]["state"]
+        assert options == StateOptions(str(state / table), every=5, keep=True) and (state / table).is_dir()
+    # At quick scale without --checkpoint-every there are no checkpoints, and the options say so.
+    code, _, stderr = run_main(capsys, ["reproduce", "table2", "--seeds", "1", "--out", str(tmp_path / "q"),
+                                        "--state-dir", str(state)])
+    assert code == 0 and seen["q"]["state"] is None and "have no effect" in " ".join(_.split())

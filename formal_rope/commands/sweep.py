@@ -315,6 +315,7 @@ def register(app: typer.Typer) -> None:
         from formal_rope.sweeps.grid import (
             PAPER_TABLES, build_spec, expand_grid, load_sweep_file, paper_sweep_path, validate_grid,
         )
+        from formal_rope.training.state import state_subfolder
 
         if table not in PAPER_TABLES + ("all",):
             raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or all")
@@ -347,7 +348,7 @@ def register(app: typer.Typer) -> None:
             run_options = ro.sweep_run_options(
                 configs, target, backend=backend, address=address, cpus_per_run=cpus_per_run,
                 gpus_per_run=gpus_per_run, max_retries=max_retries, checkpoint_every=checkpoint_every,
-                state_dir=None if state_dir is None else (state_dir if table != "all" else f"{state_dir.rstrip('/')}/{name}"),
+                state_dir=state_dir if state_dir is None or table != "all" else state_subfolder(state_dir, name),
                 keep_state=keep_state, note=lambda text: console.print(f"[yellow]note:[/] {text}"))
             grids.append((name, spec, target, configs, run_options))
         for name, spec, target, configs, run_options in grids:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from pathlib import Path
 from typing import Callable, Sequence
 

@@ -78,6 +78,13 @@ def absolute_location(location: str | os.PathLike) -> str:
     return location if is_uri(location) else os.path.abspath(os.path.expanduser(location))
 
 
+def state_subfolder(location: str | os.PathLike, name: str) -> str:
+    """The folder `name` inside a state folder (before a URI's ?query, which holds its options)."""
+    location = os.fspath(location)
+    base, mark, query = location.partition("?")
+    return f"{base.rstrip('/')}/{name}{mark}{query}"
+
+
 class StateStore:
     """Bytes under keys in one folder of a pyarrow filesystem; `save` is atomic (see `save`)."""
 
