@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
 
 
@@ -65,7 +66,7 @@ def _number(value: float, digits: int) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, axes=()):
+def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, axes=(), **run_options):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from formal_rope.sweeps.runner import run_sweep
@@ -83,17 +84,22 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, a
     ) as progress:
         task = progress.add_task("", total=len(configs))
         running: dict[str, str] = {}
+        failed = [0]
 
         def on_event(kind, config, result):
             run_id = config.run_id()
             if kind == "skip":
                 progress.advance(task)
-            elif kind == "start":
+            elif kind in ("start", "retry"):
                 running[run_id] = _describe_config(config, axes)
+                if kind == "retry":
+                    progress.console.print(f"[yellow]retry   [/] {_describe_config(config, axes)} (its worker died; resumes "
+                                           "from its last saved state, if any)")
             elif kind == "done":
                 running.pop(run_id, None)
                 progress.advance(task)
                 status = result.status
+                failed[0] += status == "failed"
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
                 progress.console.print(
                     f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={result.n_star:<4d} "
@@ -101,9 +107,12 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, a
                     + (f"  ({result.error})" if result.error else ""),
                     soft_wrap=True,
                 )
-            progress.update(task, description=("running: " + "; ".join(running.values()))[:80] if running else "")
+            counts = f"{len(running)} running" + (f", {failed[0]} failed" if failed[0] else "")
+            shown = f"{counts}: " + "; ".join(running.values()) if running else (counts if failed[0] else "")
+            progress.update(task, description=shown[:100])
 
-        return run_sweep(configs, out, workers=workers, on_event=on_event)
+        return run_sweep(configs, out, workers=workers, on_event=on_event,
+                         on_note=lambda text: progress.console.print(f"[dim]{text}[/]"), **run_options)
 
 
 def _print_json(payload) -> None:
@@ -230,7 +239,7 @@ def _present(value) -> bool:
 
 
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
-            quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None) -> dict:
+            quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=()) -> dict:
     """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet.
 
     scale: the scale the runs were meant to have (for the plot title); None infers it from the runs."""
@@ -244,6 +253,11 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     by = tuple(by or DEFAULT_GROUPING)
     results = read_results(out)
     runs = results.runs
+    if variants:  # a sweep file's [[variants]]: label each run, and group by the label too
+        from formal_rope.sweeps.report import VARIANT_COLUMN, label_variants
+
+        runs = label_variants(runs, variants)
+        by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
     check_grouping(runs, by)
     rows = sort_rows(aggregate(runs, by), sort)
     mixed = mixed_settings(runs, by)
@@ -385,6 +399,10 @@ def register(app: typer.Typer) -> None:
         set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field as a grid axis, FIELD=v1,v2 (repeatable), e.g. --set train_near_miss_fraction=0,0.5 --set layers=2,5."),
         workers: Optional[int] = typer.Option(None, "--workers", help="Parallel single-threaded worker processes (at least 1; default 1)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/sweep; Parquet under runs/ and evals/; missing folders are created). Finished runs there are skipped."),
+        pack: ro.Pack = "auto",
+        backend: ro.Backend = "local", address: ro.Address = None, cpus_per_run: ro.CpusPerRun = None,
+        gpus_per_run: ro.GpusPerRun = 0.0, max_retries: ro.MaxRetries = 3, checkpoint_every: ro.CheckpointEvery = None,
+        state_dir: ro.StateDir = None, keep_state: ro.KeepState = False,
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
     ) -> None:
@@ -420,14 +438,20 @@ def register(app: typer.Typer) -> None:
         workers = 1 if workers is None else workers
         out = Path("results/sweep") if out is None else out
         finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
+        run_options = ro.sweep_run_options(
+            configs, out, backend=backend, address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
+            max_retries=max_retries, checkpoint_every=checkpoint_every, state_dir=state_dir, keep_state=keep_state,
+            pack=pack, note=lambda text: console.print(f"[yellow]note:[/] {text}"))
         console.print(f"[bold]{spec.name}[/]: {len(configs)} runs at {chosen} scale → {out}")
-        summary = _run_with_progress(configs, out, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
+        summary = _run_with_progress(configs, out, workers, console, quiet=False, axes=[name for name, _ in spec.axes],
+                                     **run_options)
         console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
         payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output)
         if json_output:
             payload["sweep"] = {"name": spec.name, "total": summary.total, "skipped": summary.skipped,
                                 "completed": summary.completed, "statuses": summary.statuses,
-                                "wall_s": summary.wall_s}
+                                "wall_s": summary.wall_s, "backend": summary.backend, "units": summary.units,
+                                "retries": summary.retries, "dashboard_url": summary.dashboard_url}
             _print_json(payload)
 
     @app.command()
@@ -452,37 +476,48 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def reproduce(
-        table: str = typer.Argument("table2", help="table2, table4, table5 or all."),
-        scale: str = typer.Option("quick", "--scale", help="quick (table2: about 3.5 min with 2 workers on a 2-core CPU) or paper (the paper's full settings; GPU-scale)."),
+        table: str = typer.Argument("table2", help="table2, table4, table5, all (the paper's three), or one of our experiments: ablation (each quick-scale choice undone), stability (RoPE_P over 5 seeds, periods 2-4), joformer (JoFormer on the paper's five languages)."),
+        scale: str = typer.Option("quick", "--scale", help="quick (table2: about 3.5 min with 2 workers on a 2-core CPU), medium (the paper's model and negatives, fewer steps: table2 in about an hour) or paper (the paper's full settings; GPU-scale)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/<table>-<scale>; missing folders are created). Finished runs are skipped on rerun."),
         workers: int = typer.Option(2, "--workers", help="Parallel single-threaded worker processes (at least 1)."),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Override the training steps per run."),
         n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Override the test strings per length."),
+        pack: ro.Pack = "auto",
+        backend: ro.Backend = "local", address: ro.Address = None, cpus_per_run: ro.CpusPerRun = None,
+        gpus_per_run: ro.GpusPerRun = 0.0, max_retries: ro.MaxRetries = 3, checkpoint_every: ro.CheckpointEvery = None,
+        state_dir: ro.StateDir = None, keep_state: ro.KeepState = False,
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
     ) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
         from rich.console import Console
 
         from formal_rope.commands.train import check_positive
-        from formal_rope.sweeps.grid import PAPER_TABLES, expand_grid, paper_sweep_path, validate_grid
+        from formal_rope.sweeps.grid import (
+            EXPERIMENTS, PAPER_TABLES, SCALE_NAMES, expand_grid, paper_sweep_path, validate_grid,
+        )
+        from formal_rope.sweeps.deviations import deviation_lines
         from formal_rope.sweeps.results import finished_run_ids
+        from formal_rope.training.scales import SCALE_SHRINKS
+        from formal_rope.training.state import state_subfolder
 
-        if table not in PAPER_TABLES + ("all",):
-            raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or all")
-        if scale not in ("quick", "paper"):
-            raise FormalRopeError(f"unknown scale {scale!r}; expected quick or paper")
+        if table not in PAPER_TABLES + ("all",) and table not in EXPERIMENTS:
+            raise FormalRopeError(
+                f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)}, all, or an experiment: "
+                f"{', '.join(EXPERIMENTS)}"
+            )
+        if scale not in SCALE_NAMES:
+            raise FormalRopeError(f"unknown scale {scale!r}; expected {', '.join(SCALE_NAMES)}")
         check_positive(workers=workers)
         console = Console(stderr=json_output)
-        if scale == "quick":
-            from formal_rope.training.scales import QUICK_SHRINKS
-
-            console.print("[yellow]quick scale shrinks:[/]\n  " + "\n  ".join(QUICK_SHRINKS))
+        if scale in SCALE_SHRINKS:
+            console.print(f"[yellow]{scale} scale shrinks:[/]\n  " + "\n  ".join(SCALE_SHRINKS[scale]))
         explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length)
         if explicit:
             console.print("[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items()))
         grid = {"languages": None, "pes": [], "bases": [], "seeds": seeds, "lrs": [], "periods": None, "alphabet": None}
         payloads = {}
+        grids = []
         for name in PAPER_TABLES if table == "all" else (table,):
             spec, _ = _sweep_spec(paper_sweep_path(name), scale, grid, _overrides(steps=steps, n_per_length=n_per_length), {})
             target = out if out is not None and table != "all" else (out / name if out is not None else Path("results") / f"{name}-{scale}")
@@ -490,10 +525,20 @@ def register(app: typer.Typer) -> None:
             for note in validate_grid(configs):
                 _note(note)
             finished_run_ids(target)
+            # Every table's options (state folder, Ray) are checked before the first run starts.
+            run_options = ro.sweep_run_options(
+                configs, target, backend=backend, address=address, cpus_per_run=cpus_per_run,
+                gpus_per_run=gpus_per_run, max_retries=max_retries, checkpoint_every=checkpoint_every,
+                state_dir=state_dir if state_dir is None or table != "all" else state_subfolder(state_dir, name),
+                keep_state=keep_state, pack=pack, note=lambda text: console.print(f"[yellow]note:[/] {text}"))
+            grids.append((name, spec, target, configs, run_options))
+        for name, spec, target, configs, run_options in grids:
             console.print(f"[bold]{name}[/] ({spec.description}): {len(configs)} runs at {scale} scale → {target}")
-            _run_with_progress(configs, target, workers, console, quiet=False, axes=[name for name, _ in spec.axes])
+            _run_with_progress(configs, target, workers, console, quiet=False, axes=[n for n, _ in spec.axes], **run_options)
             payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
-                                     title=name, quiet=json_output, scale=scale)
+                                     title=name, quiet=json_output, scale=scale, variants=spec.variants)
+            for line in deviation_lines(name, scale):
+                console.print(f"[yellow]deviation:[/] {line}", highlight=False, soft_wrap=True)
         if json_output:
             # One JSON document: the table's payload, or {table: payload} for `all`.
             _print_json(payloads[table] if table != "all" else payloads)

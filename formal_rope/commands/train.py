@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
 
 
@@ -259,6 +260,7 @@ def register(app: typer.Typer) -> None:
         no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
         threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."),
         device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
+        checkpoint_every: ro.CheckpointEvery = None, state_dir: ro.TrainStateDir = None, resume: ro.Resume = False,
         json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -297,9 +299,10 @@ def register(app: typer.Typer) -> None:
         validate_config(config)
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
+        state = ro.train_state(config, checkpoint_every, state_dir, resume)
         result, _ = run_training(
             config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
-            threads=1 if threads is None else threads, dfa=dfa,
+            threads=1 if threads is None else threads, dfa=dfa, state=state,
         )
         if result.status == "failed":
             checkpoint = None if result.steps_done == 0 else checkpoint

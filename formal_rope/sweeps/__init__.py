@@ -2,6 +2,7 @@
 
 from formal_rope.sweeps.grid import (
     BASE_FREE_PES,
+    EXPERIMENTS,
     MAX_GRID_RUNS,
     PAPER_TABLES,
     SweepSpec,
@@ -19,6 +20,7 @@ from formal_rope.sweeps.runner import SweepSummary, run_sweep
 __all__ = [
     "AggregateRow",
     "BASE_FREE_PES",
+    "EXPERIMENTS",
     "DEFAULT_GROUPING",
     "MAX_GRID_RUNS",
     "Results",

@@ -23,6 +23,8 @@ BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_EN
 MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expanded
 SCALE_NAMES = ("quick", "medium", "paper")
 PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `reproduce` reruns
+# Our own experiments around those tables (`reproduce NAME`): name -> sweep file stem.
+EXPERIMENTS = {"ablation": "ablation_table2", "stability": "rope_p_stability", "joformer": "joformer"}
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
 # plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
@@ -272,17 +274,21 @@ def _checked_reference(path: Path, reference) -> dict:
 
 
 def paper_sweep_path(table: str) -> Path:
-    """The sweep file of one of the core paper's tables (`PAPER_TABLES`), as `reproduce` runs it.
+    """The sweep file of one of the core paper's tables (`PAPER_TABLES`) or of one of our experiments
+    around them (`EXPERIMENTS`), as `reproduce` runs it.
 
     Looked up in the checkout's sweeps/ folder, else in the copy an installed wheel carries
     (formal_rope/paper_sweeps/); pass the result to `load_sweep_file(path, scale)`.
     """
-    if table not in PAPER_TABLES:
-        raise FormalRopeError(f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)}")
+    if table not in PAPER_TABLES and table not in EXPERIMENTS:
+        raise FormalRopeError(
+            f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or an experiment: {', '.join(EXPERIMENTS)}"
+        )
+    stem = EXPERIMENTS.get(table, table)
     package = Path(__file__).resolve().parents[1]
     for folder in (package.parent / "sweeps", package / "paper_sweeps"):
-        if (folder / f"{table}.toml").is_file():
-            return folder / f"{table}.toml"
+        if (folder / f"{stem}.toml").is_file():
+            return folder / f"{stem}.toml"
     raise FormalRopeError(
         f"the paper's sweep file {table}.toml was not found (looked in {package.parent / 'sweeps'} and "
         f"{package / 'paper_sweeps'}); in a checkout it is sweeps/{table}.toml"

@@ -1,40 +1,251 @@
-"""Placeholder: the state store is being written on branch `ray` (this file is replaced on merge)."""
+"""Where runs keep the training state they resume from: a folder on any filesystem pyarrow opens.
+
+A long run saves its whole training state every `StateOptions.every` steps under a key (the pack it
+trains, see `formal_rope.training.packing.pack_key`) and loads it when it starts again — after a
+lost worker on another node, a rerun of the sweep, or `formalrope train --resume`. The folder is a
+local path or a URI `pyarrow.fs` opens (file://, s3://, gs://, hdfs://), so every node of a cluster
+can reach it. This module is torch-free: it stores bytes; the trainer serializes its state.
+
+    store = open_state_store("s3://bucket/runs/state")
+    store.save("pack-1a2b", data)          # atomic: a reader sees the old bytes or the new, never a part
+    store.load("pack-1a2b")                # bytes, or None when nothing was saved
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import struct
+import time
+import uuid
 from dataclasses import dataclass
-from pathlib import Path
+
+from formal_rope.errors import FormalRopeError
+
+SUFFIX = ".state"
+TEMP_PREFIX = ".tmp-"  # hidden, half-written or not yet renamed objects
+# Every stored state is framed: magic, payload length, SHA-256 of the payload. Writes are atomic,
+# but an object store may serve one read as several ranged requests, and a save landing between
+# them mixes two versions; the frame detects that and the read is retried.
+MAGIC = b"FRSTATE1"
+_HEADER = struct.Struct(">8sQ32s")
+READ_ATTEMPTS = 5
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+# Runs longer than this checkpoint by default; shorter ones (quick scale: 1,000 steps) only when asked.
+DEFAULT_CHECKPOINT_ABOVE = 10_000
 
 
 @dataclass(frozen=True)
 class StateOptions:
+    """Save the training state every `every` steps into the folder `uri` (a local path or a pyarrow.fs
+    URI) and resume from it; `keep` keeps the state of finished runs (removed by default)."""
+
     uri: str
     every: int
     keep: bool = False
 
-
-class _LocalStore:
-    def __init__(self, root: str) -> None:
-        self.root = Path(root)
-
-    def load(self, key):
-        path = self.root / f"{key}.state"
-        return path.read_bytes() if path.exists() else None
-
-    def save(self, key, data):
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{key}.state.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, self.root / f"{key}.state")
-
-    def delete(self, key):
-        (self.root / f"{key}.state").unlink(missing_ok=True)
+    def __post_init__(self) -> None:
+        if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 1:
+            raise FormalRopeError(f"the checkpoint interval must be a positive number of steps, got {self.every!r}")
+        if not str(self.uri).strip():
+            raise FormalRopeError("the state folder must be a path or a URI, got an empty string")
 
 
-def open_state_store(uri):
-    return _LocalStore(uri)
+def default_checkpoint_every(steps: int) -> int | None:
+    """The checkpoint interval when none is given: every max(1000, steps // 100) steps for runs of more
+    than 10,000 steps (a killed 10^6-step run loses at most 1% of its steps), none for shorter runs."""
+    return max(1000, steps // 100) if steps > DEFAULT_CHECKPOINT_ABOVE else None
 
 
-def check_state_dir(uri):
-    Path(uri).mkdir(parents=True, exist_ok=True)
+def checkpoint_every(explicit: int | None, steps: int) -> int | None:
+    """The interval to use: `explicit` (0 turns checkpointing off) or the default for `steps`."""
+    if explicit is None:
+        return default_checkpoint_every(steps)
+    if explicit < 0:
+        raise FormalRopeError(f"--checkpoint-every must be a number of steps (0 turns checkpoints off), got {explicit}")
+    return explicit or None
+
+
+def is_uri(location: str) -> bool:
+    return "://" in str(location)
+
+
+def absolute_location(location: str | os.PathLike) -> str:
+    """A URI unchanged, a local path made absolute (workers may run in another directory)."""
+    location = os.fspath(location)
+    return location if is_uri(location) else os.path.abspath(os.path.expanduser(location))
+
+
+def state_subfolder(location: str | os.PathLike, name: str) -> str:
+    """The folder `name` inside a state folder (before a URI's ?query, which holds its options)."""
+    location = os.fspath(location)
+    base, mark, query = location.partition("?")
+    return f"{base.rstrip('/')}/{name}{mark}{query}"
+
+
+class StateStore:
+    """Bytes under keys in one folder of a pyarrow filesystem; `save` is atomic (see `save`)."""
+
+    def __init__(self, filesystem, root: str, uri: str):
+        self.filesystem = filesystem
+        self.root = root.rstrip("/")
+        self.uri = uri
+
+    def _path(self, key: str) -> str:
+        if not isinstance(key, str) or not _KEY.fullmatch(key):
+            raise ValueError(f"state key {key!r} must be letters, digits, '.', '_' or '-' (at most 200)")
+        return f"{self.root}/{key}{SUFFIX}"
+
+    def _exists(self, path: str) -> bool:
+        from pyarrow.fs import FileType
+
+        return self.filesystem.get_file_info(path).type != FileType.NotFound
+
+    def _read(self, path: str) -> bytes | None:
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                with self.filesystem.open_input_stream(path) as stream:
+                    framed = stream.read()
+            except FileNotFoundError:
+                return None
+            payload = _unframe(framed)
+            if payload is not None:
+                return payload
+            time.sleep(0.05 * (attempt + 1))  # a save replaced the object while it was read
+        raise FormalRopeError(
+            f"the training state {self.uri}/{path.rsplit('/', 1)[-1]} is damaged (its checksum does not match); "
+            "delete it to start that run over"
+        )
+
+    def load(self, key: str) -> bytes | None:
+        """The bytes last saved under `key`, or None when there are none."""
+        path = self._path(key)
+        data = self._read(path)
+        if data is None:
+            # A save on a filesystem whose rename does not replace (HDFS) was interrupted between
+            # setting the old state aside and moving the new one in: the old one is complete.
+            data = self._read(path + ".old")
+        return data
+
+    def exists(self, key: str) -> bool:
+        path = self._path(key)
+        return self._exists(path) or self._exists(path + ".old")
+
+    def save(self, key: str, data: bytes) -> None:
+        """Store `data` under `key` so that no reader ever sees a partial state.
+
+        The bytes go to a hidden temporary object first and are then moved over the key. On a local
+        disk the move is a rename (atomic). On object stores (S3, GCS) it is a server-side copy,
+        which creates the destination object whole or not at all; writing the key directly would
+        not be enough, because pyarrow completes an interrupted upload stream when it is closed
+        from its destructor, publishing the part written so far. HDFS renames atomically but does
+        not replace an existing file: the old state is renamed aside first and `load` falls back to
+        it until the new one is in place.
+        """
+        path = self._path(key)
+        temporary = f"{self.root}/{TEMP_PREFIX}{key}.{uuid.uuid4().hex}"
+        try:
+            with self.filesystem.open_output_stream(temporary) as stream:
+                stream.write(_frame(bytes(data)))
+            try:
+                self.filesystem.move(temporary, path)
+            except OSError:
+                if not self._exists(path):
+                    raise
+                self.filesystem.move(path, path + ".old")
+                self.filesystem.move(temporary, path)
+                self.filesystem.delete_file(path + ".old")
+        except BaseException:
+            self._remove(temporary)
+            raise
+
+    def _remove(self, path: str) -> None:
+        try:
+            self.filesystem.delete_file(path)
+        except (FileNotFoundError, OSError):
+            pass
+
+    def delete(self, key: str) -> None:
+        """Remove the state under `key` and any temporary objects a killed save left (no error if absent)."""
+        from pyarrow.fs import FileSelector
+
+        path = self._path(key)
+        self._remove(path)
+        self._remove(path + ".old")
+        stale = f"{self.root}/{TEMP_PREFIX}{key}."
+        try:
+            infos = self.filesystem.get_file_info(FileSelector(self.root, allow_not_found=True))
+        except OSError:
+            return
+        for info in infos:
+            if info.path.startswith(stale):
+                self._remove(info.path)
+
+    def keys(self) -> list[str]:
+        """The keys that hold a saved state, sorted."""
+        from pyarrow.fs import FileSelector
+
+        infos = self.filesystem.get_file_info(FileSelector(self.root, allow_not_found=True))
+        names = {info.base_name for info in infos}
+        return sorted({
+            name[: -len(SUFFIX)] if name.endswith(SUFFIX) else name[: -len(SUFFIX + ".old")]
+            for name in names
+            if not name.startswith(TEMP_PREFIX) and (name.endswith(SUFFIX) or name.endswith(SUFFIX + ".old"))
+        })
+
+
+def open_state_store(uri: str | os.PathLike) -> StateStore:
+    """The state folder at `uri`: a local path, or a URI pyarrow.fs opens (file://, s3://, gs://, hdfs://;
+    S3 options such as ?endpoint_override=host:port&scheme=http&region=... go in the query string).
+    The folder is created when missing. FormalRopeError when the URI cannot be opened."""
+    from pyarrow import fs
+
+    location = absolute_location(uri)
+    try:
+        if is_uri(location):
+            filesystem, root = fs.FileSystem.from_uri(location)
+        else:
+            filesystem, root = fs.LocalFileSystem(), location
+        filesystem.create_dir(root, recursive=True)
+    except Exception as error:  # pyarrow raises ArrowInvalid, OSError, ... with a readable message
+        raise FormalRopeError(f"cannot open the state folder {location!r}: {_first_line(error)}") from None
+    return StateStore(filesystem, root, location)
+
+
+def check_state_dir(uri: str | os.PathLike) -> StateStore:
+    """Open the state folder and prove it writable (save, read back, delete a probe), before any run
+    starts: a folder that cannot take a state must not cost a run its progress. FormalRopeError if not."""
+    store = open_state_store(uri)
+    key = f"probe-{uuid.uuid4().hex[:12]}"
+    payload = b"formal-rope state probe"
+    try:
+        store.save(key, payload)
+        readable = store.load(key) == payload
+        store.delete(key)
+    except Exception as error:
+        raise FormalRopeError(f"cannot write the state folder {store.uri!r}: {_first_line(error)}") from None
+    if not readable:
+        raise FormalRopeError(f"the state folder {store.uri!r} did not return what was written to it")
+    return store
+
+
+def _frame(payload: bytes) -> bytes:
+    return _HEADER.pack(MAGIC, len(payload), hashlib.sha256(payload).digest()) + payload
+
+
+def _unframe(framed: bytes) -> bytes | None:
+    """The payload of a framed state, or None when the bytes are not one whole state."""
+    if len(framed) < _HEADER.size:
+        return None
+    magic, length, digest = _HEADER.unpack_from(framed)
+    payload = framed[_HEADER.size:]
+    if magic != MAGIC or length != len(payload) or hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
