@@ -2,13 +2,16 @@
 
 1. The same 8-run quick-scale grid ((ab)*, (aa)* × rope, nope × 2 seeds) through the local backend
    (2 worker processes) and the Ray backend (a local Ray instance with 2 CPUs, started and shut
-   down by the sweep, as `--backend ray` does): wall time of each and the ratio.
-   Target: Ray's overhead at most 10% of the local wall time.
+   down by the sweep, as `--backend ray` does): wall time of each and the ratio, best of
+   `--sweep-repeats` alternating rounds (local first, then Ray first, ...) against load drift.
+   Target: Ray's overhead at most 10% of the local wall time. Because the wall times of a loaded
+   machine drift by more than that, the fixed cost of the Ray backend (starting and shutting down
+   its instance, with no work) is measured on its own too, as a share of the local wall time.
 2. The cost of `--checkpoint-every 100` on training speed: one quick-scale run trained with and
    without saving its whole state every 100 steps (to a local folder), alternating, best of
    `--repeats`; steps/s by wall and by process CPU time. Target: at most 5%.
 
-    python bench/sweep_backends.py [--steps 1000] [--checkpoint-steps 500] [--repeats 3] [--json]
+    python bench/sweep_backends.py [--steps 1000] [--sweep-repeats 2] [--checkpoint-steps 500] [--repeats 3] [--json]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from pathlib import Path
 
 from formal_rope.sweeps.grid import build_spec, expand_grid
+from formal_rope.sweeps.ray_backend import RayBackend
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.state import StateOptions
 
@@ -61,6 +65,7 @@ def time_training(config, state_dir: Path | None, every: int) -> tuple[float, fl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=None, help="Training steps per sweep run (default: quick scale, 1000).")
+    parser.add_argument("--sweep-repeats", type=int, default=2, help="Alternating rounds of the two sweeps (best kept).")
     parser.add_argument("--checkpoint-steps", type=int, default=500, help="Steps of the checkpoint-cost run.")
     parser.add_argument("--every", type=int, default=100, help="Checkpoint interval measured.")
     parser.add_argument("--repeats", type=int, default=3, help="Alternating repeats of the checkpoint measurement (best kept).")
@@ -73,10 +78,24 @@ def main() -> None:
     try:
         if not args.skip_sweeps:
             configs = sweep_grid(args.steps)
-            local = time_sweep(configs, scratch / "local", workers=2)
-            on_ray = time_sweep(configs, scratch / "ray", workers=2, backend="ray")
+            rounds: dict[str, list] = {"local": [], "ray": []}
+            for index in range(args.sweep_repeats):
+                order = ("local", "ray") if index % 2 == 0 else ("ray", "local")
+                for backend in order:
+                    rounds[backend].append(time_sweep(configs, scratch / f"{backend}-{index}", workers=2, backend=backend))
+            local = min(rounds["local"], key=lambda r: r["wall_s"])
+            on_ray = min(rounds["ray"], key=lambda r: r["wall_s"])
+            fixed = RayBackend(workers=2)
+            started = time.perf_counter()
+            fixed.open(lambda _note: None)
+            opened = time.perf_counter()
+            fixed.close()
+            closed = time.perf_counter()
+            report["ray_fixed"] = {"open_s": opened - started, "close_s": closed - opened,
+                                   "share_of_local": (closed - started) / local["wall_s"]}
             report["sweep"] = {
                 "runs": len(configs), "local": local, "ray": on_ray,
+                "local_rounds_s": [r["wall_s"] for r in rounds["local"]], "ray_rounds_s": [r["wall_s"] for r in rounds["ray"]],
                 "ray_over_local": on_ray["wall_s"] / local["wall_s"],
             }
         config = sweep_grid(args.checkpoint_steps)[0]
@@ -104,9 +123,14 @@ def main() -> None:
     if "sweep" in report:
         sweep = report["sweep"]
         print(f"sweep of {sweep['runs']} quick runs, 2 workers / 2 CPUs:")
-        print(f"  local backend  {sweep['local']['wall_s']:8.1f} s  ({sweep['local']['units']} units)")
-        print(f"  ray backend    {sweep['ray']['wall_s']:8.1f} s  ({sweep['ray']['units']} units)")
+        print(f"  local backend  {sweep['local']['wall_s']:8.1f} s  ({sweep['local']['units']} units; rounds "
+              + ", ".join(f"{t:.1f}" for t in sweep["local_rounds_s"]) + ")")
+        print(f"  ray backend    {sweep['ray']['wall_s']:8.1f} s  ({sweep['ray']['units']} units; rounds "
+              + ", ".join(f"{t:.1f}" for t in sweep["ray_rounds_s"]) + ")")
         print(f"  ray / local    {sweep['ray_over_local']:8.3f}   (target <= 1.10)")
+        fixed = report["ray_fixed"]
+        print(f"  Ray's fixed cost: start {fixed['open_s']:.1f} s + shut down {fixed['close_s']:.1f} s = "
+              f"{100 * fixed['share_of_local']:.1f}% of the local wall time")
     point = report["checkpoint"]
     print(f"checkpoint every {point['every']} steps, {point['steps']}-step quick run, best of {point['repeats']}:")
     print(f"  without  {point['plain_steps_per_s']:7.1f} steps/s")
