@@ -394,7 +394,8 @@ def test_addresses_that_do_not_answer_are_user_errors_within_seconds(tmp_path):
             done = cli(tiny_sweep_args(tmp_path / "r") + ["--backend", "ray", *extra], case_env, timeout=60)
             assert time.monotonic() - started < 30
             assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
-            assert len(done.stderr.strip().splitlines()) == 1  # one paragraph
+            errors = [line for line in done.stderr.strip().splitlines() if not line.startswith("note:")]
+            assert len(errors) == 1  # one paragraph (notes on the tiny grid's settings may precede it)
     finally:
         not_ray.close()
     assert not list((tmp_path / "r" / "runs").glob("*.parquet"))
