@@ -40,7 +40,8 @@ def table_markdown(results: Path, sweep: str, by) -> str:
     spec, _ = load_sweep_file(ROOT / "sweeps" / f"{sweep}.toml")
     runs = read_results(results).runs
     if spec.variants:
-        runs = label_variants(runs, spec.variants)
+        runs = label_variants(runs, spec.variants, spec.overrides)
+        runs = runs[runs["variant"].notna()]
     runs.attrs["language_order"] = list(spec.languages)
     statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
     source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope reproduce {sweep.split('_')[0]}`*"

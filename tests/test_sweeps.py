@@ -606,8 +606,9 @@ def test_sweep_notes_options_without_effect_and_refuses_auto_periods_outside_ltl
     assert code == 0
     code, _, stderr = _cli(capsys, ["sweep", "--lang", "aΣ*", "--pe", "rope_p", "--dry-run"])
     assert code == 0 and "this run is NoPE" in stderr
-    # (aa)* over {a} has no near-misses: the quick scale's near-miss training negatives change nothing.
-    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(aa)*", "--pe", "nope", "--dry-run"])
+    # (aa)* over {a} has no near-misses: near-miss training negatives change nothing.
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(aa)*", "--pe", "nope", "--set", "train_near_miss_fraction=0.5",
+                                    "--dry-run"])
     assert code == 0 and "train_near_miss_fraction 0.5 has no effect" in stderr
 
 

@@ -239,7 +239,8 @@ def _present(value) -> bool:
 
 
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
-            quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=()) -> dict:
+            quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=(),
+            variant_baseline: dict | None = None) -> dict:
     """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet.
 
     scale: the scale the runs were meant to have (for the plot title); None infers it from the runs."""
@@ -256,7 +257,11 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     if variants:  # a sweep file's [[variants]]: label each run, and group by the label too
         from formal_rope.sweeps.report import VARIANT_COLUMN, label_variants
 
-        runs = label_variants(runs, variants)
+        runs = label_variants(runs, variants, variant_baseline)
+        strangers = runs[VARIANT_COLUMN].isna()
+        if strangers.any():
+            _note(f"{int(strangers.sum())} run(s) in {out} are none of the sweep's variants (another sweep's); left out")
+            runs = runs[~strangers]
         by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
     check_grouping(runs, by)
     rows = sort_rows(aggregate(runs, by), sort)
@@ -536,7 +541,8 @@ def register(app: typer.Typer) -> None:
             console.print(f"[bold]{name}[/] ({spec.description}): {len(configs)} runs at {scale} scale → {target}")
             _run_with_progress(configs, target, workers, console, quiet=False, axes=[n for n, _ in spec.axes], **run_options)
             payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
-                                     title=name, quiet=json_output, scale=scale, variants=spec.variants)
+                                     title=name, quiet=json_output, scale=scale, variants=spec.variants,
+                                     variant_baseline=spec.overrides)
             for line in deviation_lines(name, scale):
                 console.print(f"[yellow]deviation:[/] {line}", highlight=False, soft_wrap=True)
         if json_output:

@@ -393,21 +393,31 @@ def _same(value, expected) -> bool:
     return value == expected
 
 
-def label_variants(runs, variants):
-    """`runs` with a `variant` column: the name of the first of a sweep file's [[variants]]
-    ((name, settings), ...) whose every setting the run's columns match (a variant that sets nothing,
-    the baseline, matches only runs no other variant claims). Rows keep the file's variant order."""
+def label_variants(runs, variants, baseline: dict | None = None):
+    """`runs` with a `variant` column naming which of a sweep file's [[variants]] ((name, settings),
+    ...) each run is: the variant whose settings, with `baseline` (the sweep's own values, e.g. its
+    scale preset; a field's RunConfig default when absent) for the fields other variants change,
+    equal the run's columns exactly. A run of the folder that is no variant (left there by another
+    sweep) gets None. Rows keep the file's variant order."""
+    from dataclasses import fields as dataclass_fields
+
+    from formal_rope.training.config import RunConfig
+
+    defaults = {f.name: f.default for f in dataclass_fields(RunConfig)}
+    baseline = dict(baseline or {})
+    varied = sorted({name for _, settings in variants for name in settings})
+    expected = [
+        (name, {field: settings.get(field, baseline.get(field, defaults.get(field))) for field in varied})
+        for name, settings in variants
+    ]
     frame = runs.copy()
-    specific = [(name, settings) for name, settings in variants if settings]
-    baseline = [name for name, settings in variants if not settings]
-
-    def matches(row, settings) -> bool:
-        return all(name in row and _same(row[name], value) for name, value in settings.items())
-
     labels = []
     for _, row in frame.iterrows():
-        found = next((name for name, settings in specific if matches(row, settings)), None)
-        labels.append(found if found is not None else (baseline[0] if baseline else None))
+        labels.append(next(
+            (name for name, values in expected
+             if all(field in row and _same(row[field], value) for field, value in values.items())),
+            None,
+        ))
     frame[VARIANT_COLUMN] = labels
     frame.attrs["variant_order"] = [name for name, _ in variants]
     return frame
