@@ -192,3 +192,15 @@ def test_checkpoint_out_creates_missing_folders(tmp_path, capsys):
     out = tmp_path / "a" / "b" / "m.zip"
     code, _, _ = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--out", str(out), "--quiet"], capsys)
     assert code == 0 and out.is_file()
+
+
+def test_train_and_sweep_say_how_the_language_was_read(capsys):
+    """Issue 9.6: a registry alphabet is never applied silently; train and sweep say so like classify."""
+    from tests.cli_support import run_main
+
+    code, _, stderr = run_main(capsys, ["train", "--lang", "Σ*abΣ*", "--steps", "2", "--layers", "1", "--d-model", "8",
+                                        "--heads", "1", "--test-lengths", "41", "--n-per-length", "4", "--no-save",
+                                        "--quiet"])
+    assert code == 0 and "registry language contains_ab" in stderr and "{a, b, c}" in stderr
+    code, _, stderr = run_main(capsys, ["sweep", "--lang", "P(a)", "--pe", "nope", "--dry-run"])
+    assert code == 0 and "'P(a)' read as an LTL formula" in stderr

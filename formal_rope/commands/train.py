@@ -217,9 +217,12 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
 def _resolve_with_notes(config):
     """Resolve the language once (checking it can be trained on and its periods), print a note on
     stderr for each setting without effect on it, and return its DFA."""
-    from formal_rope.training.context import context_notes
+    from formal_rope.training.context import context_notes, language_note
     from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods
 
+    read_as = language_note(config)
+    if read_as:
+        print(f"note: {read_as}", file=sys.stderr)
     dfa = resolve_dfa(config)
     check_trainable(config, dfa)
     for note in context_notes(config, dfa, resolve_periods(config, dfa)):

@@ -122,7 +122,7 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each."""
-    from formal_rope.training.context import context_notes
+    from formal_rope.training.context import context_notes, language_note
     from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods, validate_config
 
     dfas: dict = {}
@@ -133,6 +133,9 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
         language_key = (config.language, config.alphabet)
         if language_key not in dfas:
             dfas[language_key] = resolve_dfa(config)
+            read_as = language_note(config)
+            if read_as and read_as not in notes:
+                notes.append(read_as)
         dfa = dfas[language_key]
         key = (language_key, config.pe, config.periods, config.train_min_length, config.train_max_length,
                config.train_near_miss_fraction)

@@ -48,3 +48,16 @@ def has_training_near_misses(config: RunConfig, dfa) -> bool:
     counts = count_table(dfa, "near_miss", config.train_max_length)
     lengths = np.arange(config.train_min_length, config.train_max_length + 1)
     return bool(np.any(counts.nonempty(lengths)))
+
+
+def language_note(config: RunConfig) -> str | None:
+    """How the run's language text was read (a bare expression as a formula or regex, a registry
+    entry's alphabet), as `classify` and `accepts` say it on stderr; None for files of strings."""
+    from formal_rope.training.data import is_data_language
+
+    if is_data_language(config.language):
+        return None
+    from formal_rope.lang.source import resolve_language
+
+    detected = resolve_language(config.language, config.alphabet).detected
+    return f"{config.language!r} {detected}" if detected else None
