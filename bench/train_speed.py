@@ -6,8 +6,10 @@ theta * i in float32 on every forward of every layer and applied with the rotate
 turned from NaN into zeros by nan_to_num; FFN as nn.Sequential. Same widths, heads, layers, PE
 (rope, base 1e4), readout at eos, AdamW, grad-norm clip and the SAME pre-sampled batches.
 
-Ours: formal_rope.training (fused qkv projection, cached fp64-reduced tables, strict-causal attention
-through formal_rope.kernels.rotary_attention: the torch reference on CPU).
+Ours: formal_rope.training's model as a pack of one run (fused qkv projection, cached fp64-reduced
+tables, strict-causal attention through formal_rope.kernels.rotary_attention, the last layer
+attending from the readout only), fed the same padded batches (so without the trainer's length
+buckets: bench/packed_training.py measures the trainer as a whole).
 
 Reports steps/s of both (process CPU time, robust to other load), the ratio, and the peak resident
 memory of each, measured in a fresh subprocess per model. Single-threaded torch.
@@ -109,14 +111,24 @@ def sdpa_rotary_attention(q, k, v, cos, sin, *, rotate_values=False, impl="auto"
 
 
 def time_training(model: nn.Module, optimizer, data, warmup: int = 10) -> tuple[float, int]:
-    """(steps/s by process CPU time, steps) for one pass over data after `warmup` steps."""
+    """(steps/s by process CPU time, steps) for one pass over data after `warmup` steps.
+
+    Ours is a pack of one run: the packed optimizer takes per-run learning rates and clips per run."""
+    from formal_rope.training.optim import PackedAdamW, clip_grad_norms
+
+    packed = isinstance(optimizer, PackedAdamW)
+    lrs, active, max_norms = torch.tensor([1e-3], dtype=torch.float64), torch.tensor([True]), torch.tensor([1.0], dtype=torch.float64)
 
     def step(tokens, readout, labels):
         loss = F.cross_entropy(model(tokens, readout), labels)
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad() if packed else optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        if packed:
+            clip_grad_norms(optimizer.parameters, max_norms)
+            optimizer.step(lrs, active)
+        else:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
 
     for item in data[:warmup]:
         step(*item)
