@@ -19,20 +19,21 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the checkout's package, installed or not
 
-# table name -> (results folder, sweep file, grouping columns)
+# table name -> (results folder, sweep file, grouping columns, the command that makes the results)
 TABLES = {
-    "table2": ("table2-quick", "table2", ("language", "pe")),
-    "ablation": ("ablation-quick", "ablation_table2", ("language", "pe", "variant")),
-    "stability": ("stability-quick", "rope_p_stability", ("language", "variant")),
-    "joformer": ("joformer-quick", "joformer", ("language", "pe")),
-    "table4": ("table4-quick", "table4", ("language", "pe", "base")),
-    "table5": ("table5-quick", "table5", ("language", "pe", "base")),
-    "medium": ("table2-medium", "table2", ("language", "pe")),
+    "table2": ("table2-quick", "table2", ("language", "pe"), "reproduce table2"),
+    "ablation": ("ablation-quick", "ablation_table2", ("language", "pe", "variant"), "reproduce ablation"),
+    "stability": ("stability-quick", "rope_p_stability", ("language", "variant"), "reproduce stability"),
+    "joformer": ("joformer-quick", "joformer", ("language", "pe"), "reproduce joformer"),
+    "table4": ("table4-quick", "table4", ("language", "pe", "base"), "reproduce table4"),
+    "table5": ("table5-quick", "table5", ("language", "pe", "base"), "reproduce table5"),
+    "medium": ("table2-medium", "table2", ("language", "pe"), "reproduce table2 --scale medium"),
 }
 
 
-def table_markdown(results: Path, sweep: str, by) -> str:
+def table_markdown(results: Path, sweep: str, by, command: str) -> str:
     from formal_rope.sweeps.grid import load_sweep_file
     from formal_rope.sweeps.report import aggregate, label_variants, markdown_table
     from formal_rope.sweeps.results import read_results
@@ -44,7 +45,7 @@ def table_markdown(results: Path, sweep: str, by) -> str:
         runs = runs[runs["variant"].notna()]
     runs.attrs["language_order"] = list(spec.languages)
     statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
-    source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope reproduce {sweep.split('_')[0]}`*"
+    source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope {command}`*"
     return markdown_table(aggregate(runs, by), by) + "\n\n" + source
 
 
@@ -56,7 +57,7 @@ def main() -> int:
     path = ROOT / "docs" / "findings.md"
     text = path.read_text()
     changed = []
-    for name, (folder, sweep, by) in TABLES.items():
+    for name, (folder, sweep, by, command) in TABLES.items():
         pattern = re.compile(rf"(<!-- table {name} -->\n)(.*?)(<!-- end {name} -->)", re.DOTALL)
         if not pattern.search(text):
             continue
@@ -64,7 +65,13 @@ def main() -> int:
         if not (results / "runs").is_dir():
             print(f"{name}: no results in {results}; table left as it is", file=sys.stderr)
             continue
-        table = table_markdown(results, sweep, by)
+        from formal_rope.errors import FormalRopeError
+
+        try:
+            table = table_markdown(results, sweep, by, command)
+        except FormalRopeError as error:
+            print(f"{name}: {error}; table left as it is", file=sys.stderr)
+            continue
         new = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(3), text)
         if new != text:
             changed.append(name)
