@@ -46,7 +46,7 @@ def table_markdown(results: Path, sweep: str, by, command: str) -> str:
     runs.attrs["language_order"] = list(spec.languages)
     statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
     source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope {command}`*"
-    return markdown_table(aggregate(runs, by), by) + "\n\n" + source
+    return markdown_table(aggregate(runs, by), by, spec.reference) + "\n\n" + source
 
 
 def main() -> int:

@@ -423,12 +423,16 @@ def label_variants(runs, variants, baseline: dict | None = None):
     return frame
 
 
-def markdown_table(rows: list[AggregateRow], by) -> str:
+def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) -> str:
     """The aggregate rows as a GitHub Markdown table: the grouping columns, runs, accuracy max and
-    mean±std, N* max and mean±std, and every run's N* (what docs/findings.md holds)."""
+    mean±std, N* max and mean±std, and every run's N* (what docs/findings.md holds). With a sweep
+    file's [reference] and a grouping that names language and pe, a last column gives the paper's
+    accuracy max / N* max (mean) for the row's (language, pe, base)."""
     by = tuple(by)
+    paper = reference_index(reference) if reference and {"language", "pe"} <= set(by) else None
     header = [*({"pe": "PE"}.get(name, name) for name in by),
-              "runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "N* of each run"]
+              "runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "N* of each run",
+              *(["paper: acc max / N* max (mean)"] if paper is not None else [])]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
 
     def text(name, value):
@@ -450,5 +454,13 @@ def markdown_table(rows: list[AggregateRow], by) -> str:
             f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
             ", ".join(str(n) for n in row.n_stars),
         ]
+        if paper is not None:
+            group = dict(row.group)
+            base = group.get("base")
+            base = None if base is None or (isinstance(base, float) and math.isnan(base)) else float(base)
+            values = paper.get((group["language"], group["pe"], base))
+            cells.append("–" if values is None else (
+                f"{values['accuracy_max']:.2f} / {values['n_star_max']:.0f}"
+                + ("" if math.isnan(values["n_star_mean"]) else f" ({values['n_star_mean']:.1f})")))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
