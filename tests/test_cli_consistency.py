@@ -70,6 +70,19 @@ def test_help_shows_no_value_type_for_flags(capsys, name):
     assert code == 0 and "<bool>" not in out and "--help" in out
 
 
+@pytest.mark.parametrize("name", _commands()[1])
+def test_bracketed_words_in_option_help_survive_rich_markup(capsys, monkeypatch, name):
+    # Rich read `pip install -e ".[ray]"` in --backend's help as a markup tag and printed `".`.
+    monkeypatch.setenv("COLUMNS", "400")
+    command = _commands()[0].commands[name]
+    code, out, _ = run_main(capsys, [name, "--help"])
+    flat = " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split())
+    for param in command.params:
+        for word in re.findall(r"\[[^\]\s]*\]", (param.help or "").replace("\\[", "[")):
+            assert word in flat, (name, param.name, word)
+    assert code == 0
+
+
 def test_piped_tables_keep_their_natural_width(capsys, monkeypatch):
     # Piped output used Rich's 80 columns: descriptions and expressions were folded mid-word.
     monkeypatch.delenv("COLUMNS", raising=False)

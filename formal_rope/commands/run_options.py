@@ -16,7 +16,7 @@ Pack = Annotated[str, typer.Option(
     "run alone). docs/packing.md.")]
 Backend = Annotated[str, typer.Option(
     "--backend", help="Where runs execute: local (--workers processes on this machine) or ray (Ray tasks on a "
-    "local Ray instance, or on the cluster at --address; needs pip install -e \".[ray]\").")]
+    "local Ray instance, or on the cluster at --address; needs pip install -e \".\\[ray]\").")]
 Address = Annotated[Optional[str], typer.Option(
     "--address", help="Ray cluster to join (with --backend ray): HOST:PORT of its head node, or auto for the "
     "cluster `ray start` runs on this machine. Without it, a local Ray instance of --workers × --cpus-per-run CPUs.")]

@@ -24,7 +24,7 @@ MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expan
 SCALE_NAMES = ("quick", "medium", "paper")
 PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `reproduce` reruns
 # Our own experiments around those tables (`reproduce NAME`): name -> sweep file stem.
-EXPERIMENTS = {"ablation": "ablation_table2", "stability": "rope_p_stability", "joformer": "joformer"}
+EXPERIMENTS = {"ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability", "joformer": "joformer"}
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
 # plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
