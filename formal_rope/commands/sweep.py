@@ -391,7 +391,7 @@ def register(app: typer.Typer) -> None:
         alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override for every language (e.g. a,b)."),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds (0..n-1). Default from --scale."),
         lrs: Optional[str] = typer.Option(None, "--lrs", help="Learning rates, comma-separated. Default from --scale."),
-        scale: Optional[str] = typer.Option(None, "--scale", help="quick (2-core CPU) or paper (the paper's settings): defaults for model size, steps, strings per length, seeds."),
+        scale: Optional[str] = typer.Option(None, "--scale", help="quick (2-core CPU), medium (the paper's model, batch and negatives with fewer steps) or paper (the paper's settings): defaults for model size, steps, strings per length, seeds."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Training steps per run."),
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Training batch size."),
         layers: Optional[int] = typer.Option(None, "--layers", help="Transformer layers."),
