@@ -95,7 +95,13 @@ def main(argv: list[str] | None = None) -> None:
     except FormalRopeError as error:
         _print_error(error.render())
         sys.exit(error.exit_code)
-    except typer.Abort:
+    except typer.Abort as error:
+        # Click turns every EOFError into Abort; no command prompts, so one means that some input
+        # ended early (a truncated file), which is the user's input to fix, not an interruption.
+        cause = error.__cause__ or error.__context__
+        if isinstance(cause, EOFError):
+            _print_error(f"error: an input ended early ({cause or 'EOFError'}): a file it reads is empty or truncated")
+            sys.exit(2)
         _print_error("error: aborted")
         sys.exit(1)
     except typer.TyperException as error:

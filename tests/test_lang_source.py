@@ -33,6 +33,23 @@ def test_bare_expressions_without_temporal_operators_read_as_regex(text):
     assert language.detected.startswith(READ_AS_REGEX)
 
 
+@pytest.mark.parametrize("text", ["Pa|b", "HI", "Pa", "Ya", "P a", "Hb|a"])
+def test_texts_that_parse_as_formulas_only_through_the_p_phi_spelling_are_regexes(text):
+    # SPEC §2: only a temporal application (P(, Y(, Y^k(, H(, binary S, MOD_) makes a bare
+    # expression a formula. `Pa|b` was read as P(a) | b, so `accepts` disagreed with Python's re.
+    import re
+
+    from formal_rope.automata import accepts, language_dfa
+
+    language = resolve_language(text)
+    assert language.kind == "regex" and "write ltl:" in language.detected
+    dfa = language_dfa(language)
+    words = ["".join(w) for n in range(4) for w in itertools.product(language.alphabet, repeat=n)]
+    pattern = re.compile(text.replace(" ", ""))
+    assert list(accepts(dfa, words)) == [pattern.fullmatch(word) is not None for word in words]
+    assert resolve_language("ltl:" + text, language.alphabet).kind == "ltl"
+
+
 def test_registry_expression_text_gets_the_registry_alphabet():
     assert resolve_language("(aa)*").alphabet == ("a",)
     assert resolve_language("(ab)*").alphabet == ("a", "b")

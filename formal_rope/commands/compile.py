@@ -70,9 +70,16 @@ def compile_command(
     certify_mode = certify_mode or "realized"
     certify_max_length = 4096 if certify_max_length is None else certify_max_length
     seed = 0 if seed is None else seed
-    if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1:
+    if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1 or seed < 0:
         raise FormalRopeError(
-            "--verify-to, --exhaustive and --per-length must be non-negative and --certify-max-length positive"
+            "--verify-to, --exhaustive, --per-length and --seed must be non-negative and --certify-max-length positive"
+        )
+    if per_length == 0 and verify_to > exhaustive:
+        # Sampling nothing per length would leave --verify-to without effect while the report still
+        # lists the sampled lengths it was meant to cover.
+        raise FormalRopeError(
+            f"--per-length 0 samples no strings, so --verify-to {verify_to} would verify nothing beyond the exhaustive "
+            f"part (length {exhaustive}); give --per-length 1 or more, or --verify-to 0 to skip the sampled part"
         )
     check_mode(mode, format_name)  # before compiling, which can take a while
     if out is not None:

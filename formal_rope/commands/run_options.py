@@ -62,24 +62,34 @@ def state_options(checkpoint_every: int | None, steps: int, state_dir: str | Pat
     return options
 
 
-def sweep_run_options(configs, out: Path, *, backend: str, address: str | None, cpus_per_run: float | None,
-                      gpus_per_run: float, max_retries: int, checkpoint_every: int | None, state_dir: str | None,
-                      keep_state: bool, note: Callable[[str], None], pack: str = "auto") -> dict:
-    """The run_sweep keyword arguments these options ask for, checked before any run starts."""
+def check_sweep_options(*, backend: str, address: str | None, cpus_per_run: float | None, gpus_per_run: float,
+                        max_retries: int, pack: str = "auto", workers: int = 1) -> int | str:
+    """FormalRopeError for run options that no sweep can honour; the parsed --pack. Contacts nothing
+    (no cluster, no state folder), so a dry run checks the same options a real run does."""
     from formal_rope.sweeps.runner import check_run_options
     from formal_rope.training.packing import parse_pack
 
     if backend not in ("local", "ray"):
         raise FormalRopeError(f"--backend must be local or ray, got {backend!r}")
-    check_run_options(backend, 1, cpus_per_run, gpus_per_run, max_retries, address)
+    check_run_options(backend, workers, cpus_per_run, gpus_per_run, max_retries, address)
+    parsed = parse_pack(pack)
     if backend == "ray":
         from formal_rope.sweeps.ray_backend import import_ray
 
         import_ray()  # not installed: exit 2 with the install command now, not after other checks
+    return parsed
+
+
+def sweep_run_options(configs, out: Path, *, backend: str, address: str | None, cpus_per_run: float | None,
+                      gpus_per_run: float, max_retries: int, checkpoint_every: int | None, state_dir: str | None,
+                      keep_state: bool, note: Callable[[str], None], pack: str = "auto") -> dict:
+    """The run_sweep keyword arguments these options ask for, checked before any run starts."""
+    pack = check_sweep_options(backend=backend, address=address, cpus_per_run=cpus_per_run,
+                               gpus_per_run=gpus_per_run, max_retries=max_retries, pack=pack)
     steps = max((config.steps for config in configs), default=0)
     state = state_options(checkpoint_every, steps, state_dir or out / "state", keep_state, note, state_dir is not None)
     return dict(backend=backend, address=address, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
-                max_retries=max_retries, state=state, pack=parse_pack(pack))
+                max_retries=max_retries, state=state, pack=pack)
 
 
 def train_state(config, checkpoint_every: int | None, state_dir: str | None, resume: bool) -> "StateOptions | None":

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from formal_rope.commands.terminal import prepare_out, stdout_console
+from formal_rope.commands.terminal import prepare_out, prepare_out_folder, stdout_console
 
 from formal_rope.errors import FormalRopeError
 
@@ -163,8 +163,8 @@ def register(app: typer.Typer) -> None:
             None, "--format", help="With --out: parquet (default; one file), flare (a FLaRe split folder: main.tok, labels.txt, "
             "num-edits.txt, log-probabilities.txt, next-symbols.jsonl) or mlregtest (one string<TAB>TRUE|FALSE file). See docs/formats.md."
         ),
-        next_symbols: bool = typer.Option(
-            True, "--next-symbols/--no-next-symbols", help="--format flare: also write next-symbols.jsonl (len+1 entries per positive; large for long strings)."
+        next_symbols: Optional[bool] = typer.Option(
+            None, "--next-symbols/--no-next-symbols", help="--format flare: also write next-symbols.jsonl (default: yes; len+1 entries per positive; large for long strings)."
         ),
         json_output: bool = typer.Option(False, "--json", help="With --out: print the summary as a JSON object (without --out the output is already JSON lines)."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
@@ -186,8 +186,15 @@ def register(app: typer.Typer) -> None:
         if data_format is not None and (data_format not in ("flare", "mlregtest", "parquet") or out is None):
             raise FormalRopeError(f"--format takes flare, mlregtest or parquet, with --out; got --format {data_format}"
                                   + ("" if out is not None else " without --out"))
-        if out is not None and data_format in (None, "parquet"):
+        if next_symbols is not None and data_format != "flare" and not quiet:
+            option = "--next-symbols" if next_symbols else "--no-next-symbols"
+            print(f"note: {option} concerns FLaRe's next-symbols.jsonl and has no effect without --format flare",
+                  file=sys.stderr)
+        next_symbols = True if next_symbols is None else next_symbols
+        if out is not None and data_format in (None, "parquet", "mlregtest"):
             prepare_out(out, "--out")  # before sampling: a directory or an unwritable folder
+        elif out is not None:
+            prepare_out_folder(out, "--out")  # a FLaRe split is a folder
         requested, repeated = distinct_lengths(parse_lengths(lengths))
         if repeated and not quiet:
             print(f"note: {_repeated_note(repeated)}", file=sys.stderr)

@@ -14,15 +14,20 @@ from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
 
 
-def _split(text: str | None) -> list[str]:
+def _split(text: str | None, option: str | None = None) -> list[str]:
+    """'a, b' -> ['a', 'b']. With `option` (a list the user gave), an empty list or an empty item is
+    an error rather than a silent fall-back to the default."""
     if text is None:
         return []
-    return [part.strip() for part in text.split(",") if part.strip()]
+    parts = [part.strip() for part in text.split(",")]
+    if option is not None and (not any(parts) or not all(parts)):
+        raise FormalRopeError(f"{option} {text!r}: expected a comma-separated list without empty items")
+    return [part for part in parts if part]
 
 
 def _floats(text: str | None, what: str) -> list[float]:
     values = []
-    for part in _split(text):
+    for part in _split(text, what):
         try:
             values.append(float(part))
         except ValueError:
@@ -32,7 +37,7 @@ def _floats(text: str | None, what: str) -> list[float]:
 
 def _alphabet(text: str | None):
     """--alphabet like `train`: 'ab' or 'a,b' -> ('a', 'b'); None keeps each language's own."""
-    if not text:
+    if text is None:
         return None
     from formal_rope.lang.source import parse_alphabet
 
@@ -41,7 +46,7 @@ def _alphabet(text: str | None):
 
 def _periods(text: str | None, default):
     """--periods 'auto' or '2,3' (the same parser as `train`); None keeps `default`."""
-    if not text:
+    if text is None:
         return default
     from formal_rope.commands.train import parse_periods
 
@@ -148,7 +153,13 @@ def _reference_table(reference: str | None) -> dict | None:
 def _grouping(text: str | None) -> tuple[str, ...]:
     from formal_rope.sweeps.report import DEFAULT_GROUPING
 
-    return tuple(_split(text)) or DEFAULT_GROUPING
+    if text is None:
+        return DEFAULT_GROUPING
+    names = _split(text, "--by")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise FormalRopeError(f"--by names {', '.join(repeated)} more than once")
+    return tuple(names)
 
 
 def _cell_text(name: str, value) -> str:
@@ -219,14 +230,17 @@ def _failure_lines(runs, by) -> list[str]:
     from formal_rope.sweeps.results import CONFIG_COLUMNS
 
     failures = runs[runs["first_failure"].notna()]
+    # A setting that is null where it does not apply (phase_precision for NoPE) does not tell the
+    # runs where it applies apart, so only differing present values count as varying.
     varying = [name for name in CONFIG_COLUMNS
-               if name not in by and name not in ("seed", "lr", "alphabet") and runs[name].nunique(dropna=False) > 1]
+               if name not in by and name not in ("seed", "lr", "alphabet") and runs[name].nunique(dropna=True) > 1]
     lines = []
     for _, run in failures.head(12).iterrows():
         label = [_cell_text(name, run[name]) for name in by if name in ("language", "pe")]
         label += [f"β={_cell_text('base', run['base'])}"] if "base" in by and _present(run["base"]) else []
         label += [f"{name}={_cell_text(name, run[name])}" for name in by if name not in ("language", "pe", "base")]
-        label += [f"seed={run['seed']}", f"lr={run['lr']:g}"]
+        label += [f"seed={run['seed']}"] if "seed" not in by else []
+        label += [f"lr={run['lr']:g}"] if "lr" not in by else []
         label += [f"{name}={_cell_text(name, run[name])}" for name in varying if _present(run[name])]
         text = str(run["first_failure"])
         shown = text if len(text) <= 40 else text[:37] + "..."
@@ -428,13 +442,18 @@ def register(app: typer.Typer) -> None:
         if data is not None:
             lang = [_data_language(data, lang, alphabet, settings)]
         axes = _cli_axes(set_fields, settings)
-        grid = {"languages": lang, "pes": _split(pe), "bases": _floats(base, "--base"), "seeds": seeds,
+        grid = {"languages": lang, "pes": _split(pe, "--pe"), "bases": _floats(base, "--base"), "seeds": seeds,
                 "lrs": _floats(lrs, "--lrs"), "periods": periods, "alphabet": _alphabet(alphabet)}
         spec, chosen = _sweep_spec(config, scale, grid, settings, axes)
         configs = expand_grid(spec)
         for note in unused_settings(configs, _given_options(grid, settings, axes)) + validate_grid(configs):
             _note(note)
         if dry_run:
+            # The same run options a real run checks (nothing is contacted): a dry run that passes
+            # means the sweep itself will start.
+            ro.check_sweep_options(backend=backend, address=address, cpus_per_run=cpus_per_run,
+                                   gpus_per_run=gpus_per_run, max_retries=max_retries, pack=pack,
+                                   workers=1 if workers is None else workers)
             unused = [option for option, value in (("--out", out), ("--workers", workers)) if value is not None]
             if unused:
                 _note(f"{' and '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --dry-run (nothing runs)")

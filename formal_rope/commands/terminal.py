@@ -47,9 +47,11 @@ def prepare_out(path, what: str):
     exists or can be created (every --out creates missing parent folders) and takes a file."""
     from pathlib import Path
 
+    text = str(path)
     path = Path(path)
-    if path.is_dir():
-        raise FormalRopeError(f"cannot write {what} {path}: it is a directory (give a file name inside it)")
+    if path.is_dir() or text.endswith(("/", "\\")):
+        raise FormalRopeError(f"cannot write {what} {text}: it names a directory (give a file name inside it)")
+    _check_parent_folders(path, what)
     probe = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -58,3 +60,32 @@ def prepare_out(path, what: str):
     except OSError as error:
         raise FormalRopeError(f"cannot write {what} {path}: {error.strerror or error}") from None
     return path
+
+
+def prepare_out_folder(path, what: str):
+    """Check an --out folder path before the work that fills it: not an existing file, no file in
+    the way of its parent folders, and it can be created and written."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise FormalRopeError(f"cannot write {what} {path}: it is a file, and this format writes a folder")
+    _check_parent_folders(path, what)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".formal-rope-probe.tmp"
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        raise FormalRopeError(f"cannot write {what} {path}: {error.strerror or error}") from None
+    return path
+
+
+def _check_parent_folders(path, what: str) -> None:
+    """A file where a folder of `path` should be gets a message that names it (mkdir says only
+    'File exists')."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise FormalRopeError(f"cannot write {what} {path}: {parent} is a file, not a folder")
+            return

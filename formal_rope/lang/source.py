@@ -30,6 +30,7 @@ from formal_rope.lang.parser import (
     parse_regex_with_columns,
 )
 from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
+from formal_rope.lang.printer import format_ltl
 
 KINDS = ("ltl", "regex", "att")
 READ_AS_LTL = "read as an LTL formula"
@@ -159,7 +160,8 @@ def _finish(
                 reason = (
                     "mentions no symbols"
                     if not mentioned
-                    else f"mentions only {mentioned[0]!r} but refers to other symbols (Σ, ., [^..], negation or complement)"
+                    else f"mentions only {mentioned[0]!r} but refers to other symbols "
+                    + ("(through negation, ->, <->, H or true)" if kind == "ltl" else "(through Σ, ., [^..] or complement)")
                 )
                 raise ExpressionError(
                     expression,
@@ -251,17 +253,18 @@ def temporal_application(text: str) -> tuple[str, int] | None:
 
 
 def _detect(text: str) -> tuple[str, ParsedExpression, str]:
-    """Bare expression: a formula if it contains a temporal application (then it must parse as one)
-    or parses as a formula using P/H/Y/S/MOD; otherwise a regex."""
+    """Bare expression (SPEC §2): a formula if it contains a temporal application (then it must
+    parse as one), otherwise a regex -- also when the text would parse as a formula through the
+    `P φ` spelling (`Pa`, `HI`), which only `ltl:` selects; the stderr note then says so."""
     ltl_error: ExpressionError | None = None
     try:
         parsed_ltl = parse_ltl_with_columns(text)
     except ExpressionError as error:
         ltl_error, parsed_ltl = error, None
-    if parsed_ltl is not None and uses_temporal_or_mod(parsed_ltl.ast):
-        return "ltl", parsed_ltl, ""
     application = temporal_application(text)
-    if application is not None and ltl_error is not None:
+    if application is not None and parsed_ltl is not None:
+        return "ltl", parsed_ltl, ""
+    if application is not None:
         what, column = application
         raise ExpressionError(
             ltl_error.expression,
@@ -271,7 +274,7 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
             ltl_error.expected,
         ) from None
     try:
-        return "regex", parse_regex_with_columns(text), _regex_reading_hints(text, ltl_error)
+        parsed_regex = parse_regex_with_columns(text)
     except ExpressionError as regex_error:
         if re.fullmatch(r"[A-Za-z0-9_]{3,}", text):
             close = difflib.get_close_matches(text, registry_names(), n=3, cutoff=0.6)
@@ -295,6 +298,11 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
         if ltl_progress > regex_progress or (ltl_progress == regex_progress and _LTL_HINT.search(text)):
             raise ltl_error from None
         raise
+    hints = _regex_reading_hints(text, ltl_error)
+    if parsed_ltl is not None and uses_temporal_or_mod(parsed_ltl.ast):
+        hints += (f" (it would also parse as the formula {format_ltl(parsed_ltl.ast)}, but has no temporal "
+                  f"application such as P(...); write ltl:{text.strip()} to read it as that formula)")
+    return "regex", parsed_regex, hints
 
 
 def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, force_kind: str | None = None) -> Language:

@@ -502,7 +502,12 @@ def check_parameters_fit(model: TransformerIR, fmt) -> None:
         magnitude = float(np.max(np.abs(values), initial=0.0))
         if np.isfinite(magnitude) and np.isinf(rounder(np.asarray([magnitude]))[0]):
             compiled_for = model.metadata.get("format")
-            hint = f"; the model was compiled for {compiled_for}, compile it again with --format {fmt.name}" if compiled_for else ""
+            if compiled_for and compiled_for != fmt.name:
+                hint = f"; the model was compiled for {compiled_for}, compile it again with --format {fmt.name}"
+            else:  # compiled for this very format: the construction itself needs a wider one
+                hint = (f"; the construction needs values up to {magnitude:g}, which {fmt.name} cannot hold: use a "
+                        "format with a wider exponent range")
+            hint = hint if compiled_for else ""
             raise FormalRopeError(
                 f"the model's parameters do not fit in {fmt.describe()}: {name} holds {magnitude:g}, which "
                 f"overflows to inf (max finite {fmt.max_finite:g}), so every score it touches would be NaN{hint}"

@@ -112,7 +112,8 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     """The ``metadata.json`` of a model file; FormalRopeError when missing/corrupt."""
     path = Path(path)
     if not path.is_file():
-        raise FormalRopeError(f"model file {path} " + ("is a directory, not a file" if path.is_dir() else "does not exist"))
+        raise FormalRopeError(f"model file {path} " + ("is a directory, not a file" if path.is_dir() else
+                                                         "is not a regular file" if path.exists() else "does not exist"))
     try:
         with zipfile.ZipFile(path) as archive:
             metadata = json.loads(archive.read("metadata.json").decode("utf-8"))
@@ -168,7 +169,7 @@ def load_model(path: str | Path) -> TransformerIR:
             readout=readout,
             metadata={key: value for key, value in metadata.items() if key not in skip},
         )
-    except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError) as error:
+    except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError, EOFError) as error:  # EOFError: empty weights.npz
         raise FormalRopeError(f"{path}: corrupt compiled model ({type(error).__name__}: {error})") from None
     except FormalRopeError as error:  # e.g. a construct's formula that no longer parses
         first_line = str(error).splitlines()[0]
