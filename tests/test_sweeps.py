@@ -804,3 +804,162 @@ def test_markdown_table_lists_every_run_and_the_papers_value(tmp_path):
     # Without a reference (or without language and pe in the grouping) there is no paper column.
     assert "paper" not in markdown_table(rows, by) and "paper" not in markdown_table(
         aggregate(read_results(tmp_path).runs, ("pe",)), ("pe",), reference)
+
+
+# ----------------------------------------------------------------------------------------------
+# One run's failure is its own; failed runs are not measurements; typed result files
+
+
+def seed_one_breaks_its_pack(configs, *, device, threads, state):
+    """A pack runner that raises whenever the pack holds seed 1 (like a run whose tables cannot be
+    allocated), and otherwise returns the fake results."""
+    if any(config.seed == 1 for config in configs):
+        raise MemoryError("Unable to allocate 745. GiB")
+    return [fake_runner(config) for config in configs]
+
+
+def test_a_pack_runner_failure_is_charged_to_the_run_that_raises_alone(tmp_path):
+    # Regression: an exception from the pack runner was recorded as every run's result.
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=3, lrs=[1e-4]))
+    summary = run_sweep(configs, tmp_path, pack="auto", pack_runner=seed_one_breaks_its_pack)
+    assert summary.units == 1 and summary.statuses == {"ok": 2, "failed": 1}
+    runs = load_results(tmp_path)[0].set_index("seed")
+    assert runs.loc[1, "status"] == "failed" and "MemoryError" in runs.loc[1, "error"]
+    assert list(runs.loc[[0, 2], "n_star"]) == [41, 61] and runs.loc[[0, 2], "error"].isna().all()
+
+
+def test_sweep_keeps_the_healthy_run_of_a_pack_whose_other_run_raises(tmp_path, capsys, monkeypatch):
+    # Regression (reviewer): `sweep --set periods=2,<huge>` recorded both runs failed with the huge
+    # period's MemoryError, and a rerun packed them together and failed both again. Huge periods are
+    # refused up front now; any other run that raises inside a pack stands in for it here.
+    import formal_rope.training.positional as positional
+
+    real = positional.periodic_tables
+
+    def tables(periods, n_pairs, positions):
+        if 3 in tuple(periods):
+            raise MemoryError("Unable to allocate 745. GiB for an array")
+        return real(periods, n_pairs, positions)
+
+    monkeypatch.setattr(positional, "periodic_tables", tables)
+    tiny = ["--steps", "20", "--layers", "1", "--d-model", "16", "--heads", "2", "--test-lengths", "41..45",
+            "--n-per-length", "4", "--seeds", "1", "--lrs", "3e-4", "--workers", "1"]
+    argv = ["sweep", "--lang", "(ab)*", "--pe", "rope_p", "--set", "periods=2,3", *tiny, "--json"]
+    code, stdout, _ = _cli(capsys, [*argv, "--out", str(tmp_path / "packed")])
+    assert code == 0 and json.loads(stdout)["sweep"]["statuses"] == {"ok": 1, "failed": 1}
+    code, _, _ = _cli(capsys, [*argv, "--pack", "1", "--out", str(tmp_path / "alone")])
+    packed, alone = (load_results(tmp_path / name)[0].set_index("periods") for name in ("packed", "alone"))
+    assert packed.loc["3", "status"] == "failed" and "MemoryError" in packed.loc["3", "error"]
+    columns = ["run_id", "status", "n_star", "accuracy", "final_loss", "steps_done", "pack_id", "pack_size"]
+    assert packed.loc["2", columns].to_dict() == alone.loc["2", columns].to_dict()  # as trained alone
+    code, stdout, _ = _cli(capsys, [*argv, "--out", str(tmp_path / "packed")])  # the rerun retries the failed run only
+    assert code == 0 and json.loads(stdout)["sweep"]["skipped"] == 1
+
+
+def test_failed_runs_have_no_n_star_in_reports_tables_plots_and_json(tmp_path, capsys, monkeypatch):
+    # Regression: a failed run counted as N* 0: `2 (1 not ok) … N* max 41, mean 20.5±29.0`, JSON
+    # n_stars [41, 0], and a row whose only run failed showed `N* 0, 0.0±0.0`.
+    from formal_rope.sweeps.report import markdown_table
+    from formal_rope.sweeps.results import read_results
+
+    def runner(config):
+        if config.seed == 1 or config.pe == "rope_p":
+            raise RuntimeError("boom")
+        return fake_runner(config)
+
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope_p"], bases=[1e4], seeds=2, lrs=[1e-4]))
+    run_sweep([c for c in configs if c.pe == "nope" or c.seed == 0], tmp_path, runner=runner)
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--json"])
+    rows = {row["pe"]: row for row in json.loads(stdout)["rows"]}
+    assert code == 0 and (rows["nope"]["runs"], rows["nope"]["ok_runs"]) == (2, 1)
+    assert rows["nope"]["n_stars"] == [41] and rows["nope"]["n_star_max"] == 41
+    assert rows["nope"]["n_star_mean"] == 41 and rows["nope"]["n_star_std"] == 0
+    assert (rows["rope_p"]["runs"], rows["rope_p"]["ok_runs"], rows["rope_p"]["n_stars"]) == (1, 0, [])
+    assert all(rows["rope_p"][key] is None for key in ("n_star_max", "n_star_mean", "n_star_std", "accuracy_max"))
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path)])
+    table = {line.split("│")[2].strip(): [cell.strip() for cell in line.split("│")[4:9]]
+             for line in stdout.splitlines() if line.count("│") > 8 and "(ab)*" in line}
+    assert code == 0 and table["NoPE"] == ["2 (1 not ok)", "0.550", "0.550±0.000", "41", "41.0±0.0"]
+    assert table["RoPE_P"] == ["1 (1 not ok)", "–", "–", "–", "–"] and "nan" not in stdout
+    figures = _captured_figure(monkeypatch)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--plot", str(tmp_path / "f.png")])
+    assert code == 0 and "Traceback" not in stderr and len(figures) == 1
+    runs = read_results(tmp_path).runs
+    assert runs.loc[runs["status"] == "failed", "n_star"].isna().all()
+    markdown = markdown_table(aggregate(runs), ("language", "pe", "base"))
+    assert "| 41 | 41.0±0.0 | 41 |" in markdown and "| 1 (1 not ok) | – | – | – | – | – |" in markdown
+
+
+def test_failed_runs_of_older_files_read_as_unmeasured(tmp_path):
+    # Files written before failed runs had a null N* recorded 0; read back, they measure nothing.
+    from formal_rope.sweeps.results import read_results
+
+    _write_legacy_run(tmp_path, _legacy_config_dict(pe="nope", seed=0), n_star=45)
+    _write_legacy_run(tmp_path, _legacy_config_dict(pe="nope", seed=1), status="failed", n_star=0)
+    runs = read_results(tmp_path).runs.set_index("seed")
+    assert runs.loc[0, "n_star"] == 45 and pd.isna(runs.loc[1, "n_star"]) and pd.isna(runs.loc[1, "accuracy"])
+    (row,) = aggregate(runs.reset_index())
+    assert (row.runs, row.n_stars, row.n_star_max, row.n_star_std) == (2, (45,), 45.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "folder, column, values",
+    [
+        ("runs", "n_star", ["41x"]),
+        ("runs", "accuracy", ["0.5"]),
+        ("runs", "eval_complete", ["yes"]),
+        ("runs", "status", [1]),
+        ("runs", "steps_done", [2.5]),
+        ("evals", "length", ["41"]),
+        ("evals", "accuracy", ["high"]),
+    ],
+)
+def test_result_files_with_columns_of_the_wrong_type_are_user_errors_naming_the_file(tmp_path, capsys, folder,
+                                                                                     column, values):
+    # Regression: a runs/ file whose n_star held strings ended `report` in `ValueError: could not
+    # convert string to float` (a traceback) instead of the one-paragraph error naming the file.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from formal_rope.sweeps.results import finished_run_ids
+
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=2, lrs=[1e-4]))
+    run_sweep(configs, tmp_path / "r", runner=fake_runner)
+    path = sorted((tmp_path / "r" / folder).glob("*.parquet"))[0]
+    table = pq.read_table(path)
+    rewritten = table.set_column(table.schema.get_field_index(column), column, pa.array(values * table.num_rows))
+    pq.write_table(rewritten, path)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path / "r")])
+    message = " ".join(stderr.split())
+    assert code == 2 and "Traceback" not in stderr and str(path) in message, stderr
+    assert f"wrong type for a formal-rope {folder[:-1]} file: {column} (" in message and stderr.count("\n") == 1
+    with pytest.raises(FormalRopeError, match=path.name):
+        finished_run_ids(tmp_path / "r")
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope", "--seeds", "3", "--steps", "2",
+                                    "--out", str(tmp_path / "r")])
+    assert code == 2 and str(path) in " ".join(stderr.split()) and "Traceback" not in stderr
+    assert len(list((tmp_path / "r" / "runs").glob("*.parquet"))) == 2  # nothing was trained
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--periods", "100000000000"], "period 100,000,000,000 is too large"),
+        (["--set", "periods=2,100000000000000000000000"], "is too large"),
+        (["--set", "periods=[2,3,5,7,11],2"], "5 periods (2,3,5,7,11) but rope_p with d_model 16 and 2 heads has 4"),
+        (["--config", "FILE"], "is too large"),
+        (["--config", "FILE", "--pe", "sipe_p", "--set", "periods=[2,3,5,7,11,13,17,19,23]"], "sipe_p with d_model 16 has 8"),
+    ],
+)
+def test_sweep_refuses_periods_that_cannot_be_built_or_would_be_dropped_before_training(options, message, tmp_path,
+                                                                                        capsys):
+    # Regression: `sweep --set periods=2,10^11` trained and recorded failed runs (exit 0), and periods
+    # beyond the model's rotary pairs were dropped without a word.
+    sweep_file = tmp_path / "p.toml"
+    sweep_file.write_text('name = "p"\nlanguages = ["(ab)*"]\npes = ["rope_p"]\nperiods = [2, 100000000000]\n')
+    options = [str(sweep_file) if option == "FILE" else option for option in options]
+    language = [] if "--config" in options else ["--lang", "(ab)*", "--pe", "rope_p"]
+    code, _, stderr = _cli(capsys, ["sweep", *language, *options, "--steps", "2", "--layers", "1", "--d-model", "16",
+                                    "--heads", "2", "--seeds", "1", "--out", str(tmp_path / "r")])
+    assert code == 2 and message in " ".join(stderr.split()) and "Traceback" not in stderr, stderr
+    assert not (tmp_path / "r").exists()

@@ -206,3 +206,47 @@ def test_train_and_sweep_say_how_the_language_was_read(capsys):
     assert code == 0 and "registry language contains_ab" in stderr and "{a, b, c}" in stderr
     code, _, stderr = run_main(capsys, ["sweep", "--lang", "P(a)", "--pe", "nope", "--dry-run"])
     assert code == 0 and "'P(a)' read as an LTL formula" in stderr
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pe", "rope_p", "--periods", "100000000000"], "period 100,000,000,000 is too large"),
+        (["--pe", "rope_p", "--periods", "2," + "1" + "0" * 23], "is too large"),
+        (["--pe", "sipe_p", "--set", "periods=[2,100000000000]"], "is too large"),
+        (["--pe", "rope_p", "--periods", "2,5,7,11,13"], "5 periods (2,5,7,11,13) but rope_p with d_model 16 and 2 heads "
+                                                         "has 4 rotary pairs per head"),
+        (["--pe", "sipe_p", "--periods", "2,3,5,7,11,13,17,19,23"], "sipe_p with d_model 16 has 8 sin/cos pairs"),
+    ],
+)
+def test_periods_that_cannot_be_built_or_would_be_dropped_exit_2_before_training(argv, message, capsys):
+    # Regression: --periods 10^11 started the run and was recorded failed (MemoryError: 745 GiB;
+    # 10^23: OverflowError), and a fifth period on a model with 4 rotary pairs per head was dropped
+    # without a word (the same final loss as without it, under another run id).
+    code, stdout, stderr = _run(["train", "--lang", "(ab)*", *TINY_ARGS, *argv, "--no-save", "--json"], capsys)
+    assert code == 2 and message in " ".join(stderr.split()) and "Traceback" not in stderr, stderr
+    assert stdout == ""  # nothing trained, no result printed
+
+
+def test_as_many_periods_as_pairs_train_and_fewer_are_repeated_over_the_pairs(capsys):
+    for periods in ("2,3,5,7", "2,3"):
+        code, stdout, _ = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--pe", "rope_p", "--periods", periods,
+                                "--no-save", "--json"], capsys)
+        assert code == 0 and json.loads(stdout)["resolved_periods"] == [int(p) for p in periods.split(",")]
+
+
+def test_a_failed_run_has_no_n_star(monkeypatch, capsys):
+    # Regression: a failed run showed `N* 0` and JSON "n_star": 0, as if it had been measured.
+    import formal_rope.training.train as training
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("evaluation exploded")
+
+    monkeypatch.setattr(training, "evaluate_pack", broken)
+    code, stdout, stderr = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--no-save", "--json"], capsys)
+    payload = _strict_json(stdout)
+    assert code == 1 and payload["status"] == "failed" and "evaluation exploded" in stderr
+    assert payload["n_star"] is None and payload["accuracy"] is None
+    code, stdout, _ = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--no-save", "--quiet"], capsys)
+    row = next(line for line in stdout.splitlines() if "N*" in line)
+    assert code == 1 and "not measured" in row and " 0 " not in row

@@ -192,3 +192,101 @@ def test_a_killed_pack_resumes_bit_identically(pe, tmp_path):
     for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
         assert torch.equal(x, y), name
     assert not [p for p in (tmp_path / "state").iterdir() if not p.name.startswith(".")]  # removed once finished
+
+
+def _failing_for_period(monkeypatch, period: int):
+    """Make building the rope_p tables of runs with `period` raise, as a 745 GiB table did."""
+    import formal_rope.training.positional as positional
+
+    real = positional.periodic_tables
+
+    def tables(periods, n_pairs, positions):
+        if period in tuple(periods):
+            raise MemoryError(f"Unable to allocate the tables of period {period}")
+        return real(periods, n_pairs, positions)
+
+    monkeypatch.setattr(positional, "periodic_tables", tables)
+
+
+def test_a_run_that_raises_in_a_pack_fails_alone_and_its_pack_mates_end_as_trained_alone(monkeypatch):
+    # Regression: one run's MemoryError was recorded as the result of every run of its pack.
+    good = [_tiny("rope_p", seed=0, steps=20), _tiny("rope_p", seed=1, lr=1e-3, steps=20)]
+    bad = _tiny("rope_p", seed=2, periods=(3,), steps=20)
+    alone = [run_pack([config], progress=False)[0][0] for config in good]
+    _failing_for_period(monkeypatch, 3)
+    trace: list = []
+    results, model = run_pack([good[0], bad, good[1]], progress=False,
+                              on_step=lambda step, losses: trace.append(losses))
+    assert model is None  # no pack model: the runs trained one by one
+    assert results[1].status == "failed" and "MemoryError" in results[1].error and "period 3" in results[1].error
+    assert results[1].n_star is None and math.isnan(results[1].accuracy)
+    for result, solo, config in zip((results[0], results[2]), alone, good):
+        assert result.status == "ok" and result.error is None
+        # Bit-identical to the pack of one, and recorded as one (so `--pack 1` reproduces it).
+        assert (result.final_loss, result.per_length, result.n_star, result.first_failure, result.steps_done) == (
+            solo.final_loss, solo.per_length, solo.n_star, solo.first_failure, solo.steps_done)
+        assert result.pack_size == 1 and result.pack_id == pack_key([config])
+    # on_step still sees one loss per run of the pack: each run's own steps, NaN for the others.
+    assert all(len(losses) == 3 for losses in trace) and len(trace) == 2 * 20
+    assert all(math.isfinite(losses[0]) and math.isnan(losses[1]) for losses in trace[:20])
+
+
+def test_a_pack_trained_again_run_by_run_keeps_checkpoints_per_run(monkeypatch, tmp_path):
+    from formal_rope.training.checkpoint import load_checkpoint
+
+    configs = [_tiny("rope_p", seed=0, steps=3), _tiny("rope_p", seed=1, periods=(3,), steps=3)]
+    _failing_for_period(monkeypatch, 3)
+    paths = [tmp_path / "good.zip", tmp_path / "bad.zip"]
+    results, _ = run_pack(configs, progress=False, checkpoint_paths=paths)
+    assert [r.status for r in results] == ["ok", "failed"]
+    saved = load_checkpoint(paths[0])
+    assert saved.config == configs[0] and saved.result.pack_size == 1 and saved.result.status == "ok"
+
+
+def test_checkpoints_that_name_more_periods_than_pairs_still_load(tmp_path):
+    # Files written before extra periods became an error trained the first `pairs` periods only
+    # (pair p got period p); loading builds those tables, not an error or other tables.
+    import zipfile
+
+    from formal_rope.training.checkpoint import METADATA_NAME, load_checkpoint
+
+    config = _tiny("rope_p", periods=(2, 3, 5, 7), steps=3)
+    path = tmp_path / "four.zip"
+    run_pack([config], progress=False, checkpoint_paths=[path])
+    old = tmp_path / "five.zip"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            data = source.read(item.filename)
+            if item.filename == METADATA_NAME:
+                metadata = json.loads(data)
+                metadata["periods"] = metadata["config"]["periods"] = [2, 3, 5, 7, 11]
+                data = json.dumps(metadata).encode()
+            target.writestr(item, data)
+    strings = ["ab" * 20, "ab" * 19 + "ba", "a" * 40]
+    loaded = load_checkpoint(old)
+    assert loaded.model.positional.periods == ((2, 3, 5, 7),)
+    assert loaded.classify(strings) == load_checkpoint(path).classify(strings)
+
+
+def test_a_pack_that_fails_in_evaluation_drops_its_state_and_its_runs_finish_alone(monkeypatch, tmp_path):
+    import formal_rope.training.train as training
+    from formal_rope.training.state import StateOptions, open_state_store
+
+    good, bad = _tiny("rope_p", seed=0, steps=12), _tiny("rope_p", seed=1, periods=(3,), steps=12)
+    real = training.evaluate_pack
+
+    def evaluate(model, configs, data, **options):
+        if any(config.periods == (3,) for config in configs):
+            raise RuntimeError("evaluation exploded")
+        return real(model, configs, data, **options)
+
+    monkeypatch.setattr(training, "evaluate_pack", evaluate)
+    state = StateOptions(str(tmp_path / "state"), every=5)
+    results, _ = run_pack([good, bad], progress=False, state=state)
+    assert [r.status for r in results] == ["ok", "failed"] and "evaluation exploded" in results[1].error
+    assert results[1].steps_done == 12 and results[0].per_length
+    store = open_state_store(state.uri)
+    # The pack's state (saved at steps 5 and 10) is gone: its runs no longer train as that pack. The
+    # run that failed keeps its own, as any failed run does, for the rerun to resume from.
+    assert not store.exists(pack_key([good, bad])) and not store.exists(pack_key([good]))
+    assert store.exists(pack_key([bad]))

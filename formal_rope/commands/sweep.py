@@ -106,8 +106,9 @@ def _run_with_progress(configs, out: Path, workers: int, console, quiet: bool, a
                 status = result.status
                 failed[0] += status == "failed"
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
+                n_star = "–" if result.n_star is None else str(result.n_star)  # None: failed, nothing measured
                 progress.console.print(
-                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={result.n_star:<4d} "
+                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={n_star:<4s} "
                     f"acc={_number(result.accuracy, 3)} {result.wall_s:6.1f}s"
                     + (f"  ({result.error})" if result.error else ""),
                     soft_wrap=True,
@@ -193,8 +194,8 @@ def _results_table(rows, by, title: str, reference: dict | None):
             f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
             _number(row.accuracy_max, 3),
             "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
-            f"{row.n_star_max:.0f}",
-            f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
+            _number(row.n_star_max, 0),  # "–" when every run of the row failed (no N* measured)
+            "–" if math.isnan(row.n_star_mean) else f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
             *_nnch_cells(row),
         ]
         if paper:

@@ -134,7 +134,7 @@ def _render(result, checkpoint: Path | None) -> None:
     if config.data is not None:
         summary.add_row("data", f"{config.data} (content hash {config.data_hash}; train lengths "
                         f"{config.train_min_length}..{config.train_max_length})")
-    summary.add_row("N*", str(result.n_star))
+    summary.add_row("N*", "– (not measured: the run failed)" if result.n_star is None else str(result.n_star))
     if result.per_length:
         stopped = "" if result.eval_complete else ", stopped at the first imperfect length"
         summary.add_row("accuracy", f"{result.accuracy:.4f} (mean over {len(result.per_length)} lengths{stopped})")

@@ -31,9 +31,10 @@ class AggregateRow:
     """One row of a results table: accuracy and N* over its runs (max, mean, std), grouped by
     (language, PE, base) or by any columns (`group`: the row's (column, value) pairs).
 
-    Every run counts (a diverged run with N* 0; its NaN accuracy is left out); `ok_runs` of `runs`
-    finished ok. The accuracy statistics are NaN when no run of the row has an accuracy (every run
-    diverged or failed); a std over one value is 0.
+    `runs` counts every run and `ok_runs` those that finished ok. A diverged run enters the N*
+    statistics with N* 0 (its NaN accuracy is left out); a failed run measured nothing and enters no
+    statistic (nor `n_stars`). A statistic is NaN when no run of the row has a value (accuracy: every
+    run diverged or failed; N*: every run failed); a std over one value is 0.
     """
 
     language: str | None
@@ -53,7 +54,7 @@ class AggregateRow:
     nnch_mean: float = math.nan
     nnch_std: float = math.nan
     group: tuple = ()  # ((column, value), ...) in the grouping's order
-    n_stars: tuple = ()  # every run's N*, largest first: the spread over seeds behind max and mean
+    n_stars: tuple = ()  # every measured N* (failed runs have none), largest first: the spread behind max and mean
 
     def to_dict(self) -> dict:
         """The grouping columns, then runs, ok_runs and the statistics (NaN -> None, strict JSON)."""
@@ -96,8 +97,8 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
     """One row per distinct value of the `by` columns (default language, PE, base) over the other
     columns (seeds and learning rates, for a paper grid); sample std (ddof=1, as pandas).
 
-    Diverged and failed runs count with their recorded accuracy/N* when available; `ok_runs` says
-    how many finished normally.
+    Diverged and failed runs count with their recorded accuracy/N* when available (a failed run has
+    neither, a diverged one N* 0); `ok_runs` says how many finished normally.
     """
     frame = normalise_runs(runs)
     by = check_grouping(frame, by)
@@ -105,7 +106,8 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
     for keys, group in frame.groupby(list(by), dropna=False, sort=False):
         values = dict(zip(by, (_cell(key) for key in (keys if isinstance(keys, tuple) else (keys,)))))
         accuracy = group["accuracy"].astype(float)  # NaN for diverged runs: left out of max/mean/std
-        n_star = group["n_star"].astype(float)
+        # Null for failed runs (read_results): not a measurement, left out like a missing accuracy.
+        n_star = group["n_star"].astype(float).where(group["status"] != "failed")
         nnch = group["nnch_accuracy"].astype(float) if "nnch_accuracy" in group else accuracy * math.nan
         rows.append(
             AggregateRow(
@@ -116,15 +118,15 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
                 ok_runs=int((group["status"] == "ok").sum()),
                 accuracy_max=float(accuracy.max()),
                 accuracy_mean=float(accuracy.mean()),
-                accuracy_std=math.nan if accuracy.count() == 0 else float(accuracy.std()) if accuracy.count() > 1 else 0.0,
+                accuracy_std=_spread(accuracy),
                 n_star_max=float(n_star.max()),
                 n_star_mean=float(n_star.mean()),
-                n_star_std=float(n_star.std()) if len(group) > 1 else 0.0,
+                n_star_std=_spread(n_star),
                 nnch_max=float(nnch.max()),
                 nnch_mean=float(nnch.mean()),
-                nnch_std=float(nnch.std()) if nnch.count() > 1 else (0.0 if nnch.count() else math.nan),
+                nnch_std=_spread(nnch),
                 group=tuple(values.items()),
-                n_stars=tuple(sorted((int(v) for v in n_star), reverse=True)),
+                n_stars=tuple(sorted((int(v) for v in n_star.dropna()), reverse=True)),
             )
         )
     variant_order = list(frame.attrs.get("variant_order", ()))
@@ -148,6 +150,12 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
 
     rows.sort(key=sort_key)
     return rows
+
+
+def _spread(values) -> float:
+    """Sample std (ddof 1) over the values present: 0 for one value (an empty whisker), NaN for none."""
+    count = values.count()
+    return math.nan if count == 0 else float(values.std()) if count > 1 else 0.0
 
 
 # `report --sort`: each key orders rows by a metric's max over runs, then its mean (best first).
@@ -254,6 +262,9 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
         raise FormalRopeError("a plot needs rows grouped by language and pe (e.g. report --by language,pe,base)")
     paper = reference_index(reference)
     languages = list(dict.fromkeys(r.language for r in rows))
+    # A row whose runs all failed has no N* (NaN): nothing to draw, and NaN would break the axes'
+    # limits; its language keeps its panel.
+    rows = [r for r in rows if _finite(r.n_star_mean)]
     if all(r.base is None for r in rows):
         return _plot_base_free(rows, languages, path, title, paper)
     fig, axes = plt.subplots(1, len(languages), figsize=(4.2 * len(languages), 3.4), squeeze=False)
@@ -292,7 +303,8 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
         ax.set_ylabel("mean N*")
         ax.set_title(language)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="best")
+        if ax.get_legend_handles_labels()[0]:  # a panel whose runs all failed has nothing to label
+            ax.legend(fontsize=7, loc="best")
     if title:
         fig.suptitle(_wrapped(title, fig))
     return _save_figure(fig, path)
@@ -363,7 +375,8 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
     ax.set_xticks(range(len(languages)), languages)
     ax.set_ylabel("N*")
     ax.set_ylim(0, max(tops) * 1.1)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if ax.get_legend_handles_labels()[0]:  # nothing drawn when every run failed
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if title:
         fig.suptitle(_wrapped(title, fig))
     return _save_figure(fig, path)
@@ -450,9 +463,9 @@ def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) 
             str(row.runs) + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
             "–" if math.isnan(row.accuracy_max) else f"{row.accuracy_max:.3f}",
             "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
-            f"{row.n_star_max:.0f}",
-            f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
-            ", ".join(str(n) for n in row.n_stars),
+            "–" if math.isnan(row.n_star_max) else f"{row.n_star_max:.0f}",
+            "–" if math.isnan(row.n_star_mean) else f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
+            ", ".join(str(n) for n in row.n_stars) or "–",
         ]
         if paper is not None:
             group = dict(row.group)

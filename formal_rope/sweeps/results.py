@@ -41,11 +41,15 @@ def finished_run_ids(out: str | Path) -> set[str]:
     or a dead worker, which a rerun should retry; ok and diverged runs are results).
 
     Ids are recomputed from each file's stored config, so runs written under an older id scheme (file
-    named by the old id) count as finished under today's id. A file that is not a readable run file
-    is a FormalRopeError naming it."""
+    named by the old id) count as finished under today's id. A file that is not a readable run or
+    eval file (unreadable, foreign, columns of the wrong type) is a FormalRopeError naming it, so a
+    sweep stops on it before training rather than in the report after."""
     runs = Path(out) / RUNS
     if not runs.is_dir():
         return set()
+    if (Path(out) / EVALS).is_dir():
+        for path in _parquet_files(Path(out) / EVALS):
+            _read_parquet(path, EVAL_REQUIRED, "eval", columns=["run_id"])
     finished = set()
     for path in _parquet_files(runs):
         table = _read_parquet(path, RUN_REQUIRED, "run", columns=["status", "config"])
@@ -89,7 +93,7 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "run_id": run_id,
         "alphabet": ",".join(alphabet) if alphabet else None,
         "periods": ",".join(str(p) for p in periods) if periods and config.applies("periods") else None,
-        "n_star": int(result.n_star),
+        "n_star": None if result.n_star is None else int(result.n_star),
         "accuracy": float(result.accuracy),
         **metric_columns(result),
         "pack_id": result.pack_id,
@@ -225,7 +229,8 @@ def _parquet_files(folder: Path) -> list[Path]:
 
 def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: list[str] | None = None):
     """The Arrow table of one results file; FormalRopeError naming the file when it is unreadable
-    (garbage, truncated) or lacks the columns a formal-rope `kind` file has (a foreign Parquet file)."""
+    (garbage, truncated), lacks the columns a formal-rope `kind` file has (a foreign Parquet file) or
+    holds a known column with another type than formal-rope writes (n_star as strings)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -239,6 +244,7 @@ def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: lis
                 f"(its columns: {', '.join(schema.names[:12])}{', ...' if len(schema.names) > 12 else ''}); "
                 f"another tool's Parquet file (e.g. `formalrope sample --out`) does not belong in {folder}/: move it elsewhere"
             )
+        _check_column_types(path, schema, RUN_COLUMN_TYPES if kind == "run" else EVAL_COLUMN_TYPES, kind)
         return pq.read_table(path, columns=columns)
     except FormalRopeError:
         raise
@@ -248,6 +254,39 @@ def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: lis
             f"its files atomically, so this one was damaged or put there by hand: delete it (rerunning the "
             f"sweep recreates a run's files)"
         ) from None
+
+
+def _arrow_type_fits(arrow_type, kind: str) -> bool:
+    """Whether a column of `arrow_type` converts to formal-rope's `kind` without a value-level
+    failure: null columns (a field no run of the file had) always do, integers widen to floats."""
+    import pyarrow.types as types
+
+    if types.is_null(arrow_type):
+        return True
+    if kind == "string":
+        return types.is_string(arrow_type) or types.is_large_string(arrow_type)
+    if kind == "int64":
+        return types.is_integer(arrow_type)
+    if kind == "float64":
+        return types.is_integer(arrow_type) or types.is_floating(arrow_type)
+    if kind == "bool":
+        return types.is_boolean(arrow_type)
+    raise AssertionError(kind)  # every kind of RUN_COLUMN_TYPES / EVAL_COLUMN_TYPES is handled above
+
+
+def _check_column_types(path: Path, schema, column_types: dict, kind: str) -> None:
+    """FormalRopeError naming the file and the columns whose stored type is not the one formal-rope
+    writes (e.g. n_star as strings): reading would otherwise fail later, in some conversion, with a
+    traceback. Every known column of the file is checked, whichever columns the caller reads."""
+    wrong = [f"{name} ({schema.field(name).type}, expected {column_types[name]})"
+             for name in schema.names if name in column_types and not _arrow_type_fits(schema.field(name).type,
+                                                                                        column_types[name])]
+    if wrong:
+        raise FormalRopeError(
+            f"{path} has column(s) of the wrong type for a formal-rope {kind} file: {', '.join(wrong)}. formal-rope "
+            f"writes its files with fixed column types, so this one was rewritten or put there by hand: delete it "
+            f"or move it out of {RUNS if kind == 'run' else EVALS}/ (rerunning the sweep recreates a run's files)"
+        )
 
 
 def _stored_config(path: Path, text) -> RunConfig:
@@ -274,7 +313,13 @@ def _normalised_runs(folder: Path, frame):
     if "pack_size" in missing:
         missing["pack_size"] = 1  # written before packed training: every run trained alone
     frame = frame.assign(**missing) if missing else frame
-    return frame.astype({name: "float64" for name, kind in RUN_COLUMN_TYPES.items() if kind == "float64"})
+    frame = frame.astype({name: "float64" for name, kind in RUN_COLUMN_TYPES.items() if kind == "float64"})
+    # A failed run measured nothing; files written before that was recorded as null hold N* 0 for it.
+    failed = (frame["status"] == "failed").to_numpy()
+    measured = {"n_star": frame["n_star"].astype("float64").where(~failed)}
+    measured.update({name: frame[name].where(~failed) for name in ("accuracy", "nnch_accuracy")})
+    # Nullable integers: N* stays an integer (41, not 41.0) where a failed run's is missing.
+    return frame.assign(**measured).astype({"n_star": "Int64"})
 
 
 _STATUS_RANK = {"ok": 0, "diverged": 0, "failed": 1}

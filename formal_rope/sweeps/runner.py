@@ -85,7 +85,7 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
         run_id=config.run_id(),
         config=config,
         status="failed",
-        n_star=0,
+        n_star=None,  # not a measurement: left out of every N* statistic
         accuracy=float("nan"),
         wall_s=wall_s,
         error=message,
@@ -111,8 +111,9 @@ class UnitTask:
 
     `runner` (one RunConfig -> RunResult) runs the unit's configs one by one, each failure recorded
     on its own run; otherwise `pack_runner(configs, device=, threads=, state=)` trains the unit at
-    once (default `pack_runner_in_process`) and an exception fails every run of the unit. Exceptions that are
-    not `Exception` (KeyboardInterrupt) propagate.
+    once (default `pack_runner_in_process`). When the pack runner raises for a unit of several runs,
+    each run is given to it again alone, so one run's failure is never recorded as its pack-mates'
+    result. Exceptions that are not `Exception` (KeyboardInterrupt) propagate.
     """
 
     runner: Callable[[RunConfig], RunResult] | None = None
@@ -135,7 +136,10 @@ class UnitTask:
                 raise RuntimeError(f"the pack runner returned {len(results)} results for {len(unit)} runs, or out of order")
             return results
         except Exception as error:  # a failing unit is recorded, the sweep goes on
-            return [failed_result(config, error, time.perf_counter() - start) for config in unit]
+            if len(unit) == 1:
+                return [failed_result(unit[0], error, time.perf_counter() - start)]
+            # Which run raised is unknown: train each alone, so that each records its own outcome.
+            return [self((config,), device)[0] for config in unit]
 
     def _run_one(self, config: RunConfig) -> RunResult:
         start = time.perf_counter()

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.config import PERIODIC_ENCODINGS, RunConfig, RunResult, period_pairs
 from formal_rope.training.model import Classifier, encode_fixed_length
 
 CHECKPOINT_KIND = "trained"
@@ -172,6 +172,10 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         config = RunConfig.from_dict(metadata["config"])
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
+        if periods is not None and config.pe in PERIODIC_ENCODINGS:
+            # Files written before more periods than pairs became an error trained the first
+            # `pairs` periods only (pair p got period p); those are the tables the weights belong to.
+            periods = periods[: period_pairs(config.pe, config.d_model, config.heads)]
         model = build_model(config, len(alphabet), periods)
     with _checkpoint_problem(path, f"its weights ({STATE_NAME}) cannot be read (truncated or corrupt)"):
         with zipfile.ZipFile(path) as archive:

@@ -33,6 +33,24 @@ POSITIONAL_ENCODINGS = (
 BASE_ENCODINGS = ("sipe", "rope", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
 PERIODIC_ENCODINGS = ("rope_p", "sipe_p")
 
+
+def period_pairs(pe: str, d_model: int, heads: int) -> int:
+    """How many rotary pairs a periodic encoding spreads its periods over: rope_p rotates each head's
+    (d_model / heads) / 2 pairs (every head gets the same schedule), sipe_p writes d_model / 2
+    sin/cos pairs into the embedding. A period tuple longer than this would leave periods unused."""
+    return d_model // 2 if pe == "sipe_p" else (d_model // heads) // 2
+
+
+def describe_period_pairs(pe: str, d_model: int, heads: int) -> str:
+    """'rope_p with d_model 16 and 2 heads has 4 rotary pairs per head (head dimension 8)': what an
+    error about too many periods names."""
+    pairs = period_pairs(pe, d_model, heads)
+    if pe == "sipe_p":
+        return f"sipe_p with d_model {d_model} has {pairs} sin/cos pairs"
+    return (f"{pe} with d_model {d_model} and {heads} head{'s' if heads != 1 else ''} has {pairs} rotary "
+            f"pair{'s' if pairs != 1 else ''} per head (head dimension {d_model // heads})")
+
+
 # field -> the encodings it applies to; every other field applies to every run.
 FIELD_APPLIES_TO: dict[str, tuple[str, ...]] = {
     "base": BASE_ENCODINGS,
@@ -326,14 +344,15 @@ class LengthResult:
 class RunResult:
     """The outcome of one run: status (ok, diverged, failed), N*, per-length accuracy, and provenance.
 
-    A run that fails while training is recorded (status failed, `error` says why) instead of raising;
-    a diverged run (NaN/inf loss) is not evaluated: n_star 0, accuracy NaN.
+    A run that fails while training is recorded (status failed, `error` says why) instead of raising:
+    n_star None and accuracy NaN, since nothing was measured. A diverged run (NaN/inf loss) is not
+    evaluated: n_star 0 (it stopped learning), accuracy NaN.
     """
 
     run_id: str
     config: RunConfig
     status: str  # ok | diverged | failed
-    n_star: int
+    n_star: int | None  # None: the run failed (no measurement)
     accuracy: float  # mean over tested lengths
     per_length: tuple[LengthResult, ...] = ()
     first_failure: str | None = None  # the first misclassified test string (shortest failing length)

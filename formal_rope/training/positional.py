@@ -76,20 +76,53 @@ def phase_tables(phases: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
+# A period m is a lookup table of m rotations per pair, whose angles 2*pi*(a*r mod m)/m are formed in
+# float64 from a*r with a <= m/2 and r < m: exact only while a*r < 2^53, i.e. m <= 2^27. Larger
+# periods would also need tables of gigabytes per pair (a MemoryError mid-run, or an int64 overflow
+# beyond 2^63), so they are refused with the other settings, before any work.
+MAX_PERIOD = 2**27
+
+
 def validate_periods(periods) -> tuple[int, ...]:
+    """The periods as a tuple of ints; FormalRopeError unless each is an integer in 1..MAX_PERIOD."""
     if periods is None or len(periods) == 0:
         raise FormalRopeError("periodic encodings need at least one period (e.g. --periods 2 or --periods auto)")
     checked = []
     for period in periods:
-        if isinstance(period, bool) or int(period) != period or int(period) <= 0:
+        # Non-finite floats would raise OverflowError/ValueError from int() instead of this message.
+        finite = not isinstance(period, float) or math.isfinite(period)
+        if isinstance(period, bool) or not finite or int(period) != period or int(period) <= 0:
             raise FormalRopeError(f"periods must be positive integers, got {period!r}")
+        if int(period) > MAX_PERIOD:
+            raise FormalRopeError(
+                f"period {int(period):,} is too large: a period m is a lookup table of m rotations for each rotary "
+                f"pair, exact and of bounded size only up to m = {MAX_PERIOD:,} (2^27); use a smaller period "
+                "(periods above the longest position never wrap around anyway)"
+            )
         checked.append(int(period))
     return tuple(checked)
 
 
-def assign_periods(periods, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
-    """(period, numerator) per pair: round-robin over periods, harmonics 1..m//2 within a period."""
+def check_period_count(periods, n_pairs: int, pairs_text: str | None = None) -> tuple[int, ...]:
+    """The validated periods; FormalRopeError when there are more periods than pairs to carry them
+    (each pair gets one period, so the surplus would never be used and the run would silently train
+    the first `n_pairs` periods only). `pairs_text` says what has the pairs (`describe_period_pairs`)."""
     periods = validate_periods(periods)
+    if len(periods) > n_pairs:
+        unused = ",".join(map(str, periods[n_pairs:]))
+        raise FormalRopeError(
+            f"{len(periods)} periods ({','.join(map(str, periods))}) but "
+            f"{pairs_text or f'the encoding has {n_pairs} rotary pairs'}, and each pair carries one period: "
+            f"{unused} would never be used. Give at most {n_pairs} period{'s' if n_pairs != 1 else ''} (fewer "
+            "are repeated round-robin over the pairs) or a wider model"
+        )
+    return periods
+
+
+def assign_periods(periods, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(period, numerator) per pair: round-robin over periods, harmonics 1..m//2 within a period.
+    More periods than pairs is a FormalRopeError (`check_period_count`), never a silent drop."""
+    periods = check_period_count(periods, n_pairs)
     pair_periods = np.array([periods[p % len(periods)] for p in range(n_pairs)], dtype=np.int64)
     numerators = np.zeros(n_pairs, dtype=np.int64)
     seen: dict[int, int] = {}
@@ -455,7 +488,10 @@ def build_positional(specs) -> PositionalEncoding:
     if pe == "sipe":
         return SinusoidalEmbedding(first.d_model, bases, first.phase_precision)
     if pe in ("sipe_p", "rope_p"):
-        periods = [validate_periods(spec.periods) for spec in specs]
+        from formal_rope.training.config import describe_period_pairs, period_pairs
+
+        pairs, text = period_pairs(pe, first.d_model, first.heads), describe_period_pairs(pe, first.d_model, first.heads)
+        periods = [check_period_count(spec.periods, pairs, text) for spec in specs]
         return PeriodicEmbedding(first.d_model, periods) if pe == "sipe_p" else PeriodicRotary(n_pairs, periods)
     if pe == "jof_learned":
         return LearnedRotary(first.layers, n_pairs, bases, first.phase_precision)

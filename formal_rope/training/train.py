@@ -13,8 +13,10 @@ whole training state is saved every `every` steps and a restarted pack resumes b
 
 Outcomes per run: "ok"; "diverged" when its loss becomes NaN/inf (that run is frozen, the others go
 on; evaluation is skipped: n_star 0, accuracy NaN); "failed" when training or evaluation raises
-(the error is recorded for every run of the pack). Bad input (unknown PE or language, base <= 0, ...) raises FormalRopeError
-before any work, so the CLI can report it.
+(n_star None, accuracy NaN: nothing was measured). When a pack of several runs raises, each of its
+runs is trained again alone, so each records its own outcome and a healthy run ends as it does in a
+pack of one. Bad input (unknown PE or language, base <= 0, ...) raises FormalRopeError before any
+work, so the CLI can report it.
 """
 
 from __future__ import annotations
@@ -32,12 +34,18 @@ import torch
 from torch.nn import functional as F
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig, RunResult
+from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig, RunResult, describe_period_pairs, period_pairs
 from formal_rope.training.data import RunData, mix_near_misses, run_data, test_length_blocks  # noqa: F401 (re-exported)
 from formal_rope.training.evaluate import EVAL_MODES, Evaluation, evaluate_pack_sets, evaluate_sets
 from formal_rope.training.model import Classifier, encode_padded
 from formal_rope.training.optim import PackedAdamW, clip_grad_norms
-from formal_rope.training.positional import PHASE_PRECISIONS, PositionalSpec, build_positional, validate_periods
+from formal_rope.training.positional import (
+    PHASE_PRECISIONS,
+    PositionalSpec,
+    build_positional,
+    check_period_count,
+    validate_periods,
+)
 
 PERIODIC_ENCODINGS = ("rope_p", "sipe_p")
 ATTENTION_IMPLS = ("auto", "triton", "torch")
@@ -113,6 +121,10 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError(
             f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
         )
+    if config.periods is not None and config.pe in PERIODIC_ENCODINGS:
+        # Periods are given to pairs one each; a surplus would be dropped without a word.
+        check_period_count(config.periods, period_pairs(config.pe, config.d_model, config.heads),
+                           describe_period_pairs(config.pe, config.d_model, config.heads))
     check_workload(config)
 
 
@@ -663,7 +675,8 @@ def run_pack(
 ) -> tuple[list[RunResult], Classifier | None]:
     """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
 
-    Returns (one RunResult per config, in order; the pack's model). configs must share what
+    Returns (one RunResult per config, in order; the pack's model, or None when the pack raised and
+    its runs were trained again one by one, each with its own outcome). configs must share what
     `packing.check_packable` names (language, architecture, steps, batch size, training and test
     lengths); each keeps its seed, learning rate and schedule, base or periods, weight decay,
     clipping norm, near-miss share and eval mode. checkpoint_paths: one path (or None) per config.
@@ -712,6 +725,7 @@ def run_pack(
     outcomes: list[tuple[str, float | None, int]] = [("failed", None, 0)] * runs
     evaluations: list[Evaluation | None] = [None] * runs
     error: str | None = None
+    pack_failed = False
     try:
         model = build_pack(configs, len(alphabet), periods).to(device)
         reporter.stage("train", first.steps)
@@ -727,11 +741,19 @@ def run_pack(
             ):
                 evaluations[run] = evaluation
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
+        # The exception belongs to the pack's computation, not to a known run: with pack-mates it may
+        # come from any one of them (or from the pack's size), so it is no run's result; each run is
+        # then trained alone below and gets its own outcome.
+        pack_failed = runs > 1
         outcomes = [("failed", outcome[1], outcome[2]) for outcome in outcomes]
         evaluations = [None] * runs
         error = f"{type(exception).__name__}: {exception}"
     finally:
         reporter.close()
+    if pack_failed:
+        model = None  # the pack's half-trained weights are no run's result; free them first
+        return _run_alone(configs, paths, key, progress=progress, device=device, threads=threads, dfa=dfa,
+                          state=state, on_step=on_step), None
     wall = time.perf_counter() - started
     versions, commit = software_versions(), source_commit()
     results = []
@@ -743,7 +765,9 @@ def run_pack(
                 run_id=config.run_id(),
                 config=config,
                 status=status,
-                n_star=evaluation.n_star if evaluation else 0,
+                # A diverged run was measured (it stopped learning: N* 0, SPEC §8); a failed run was
+                # not, and an N* of 0 would count as a measurement in every statistic: None.
+                n_star=evaluation.n_star if evaluation else (0 if status == "diverged" else None),
                 accuracy=evaluation.accuracy if evaluation else math.nan,
                 per_length=evaluation.per_length if evaluation else (),
                 first_failure=evaluation.first_failure if evaluation else None,
@@ -772,6 +796,28 @@ def run_pack(
 
         open_state_store(state.uri).delete(key)
     return results, model
+
+
+def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step) -> list[RunResult]:
+    """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
+    outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
+    own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
+    train as that pack. on_step still sees one loss per run of the pack (NaN for the others)."""
+    runs = len(configs)
+    results = []
+    for run, (config, path) in enumerate(zip(configs, paths)):
+        step = None
+        if on_step is not None:
+            def step(index, losses, run=run):
+                on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
+        (result,), _ = run_pack([config], progress=progress, checkpoint_paths=[path], device=device, threads=threads,
+                                dfa=dfa, state=state, on_step=step)
+        results.append(result)
+    if state is not None and not state.keep:
+        from formal_rope.training.state import open_state_store
+
+        open_state_store(state.uri).delete(key)
+    return results
 
 
 def run_training(

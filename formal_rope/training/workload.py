@@ -17,6 +17,9 @@ FLOP_LIMIT = 1e20  # ~300 years on one CPU core, ~10 days on a GPU sustaining 1e
 CPU_FLOPS = 1e10  # what one core of this project's CPU sustains on these models (measured, rounded)
 _SAMPLER_BYTES_PER_SYMBOL = 24  # float64 uniform draw + int64 symbol + working copy, per sampled symbol
 _TRAINING_BYTES_PER_PARAMETER = 16  # fp32 weight, gradient and two AdamW moments
+# rope_p / sipe_p build, per pair, a table of one entry per residue of the largest period: float64
+# angles and cos/sin temporaries, then the float32 cos and sin tables (positional.periodic_tables).
+_PERIODIC_TABLE_BYTES_PER_ENTRY = 32
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class Workload:
     training_flops: float
     evaluation_flops: float
     peak_bytes: float
+    table_bytes: float = 0.0  # of peak_bytes: rope_p / sipe_p lookup tables (grow with the largest period)
 
     @property
     def flops(self) -> float:
@@ -72,8 +76,22 @@ def estimate(config: RunConfig) -> Workload:
     parameters = config.layers * (4 + 2 * config.ffn_mult) * d * d
     activations = 4.0 * config.batch_size * train_tokens * d * config.layers * (8 + 2 * config.ffn_mult)
     sampler = _SAMPLER_BYTES_PER_SYMBOL * float(config.n_per_length) * max(1, longest)
-    peak = max(_TRAINING_BYTES_PER_PARAMETER * parameters + activations, sampler + 4.0 * parameters)
-    return Workload(training, evaluation, peak)
+    tables = periodic_table_bytes(config)
+    peak = max(_TRAINING_BYTES_PER_PARAMETER * parameters + activations, sampler + 4.0 * parameters) + tables
+    return Workload(training, evaluation, peak, tables)
+
+
+def periodic_table_bytes(config: RunConfig) -> float:
+    """Memory of the rope_p / sipe_p lookup tables while they are built: one entry per residue of the
+    largest period for each pair (0 for other encodings and for periods auto, resolved later and small)."""
+    from formal_rope.training.config import PERIODIC_ENCODINGS, period_pairs
+
+    if config.pe not in PERIODIC_ENCODINGS or not config.periods:
+        return 0.0
+    pairs = period_pairs(config.pe, config.d_model, config.heads)
+    # Capped before float(): an int beyond float range (validate_periods refuses it first) must not raise here.
+    largest = min(max(config.periods), 2**64)
+    return float(_PERIODIC_TABLE_BYTES_PER_ENTRY) * max(1, pairs) * float(largest)
 
 
 def physical_memory() -> int | None:
@@ -113,6 +131,12 @@ def check_workload(config: RunConfig, memory: int | None = None) -> Workload:
             f"(about {_duration(FLOP_LIMIT / CPU_FLOPS)} on one core). Shrink the {biggest}"
         )
     available = physical_memory() if memory is None else memory
+    if available is not None and work.peak_bytes > available and work.table_bytes >= work.peak_bytes / 2:
+        raise FormalRopeError(
+            f"this run cannot fit in memory: its {config.pe} lookup tables hold one rotation per residue of period "
+            f"{max(config.periods):,} for each rotary pair, about {_bytes(work.table_bytes)}, and this machine has "
+            f"{_bytes(available)}; use smaller periods (a period above the longest position never wraps around)"
+        )
     if available is not None and work.peak_bytes > available:
         raise FormalRopeError(
             f"this run cannot fit in memory: it needs about {_bytes(work.peak_bytes)} at its peak (model, "
