@@ -92,3 +92,93 @@ def test_piped_tables_keep_their_natural_width(capsys, monkeypatch):
     assert "(ab)* as a formula: N even, a at odd and b at even positions" in long_row
     code, out, _ = run_main(capsys, ["classify", "Σ*abΣ*"])
     assert any(len(line) > 80 for line in out.splitlines()) and "MxM = MyM ⇒ x = y" in out
+
+
+# ---- second probe pass (issue 9: the same classes of failure, found by trying every command again)
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        # A dry run checks the run options a real run checks (it listed the grid and exited 0).
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--pack", "foo"], "--pack"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--pack", "0"], "--pack"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--backend", "foo"], "--backend"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--max-retries", "-1"], "--max-retries"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--cpus-per-run", "0"], "--cpus-per-run"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--gpus-per-run", "1"], "--gpus-per-run"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--address", "1.2.3.4:5"], "--address"),
+        # Empty lists fell back to the defaults ('' lrs -> 5e-3), empty items were dropped.
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--lrs", ""], "--lrs"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--lrs", ","], "--lrs"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--pe", ""], "--pe"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--base", "1,,2"], "--base"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--pe", "rope_p", "--periods", ""], "--periods"),
+        (["sweep", "--lang", "(ab)*", "--dry-run", "--alphabet", ""], "alphabet"),
+        # compile: a negative seed was a numpy traceback; --per-length 0 silently sampled nothing.
+        (["compile", "P(a)", "-a", "ab", "--seed", "-1"], "--seed"),
+        (["compile", "P(a)", "-a", "ab", "--per-length", "0", "--verify-to", "50"], "--per-length 0"),
+    ],
+)
+def test_options_that_cannot_work_are_refused_up_front(capsys, argv, message):
+    code, out, err = run_main(capsys, argv)
+    assert code == 2 and err.count("error: ") == 1 and message in err and "Traceback" not in err, err
+
+
+def test_report_grouping_must_name_columns_once(capsys, tmp_path):
+    (tmp_path / "runs").mkdir()
+    for by in ("pe,pe", "", ","):
+        code, _, err = run_main(capsys, ["report", str(tmp_path), "--by", by])
+        assert code == 2 and "--by" in err, (by, err)
+
+
+def test_a_flare_split_is_never_written_onto_a_file(capsys, tmp_path):
+    # Was FileExistsError / NotADirectoryError from the writer, exit 1.
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out, named in ((afile, "it is a file"), (afile / "sub", f"{afile} is a file")):
+        code, _, err = run_main(capsys, ["sample", "(ab)*", "--lengths", "2", "--n", "2", "--format", "flare",
+                                         "--out", str(out)])
+        assert code == 2 and named in err and "Traceback" not in err, err
+    code, _, err = run_main(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(afile / "m.zip")])
+    assert code == 2 and f"{afile} is a file, not a folder" in err
+    assert afile.read_text() == "x"
+
+
+def test_next_symbols_without_flare_is_noted(capsys, tmp_path):
+    code, out, err = run_main(capsys, ["sample", "(ab)*", "--lengths", "2", "--n", "2", "--no-next-symbols"])
+    assert code == 0 and "--no-next-symbols concerns FLaRe" in err and out.count("\n") == 2
+
+
+def test_an_empty_weights_file_and_any_eof_are_user_errors(capsys, tmp_path, monkeypatch):
+    # A compiled model whose weights.npz is empty printed `error: aborted`, exit 1 (Click turns an
+    # EOFError into Abort), without naming the file.
+    import zipfile
+
+    good = tmp_path / "m.zip"
+    assert run_main(capsys, ["compile", "P(a)", "-a", "ab", "--out", str(good)])[0] == 0
+    bad = tmp_path / "empty_weights.zip"
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(bad, "w") as target:
+        target.writestr("metadata.json", source.read("metadata.json"))
+        target.writestr("weights.npz", b"")
+    for command in (["run", str(bad), "a"], ["run", str(bad), "--trace", "a"], ["phases", str(bad), "a"],
+                    ["export", str(bad), "--out", str(tmp_path / "x")]):
+        code, _, err = run_main(capsys, command)
+        assert code == 2 and str(bad) in err and "corrupt compiled model" in err, (command, err)
+    # Any other EOFError that reaches the command line is a truncated input, exit 2.
+    import formal_rope.lang.source as source
+
+    def truncated(*args, **kwargs):
+        raise EOFError("no data left")
+
+    monkeypatch.setattr(source, "resolve_language", truncated)
+    code, _, err = run_main(capsys, ["parse", "ab"])
+    assert code == 2 and "an input ended early" in err, err
+
+
+def test_messages_name_what_is_wrong(capsys):
+    code, _, err = run_main(capsys, ["run", "/dev/null", "a"])
+    assert code == 2 and "is not a regular file" in err
+    code, _, err = run_main(capsys, ["compile", "P(a)", "-a", "ab", "-F", "e2m1"])
+    assert code == 2 and "wider exponent range" in err and "compile it again with --format e2m1" not in err
+    code, _, err = run_main(capsys, ["accepts", "ltl:P(a) & true", "a"])
+    assert code == 2 and "true" in err and "Σ" not in err
