@@ -206,3 +206,20 @@ def test_train_and_sweep_say_how_the_language_was_read(capsys):
     assert code == 0 and "registry language contains_ab" in stderr and "{a, b, c}" in stderr
     code, _, stderr = run_main(capsys, ["sweep", "--lang", "P(a)", "--pe", "nope", "--dry-run"])
     assert code == 0 and "'P(a)' read as an LTL formula" in stderr
+
+
+def test_resume_without_a_saved_state_says_so(tmp_path, capsys):
+    # Regression: --resume with no state of this run (settings changed, so its state key did too)
+    # started at step 0 in silence.
+    from formal_rope.training.state import open_state_store
+
+    state_dir = tmp_path / "state"
+    argv = ["train", "--lang", "(ab)*", *TINY_ARGS, "--checkpoint-every", "2", "--state-dir", str(state_dir),
+            "--resume", "--no-save", "--json"]
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0 and json.loads(stdout)["steps_done"] == 5
+    assert "note: --resume: no saved training state of this run" in stderr and str(state_dir) in stderr
+    assert "other runs" not in stderr
+    open_state_store(str(state_dir)).save("0123456789abcdef", b"a state of a run with other settings")
+    code, _, stderr = _run(argv, capsys)
+    assert code == 0 and "holds 1 state(s) of other runs" in " ".join(stderr.split())

@@ -302,7 +302,8 @@ def register(app: typer.Typer) -> None:
         validate_config(config)
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
-        state = ro.train_state(config, checkpoint_every, state_dir, resume)
+        state = ro.train_state(config, checkpoint_every, state_dir, resume,
+                               note=lambda text: print(f"note: {text}", file=sys.stderr))
         result, _ = run_training(
             config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
             threads=1 if threads is None else threads, dfa=dfa, state=state,
