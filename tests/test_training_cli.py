@@ -208,6 +208,23 @@ def test_train_and_sweep_say_how_the_language_was_read(capsys):
     assert code == 0 and "'P(a)' read as an LTL formula" in stderr
 
 
+def test_an_explicit_alphabet_equal_to_the_languages_own_is_the_same_run(capsys):
+    # Regression: `-a ab` on ab_star gave another run id for a bit-identical training, so a rerun
+    # trained it again and a report counted it twice.
+    def run(*alphabet):
+        code, stdout, _ = _run(["train", "--lang", "ab_star", *TINY_ARGS, *alphabet, "--no-save", "--json"], capsys)
+        assert code == 0
+        return json.loads(stdout)
+
+    own = run()
+    for alphabet in (["-a", "ab"], ["-a", "a,b"]):
+        same = run(*alphabet)
+        assert same["run_id"] == own["run_id"] and same["config"]["alphabet"] is None
+        assert same["final_loss"] == own["final_loss"]
+    for alphabet in (["-a", "ba"], ["-a", "abc"]):  # other token ids / another language: other runs
+        assert run(*alphabet)["run_id"] != own["run_id"]
+
+
 def test_resume_without_a_saved_state_says_so(tmp_path, capsys):
     # Regression: --resume with no state of this run (settings changed, so its state key did too)
     # started at step 0 in silence.

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from formal_rope.training.config import RunConfig
+from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
 
 TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
 
@@ -111,9 +111,8 @@ class SampledData:
         return decode(np.asarray(symbols)[None, :], self.dfa.alphabet)[0]
 
 
-# --language for a run whose strings come only from files (`train --data DIR` without --lang): the
-# language is whatever the labels say, and no DFA exists.
-DATA_LANGUAGE_PREFIX = "data:"
+# (DATA_LANGUAGE_PREFIX, the language of a run whose strings come only from files, lives in config:
+# RunConfig needs it to canonicalise alphabets.)
 
 
 def is_data_language(language: str) -> bool:
