@@ -300,7 +300,6 @@ def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
     assert code == 0 and json.loads(stdout)[0]["alphabet"] == ["a", "b", "c"]
 
 
-
 def test_sweep_and_reproduce_json_are_single_strict_documents(tmp_path, capsys, monkeypatch):
     # Regression: `reproduce all --json` printed three JSON documents one after another, and NaN
     # (diverged runs) was printed as a bare token.

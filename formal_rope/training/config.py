@@ -1,9 +1,9 @@
 """Run configuration and result values for training (shared by trainer, sweeps and reports).
 
 A run is fully described by its RunConfig. Configs are canonical: a field that does not apply to
-the run's positional encoding (the base of NoPE, the rotated fraction of anything but partial
-RoPE, ...) is reset to its default, and so is an alphabet equal to the language's own, so two
-configs that train the same model are equal. The run id
+the run (the base of NoPE, the rotated fraction of anything but partial RoPE, the strings per test
+length of a run on data files, ...) is reset to its default, and so is an alphabet equal to the
+language's own, so two configs that train the same model are equal. The run id
 hashes only the fields that apply and differ from their id-neutral value (`ID_NEUTRAL`), so a field
 added later at its neutral value leaves every existing id unchanged.
 """
@@ -42,6 +42,15 @@ FIELD_APPLIES_TO: dict[str, tuple[str, ...]] = {
     "periods": PERIODIC_ENCODINGS,
     "rope_fraction": ("partial_rope",),
 }
+# field -> what it does that files cannot take (`SampledData` reads it, `FileData` cannot): a run on
+# data files (`data` set) draws its training batches from the training file and tests on the test
+# files' strings, so these fields do not apply to it. Its training and test lengths do apply: they
+# select which of the files' strings it trains and tests on (`training.data.fit_to_data`).
+SAMPLING_FIELDS: dict[str, str] = {
+    "n_per_length": "its test strings are every test-file string of each tested length, not a sample of n per length",
+    "eval_seed": "its test strings are read from the test files, not sampled with a seed",
+    "train_near_miss_fraction": "its training negatives are the training file's negatives, not sampled near-misses",
+}
 # RunConfig.language of a run whose strings come only from files (`train --data DIR` without --lang):
 # the language is whatever the labels say, and no DFA exists.
 DATA_LANGUAGE_PREFIX = "data:"
@@ -52,11 +61,11 @@ class RunConfig:
     """Everything that determines one training run (language, positional encoding, model, optimiser, tests).
 
     Equal configs give the same `run_id()`; a rerun sweep skips ids that already have a result (unless failed).
-    Construction canonicalises: numbers get their field's type, a field that does not apply to `pe`
-    (see `applies`) or is None gets its default, an alphabet equal to the language's own becomes
-    None, and `test_lengths` is sorted, deduplicated, and
-    replaced by the range test_min_length..test_max_length when it is contiguous. Values of the
-    wrong type raise FormalRopeError naming the field.
+    Construction canonicalises: numbers get their field's type, a field that does not apply to the
+    run (see `applies`: to `pe`, or a sampling field of a run on data files) or is None gets its
+    default, an alphabet equal to the language's own becomes None, and `test_lengths` is sorted,
+    deduplicated, and replaced by the range test_min_length..test_max_length when it is contiguous.
+    Values of the wrong type raise FormalRopeError naming the field.
     """
 
     language: str  # registry name, ltl:/re: expression, bare expression, or .att path
@@ -111,7 +120,10 @@ class RunConfig:
             object.__setattr__(self, "test_lengths", None if contiguous else lengths)
 
     def applies(self, name: str) -> bool:
-        """Whether field `name` has any effect on this run (the base of NoPE does not, ...)."""
+        """Whether field `name` has any effect on this run (the base of NoPE does not, nor the
+        strings per test length of a run on data files, ...)."""
+        if name in SAMPLING_FIELDS and self.data is not None:
+            return False
         encodings = FIELD_APPLIES_TO.get(name)
         return encodings is None or self.pe in encodings
 
@@ -126,7 +138,7 @@ class RunConfig:
         data = asdict(self)
         for name in ("alphabet", "periods", "test_lengths"):
             data[name] = list(data[name]) if data[name] is not None else None
-        for name in FIELD_APPLIES_TO:
+        for name in (*FIELD_APPLIES_TO, *SAMPLING_FIELDS):
             if not self.applies(name):
                 data[name] = None
         return data
@@ -187,10 +199,11 @@ def _is_own_alphabet(language: str, alphabet: tuple[str, ...]) -> bool:
     symbols in the same order: the order fixes the token ids, so `ba` for (ab)* is another run).
 
     Memoised because configs are built often (grids, results folders) and resolving parses the
-    expression; the answer depends only on the two arguments. A language that does not resolve
+    expression; the answer depends only on the two arguments (and, for a .att path, on
+    that file's labels, which a run does not change). A language that does not resolve
     (a typo, an alphabet it needs) keeps its alphabet: validation reports it later, with context."""
     if language.startswith(DATA_LANGUAGE_PREFIX):
-        return False  # the files' alphabet, which a config cannot see
+        return False  # the files' alphabet: `training.data.fit_to_data` canonicalises it
     from formal_rope.lang.source import resolve_language
 
     try:
