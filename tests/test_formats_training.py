@@ -99,9 +99,10 @@ def test_file_data_serves_the_trainer_seam(flare):
     assert batch.labels.sum() == 3 and batch.lengths.max() <= 12
     assert [s.length for s in data.test_sets()] == [14, 15, 17]
     assert data.decode(np.array([0, 1, 2])) == "abc"
-    narrow = config.with_(train_max_length=5)
-    with pytest.raises(FormalRopeError, match="outside the run's training range"):
-        run_data(narrow, None)
+    narrow = run_data(config.with_(train_max_length=5), None)  # the training file's strings of lengths 0..5
+    assert narrow.training_batch(np.random.default_rng(1), 64).lengths.max() <= 5
+    with pytest.raises(FormalRopeError, match="no positive string of a length in 0..1"):
+        run_data(config.with_(train_max_length=1), None)  # no string of Σ*abΣ* is that short
 
 
 def test_periods_auto_needs_a_language(flare, capsys):
@@ -122,3 +123,89 @@ def test_sweep_on_data_records_path_and_hash(flare, tmp_path, capsys):
     assert all(json.loads(c)["data_hash"] == runs["data_hash"][0] for c in runs["config"])
     code, _, err = run_main(capsys, argv[:3] + ["--lang", "Σ*abΣ*", "--lang", "(ab)*"] + argv[3:])
     assert code == 2 and "at most one --lang" in err
+
+
+def _lengths(out: str) -> list[int]:
+    return [r["length"] for r in json.loads(out)["per_length"]]
+
+
+def test_train_on_data_tests_a_list_of_lengths_or_refuses_one_the_files_lack(flare, tmp_path, capsys):
+    # Regression: `train --data DIR --test-lengths 14,17` stopped with a KeyError traceback.
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), "--test-lengths", "14,17", *TINY])
+    assert code == 0 and _lengths(out) == [14, 17] and json.loads(out)["config"]["test_lengths"] == [14, 17]
+    code, _, err = run_main(capsys, ["train", "--data", str(flare), "--test-lengths", "14,16,17", *TINY])
+    assert code == 2 and "hold no string of length 16" in err and "they hold lengths 14..15, 17" in err
+    language = tmp_path / "04.04.SL.2.1.0"  # the same on an MLRegTest language
+    (tmp_path / "04.04.SL.2.1.0_Train.txt").write_text("ab\tTRUE\nbb\tFALSE\n")
+    (tmp_path / "04.04.SL.2.1.0_TestLR.txt").write_text("aaaa\tTRUE\nbbbb\tFALSE\naaaaaa\tTRUE\nbbbbbbbb\tFALSE\n")
+    code, out, _ = run_main(capsys, ["train", "--data", str(language), "--test-lengths", "4,8", *TINY])
+    assert code == 0 and _lengths(out) == [4, 8]
+
+
+def test_data_lengths_record_what_the_run_trains_and_tests_on(flare, capsys):
+    # A range wider than the files is narrowed to the lengths they hold in it (with a note), so the
+    # config records what was measured and equals the run without the option (one run id).
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), *TINY])
+    default = json.loads(out)
+    code, out, err = run_main(capsys, ["train", "--data", str(flare), "--test-lengths", "10..100",
+                                       "--train-lengths", "0..60", *TINY])
+    wide = json.loads(out)
+    assert code == 0 and wide["run_id"] == default["run_id"] and _lengths(out) == [14, 15, 17]
+    assert "the run tests, and records, 14..17" in err and "the run trains on, and records, 0..12" in err
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), "-a", "abc", *TINY])  # the files' own alphabet
+    assert code == 0 and json.loads(out)["run_id"] == default["run_id"] and json.loads(out)["config"]["alphabet"] is None
+    # Regression: --train-lengths was ignored on data (training stayed 0..12, same run id).
+    code, out, _ = run_main(capsys, ["train", "--data", str(flare), "--train-lengths", "0..5", *TINY])
+    short = json.loads(out)
+    assert code == 0 and short["run_id"] != default["run_id"]
+    assert (short["config"]["train_min_length"], short["config"]["train_max_length"]) == (0, 5)
+    code, _, err = run_main(capsys, ["train", "--data", str(flare), "--train-lengths", "0..1", *TINY])
+    assert code == 2 and "no positive string of a length in 0..1" in err
+
+
+def test_sampling_settings_are_refused_on_data_and_leave_the_config_neutral(flare, capsys):
+    # Regression: --n-per-length and --set eval_seed changed the run id of an identical training.
+    for argv, named in [(["--n-per-length", "7"], "--n-per-length"), (["--set", "eval_seed=5"], "--set eval_seed"),
+                        (["--train-near-miss", "0.5"], "--train-near-miss")]:
+        code, _, err = run_main(capsys, ["train", "--data", str(flare), *argv, *TINY])
+        assert code == 2 and named in err and "reads its strings from files" in err, argv
+    settings = {**data_settings(flare), "pe": "rope"}
+    neutral = RunConfig(**settings)
+    sampled_settings = RunConfig(**settings, n_per_length=7, eval_seed=5, train_near_miss_fraction=0.5)
+    assert sampled_settings == neutral and sampled_settings.run_id() == neutral.run_id()
+    assert {neutral.to_dict()[name] for name in ("n_per_length", "eval_seed", "train_near_miss_fraction")} == {None}
+    assert RunConfig("(ab)*", n_per_length=7) != RunConfig("(ab)*")  # sampled runs keep them
+
+
+def test_sweep_on_data_tests_exactly_the_given_lengths(flare, tmp_path, capsys):
+    # Regression: sweep --data evaluated every test length of the files whatever --test-lengths said.
+    tiny = ["--seeds", "1", "--lrs", "1e-3", "--steps", "3", "--batch-size", "8", "--layers", "1", "--d-model", "8",
+            "--heads", "1", "--json"]
+    for lengths, evaluated, recorded in [("14..15", [14, 15], (14, 15, None)), ("14,17", [14, 17], (14, 17, "14,17"))]:
+        out = tmp_path / lengths
+        code, _, _ = run_main(capsys, ["sweep", "--data", str(flare), "--test-lengths", lengths, "--out", str(out), *tiny])
+        runs, evals = pd.read_parquet(out / "runs"), pd.read_parquet(out / "evals")
+        assert code == 0 and sorted(evals["length"]) == evaluated, lengths
+        listed = None if pd.isna(runs["test_lengths"][0]) else runs["test_lengths"][0]
+        assert (runs["test_min_length"][0], runs["test_max_length"][0], listed) == recorded
+    code, _, err = run_main(capsys, ["sweep", "--data", str(flare), "--test-lengths", "14,16", "--dry-run", *tiny])
+    assert code == 2 and "hold no string of length 16" in err
+
+
+def test_sweep_on_data_never_multiplies_over_sampling_settings(flare, capsys):
+    # Regression: --set eval_seed=1,2 --set train_near_miss_fraction=0,0.5 made 4 runs of one training,
+    # and --set train_max_length said it was "given both by its own option and by --set".
+    base = ["sweep", "--data", str(flare), "--seeds", "1", "--lrs", "1e-3", "--dry-run", "--json"]
+    code, out, err = run_main(capsys, [*base, "--set", "eval_seed=1,2", "--set", "train_near_miss_fraction=0,0.5",
+                                       "--n-per-length", "4"])
+    runs = json.loads(out)
+    assert code == 0 and len(runs) == 1 and runs[0]["eval_seed"] is None and runs[0]["n_per_length"] is None
+    for option in ("--set eval_seed", "--set train_near_miss_fraction", "--n-per-length"):
+        assert f"note: {option} has no effect on this grid: its runs read their strings from files" in err, option
+    grid_file = flare.parent / "axes.toml"  # a sweep file's [axes] entry is said the same way
+    grid_file.write_text('languages = ["Σ*abΣ*"]\n[axes]\neval_seed = [0, 3]\n')
+    code, out, err = run_main(capsys, [*base, "--config", str(grid_file)])
+    assert code == 0 and len(json.loads(out)) == 1 and "note: the sweep file's [axes] eval_seed has no effect" in err
+    code, out, err = run_main(capsys, [*base, "--set", "train_max_length=5,12,60"])
+    assert code == 0 and [r["train_max_length"] for r in json.loads(out)] == [5, 12]  # 60 is the file's 12
+    assert "given both" not in err and "trains on, and records, 0..12" in err

@@ -294,9 +294,10 @@ def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
     blocker.write_text("")
     code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--seeds", "1", "--out", str(blocker)])
     assert code == 2 and "cannot use" in stderr and "Traceback" not in stderr
-    # --alphabet is read like `train --alphabet`: 'ab' is two symbols, not one symbol "ab".
-    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--alphabet", "ab", "--seeds", "1", "--dry-run", "--json"])
-    assert code == 0 and json.loads(stdout)[0]["alphabet"] == ["a", "b"]
+    # --alphabet is read like `train --alphabet`: 'abc' is three symbols, not one symbol "abc".
+    # ('ab' is (ab)*'s own alphabet, which the config drops: the same run as without --alphabet.)
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--alphabet", "abc", "--seeds", "1", "--dry-run", "--json"])
+    assert code == 0 and json.loads(stdout)[0]["alphabet"] == ["a", "b", "c"]
 
 
 def test_sweep_and_reproduce_json_are_single_strict_documents(tmp_path, capsys, monkeypatch):
@@ -963,3 +964,25 @@ def test_sweep_refuses_periods_that_cannot_be_built_or_would_be_dropped_before_t
                                     "--heads", "2", "--seeds", "1", "--out", str(tmp_path / "r")])
     assert code == 2 and message in " ".join(stderr.split()) and "Traceback" not in stderr, stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_an_alphabet_equal_to_the_languages_own_is_one_run_also_in_old_results(tmp_path, capsys):
+    # Regression: `--alphabet ab` on (ab)* was another run id than no --alphabet, for the same training.
+    def ids(*argv):
+        code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--seeds", "1", "--dry-run", "--json", *argv])
+        assert code == 0
+        return [run["run_id"] for run in json.loads(stdout)]
+
+    assert ids("--alphabet", "ab") == ids() == ids("--alphabet", "a,b") != ids("--alphabet", "ba")
+    assert RunConfig("ab_star", alphabet=("a", "b")) == RunConfig("ab_star")
+    assert RunConfig("a.*", alphabet=("a", "b")).alphabet == ("a", "b")  # it needs one: kept
+    # Results written before: the run with alphabet a,b and the one without are one run, read once,
+    # under today's id, and a rerun skips it.
+    from formal_rope.sweeps.results import finished_run_ids, read_results
+
+    _write_legacy_run(tmp_path, _legacy_config_dict(alphabet=["a", "b"]))
+    _write_legacy_run(tmp_path, _legacy_config_dict())
+    results = read_results(tmp_path)
+    today = RunConfig.from_dict(_legacy_config_dict()).run_id()
+    assert list(results.runs["run_id"]) == [today] and any("older run id" in note for note in results.notes)
+    assert finished_run_ids(tmp_path) == {today}

@@ -250,3 +250,37 @@ def test_a_failed_run_has_no_n_star(monkeypatch, capsys):
     code, stdout, _ = _run(["train", "--lang", "(ab)*", *TINY_ARGS, "--no-save", "--quiet"], capsys)
     row = next(line for line in stdout.splitlines() if "N*" in line)
     assert code == 1 and "not measured" in row and " 0 " not in row
+
+
+def test_an_explicit_alphabet_equal_to_the_languages_own_is_the_same_run(capsys):
+    # Regression: `-a ab` on ab_star gave another run id for a bit-identical training, so a rerun
+    # trained it again and a report counted it twice.
+    def run(*alphabet):
+        code, stdout, _ = _run(["train", "--lang", "ab_star", *TINY_ARGS, *alphabet, "--no-save", "--json"], capsys)
+        assert code == 0
+        return json.loads(stdout)
+
+    own = run()
+    for alphabet in (["-a", "ab"], ["-a", "a,b"]):
+        same = run(*alphabet)
+        assert same["run_id"] == own["run_id"] and same["config"]["alphabet"] is None
+        assert same["final_loss"] == own["final_loss"]
+    for alphabet in (["-a", "ba"], ["-a", "abc"]):  # other token ids / another language: other runs
+        assert run(*alphabet)["run_id"] != own["run_id"]
+
+
+def test_resume_without_a_saved_state_says_so(tmp_path, capsys):
+    # Regression: --resume with no state of this run (settings changed, so its state key did too)
+    # started at step 0 in silence.
+    from formal_rope.training.state import open_state_store
+
+    state_dir = tmp_path / "state"
+    argv = ["train", "--lang", "(ab)*", *TINY_ARGS, "--checkpoint-every", "2", "--state-dir", str(state_dir),
+            "--resume", "--no-save", "--json"]
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0 and json.loads(stdout)["steps_done"] == 5
+    assert "note: --resume: no saved training state of this run" in stderr and str(state_dir) in stderr
+    assert "other runs" not in stderr
+    open_state_store(str(state_dir)).save("0123456789abcdef", b"a state of a run with other settings")
+    code, _, stderr = _run(argv, capsys)
+    assert code == 0 and "holds 1 state(s) of other runs" in " ".join(stderr.split())

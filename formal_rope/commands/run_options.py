@@ -42,7 +42,7 @@ TrainStateDir = Annotated[Optional[str], typer.Option(
     "--checkpoint-every. Default checkpoints/state.")]
 Resume = Annotated[bool, typer.Option(
     "--resume", help="Continue from the training state this run saved in --state-dir (a killed run); without a "
-    "saved state, start at step 0.")]
+    "saved state, start at step 0 (a note says where it looked).")]
 
 
 def state_options(checkpoint_every: int | None, steps: int, state_dir: str | Path, keep: bool,
@@ -92,9 +92,11 @@ def sweep_run_options(configs, out: Path, *, backend: str, address: str | None, 
                 max_retries=max_retries, state=state, pack=pack)
 
 
-def train_state(config, checkpoint_every: int | None, state_dir: str | None, resume: bool) -> "StateOptions | None":
+def train_state(config, checkpoint_every: int | None, state_dir: str | None, resume: bool,
+                note: Callable[[str], None] = lambda text: None) -> "StateOptions | None":
     """StateOptions for `train` (None: no checkpoints). A state this run saved before is continued
-    only with --resume: without it, an existing state is an error rather than silently replaced."""
+    only with --resume: without it, an existing state is an error rather than silently replaced.
+    --resume without a state of this run starts at step 0 after a `note` saying where it looked."""
     from formal_rope.training.packing import pack_key
     from formal_rope.training.state import open_state_store
 
@@ -107,9 +109,18 @@ def train_state(config, checkpoint_every: int | None, state_dir: str | None, res
                 "default (on above 10,000 steps): pass --checkpoint-every N"
             )
         return None
-    if not resume and open_state_store(state.uri).exists(pack_key([config])):
+    store, key = open_state_store(state.uri), pack_key([config])
+    exists = store.exists(key)
+    if not resume and exists:
         raise FormalRopeError(
             f"{state.uri} holds a saved training state of this run (killed before it finished): pass --resume to "
             "continue from it, or delete it (or choose another --state-dir) to start over"
         )
+    if resume and not exists:
+        # Said out loud: a resume that quietly starts over looks like a resume until the wall time shows.
+        others = [name for name in store.keys() if name != key]
+        held = (f"; it holds {len(others)} state(s) of other runs (a changed setting changes the run id, "
+                "and with it the state key)") if others else ""
+        note(f"--resume: no saved training state of this run (run id {config.run_id()}, state key {key}) in "
+             f"{state.uri}{held}; starting at step 0")
     return state

@@ -322,17 +322,31 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
 # sweep
 
 
-def _data_language(data: Path, lang: list[str] | None, alphabet: str | None, run_settings: dict) -> str:
-    """`sweep --data`: the data's settings (path, content hash, training and test lengths) go into
-    every run; returns the grid's one language (--lang, or data:PATH)."""
+def _data_language(data: Path, lang: list[str] | None, alphabet: str | None) -> tuple[str, dict]:
+    """`sweep --data`: (the grid's one language: --lang, or data:PATH; the data's settings for
+    every run: path, content hash, and the files' training and test lengths, which are defaults:
+    lengths given by an option or an axis win and select part of the files' strings)."""
     from formal_rope.training.data import data_settings
 
     if lang and len(lang) > 1:
         raise FormalRopeError("sweep --data takes at most one --lang (the data's labels are checked against it)")
     settings = data_settings(data, language=lang[0] if lang else None, alphabet=_alphabet(alphabet))
-    language = settings.pop("language")
-    run_settings.update(settings)
-    return language
+    return settings.pop("language"), settings
+
+
+def _fit_grid_to_data(configs) -> tuple[list, list[str]]:
+    """`sweep --data`: every run fitted to the files (`training.data.fit_to_data`: the lengths it
+    trains and tests on), then runs that became the same run kept once; the fitting notes, once each."""
+    from formal_rope.training.data import fit_to_data
+
+    fitted, notes, seen = [], [], set()
+    for config in configs:
+        config, config_notes = fit_to_data(config)
+        notes.extend(note for note in config_notes if note not in notes)
+        if config.run_id() not in seen:
+            seen.add(config.run_id())
+            fitted.append(config)
+    return fitted, notes
 
 
 def _cli_axes(set_fields: list[str] | None, explicit: dict) -> dict:
@@ -346,43 +360,57 @@ def _cli_axes(set_fields: list[str] | None, explicit: dict) -> dict:
     return axes
 
 
-def _sweep_spec(config: Path | None, scale: str | None, grid: dict, settings: dict, axes: dict):
+def _sweep_spec(config: Path | None, scale: str | None, grid: dict, settings: dict, axes: dict, defaults=None):
     """The SweepSpec of a sweep file with the command line's flags on top, or of the flags alone.
 
     grid: languages, pes, bases, seeds, lrs, periods, alphabet as given (None/empty: not given);
     settings: fixed RunConfig overrides; axes: --set fields -> values. A flag or --set replaces the
-    file's axis of the same field."""
+    file's axis of the same field. defaults (`sweep --data`: the files' lengths) replace the scale
+    preset's and the file's fixed values, but not a flag, a --set axis or the file's [axes]."""
     from formal_rope.sweeps.grid import build_spec, load_sweep_file
 
+    defaults = defaults or {}
     if config is None:
         if not grid["languages"]:
             raise FormalRopeError("sweep needs --lang (one or more) or --config FILE.toml")
+        overrides = {key: value for key, value in {**defaults, **settings}.items() if key not in axes}
         return build_spec(
             name="cli", languages=grid["languages"], pes=grid["pes"] or ["rope"], bases=grid["bases"] or [1e4],
             seeds=grid["seeds"], lrs=grid["lrs"] or None, periods=_periods(grid["periods"], "auto"),
-            alphabet=grid["alphabet"], scale=scale or "quick", overrides=settings, axes=axes,
+            alphabet=grid["alphabet"], scale=scale or "quick", overrides=overrides, axes=axes,
         ), scale or "quick"
     spec, chosen = load_sweep_file(config, scale)
     file_axes = {name: values for name, values in spec.axes if name not in settings and name not in axes}
+    defaults = {key: value for key, value in defaults.items() if key not in file_axes}
     periods = _periods(grid["periods"], spec.periods) if "periods" not in axes else "auto"
     return build_spec(
         name=spec.name, languages=grid["languages"] or spec.languages, pes=grid["pes"] or spec.pes,
         bases=grid["bases"] or spec.bases, seeds=grid["seeds"] if grid["seeds"] is not None else spec.seeds,
         lrs=grid["lrs"] or spec.lrs, periods=periods, alphabet=grid["alphabet"] or spec.alphabet, scale=chosen,
-        overrides={key: value for key, value in {**spec.overrides, **settings}.items() if key not in axes},
+        overrides={key: value for key, value in {**spec.overrides, **defaults, **settings}.items() if key not in axes},
         axes={**file_axes, **axes}, variants=spec.variants, description=spec.description, reference=spec.reference,
     ), chosen
 
 
-def _given_options(grid: dict, settings: dict, axes: dict) -> dict[str, str]:
-    """Options the user wrote that only some encodings use (option text -> RunConfig field)."""
-    from formal_rope.training.config import FIELD_APPLIES_TO
+# The sweep options that set a field some runs do not use (the option text, else the field's name).
+_SETTING_OPTIONS = {"n_per_length": "--n-per-length"}
 
+
+def _maybe_unused() -> set[str]:
+    """Fields some runs do not use: those of some encodings only, and those data files cannot use."""
+    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS
+
+    return {*FIELD_APPLIES_TO, *SAMPLING_FIELDS}
+
+
+def _given_options(grid: dict, settings: dict, axes: dict) -> dict[str, str]:
+    """Options the user wrote that only some runs use (option text -> RunConfig field)."""
+    maybe_unused = _maybe_unused()
     given = {"--base": "base"} if grid["bases"] else {}
     if grid["periods"]:
         given["--periods"] = "periods"
-    given.update({f"--set {name}": name for name in axes if name in FIELD_APPLIES_TO})
-    given.update({name: name for name in settings if name in FIELD_APPLIES_TO})
+    given.update({f"--set {name}": name for name in axes if name in maybe_unused})
+    given.update({_SETTING_OPTIONS.get(name, name): name for name in settings if name in maybe_unused})
     return given
 
 
@@ -440,14 +468,22 @@ def register(app: typer.Typer) -> None:
                               n_per_length=n_per_length, eval_mode=eval_mode)
         if test_lengths is not None:
             settings.update(lengths_fields(test_lengths, "--test-lengths"))
-        if data is not None:
-            lang = [_data_language(data, lang, alphabet, settings)]
         axes = _cli_axes(set_fields, settings)
+        data_defaults = None
+        if data is not None:
+            language, data_defaults = _data_language(data, lang, alphabet)
+            lang = [language]
         grid = {"languages": lang, "pes": _split(pe, "--pe"), "bases": _floats(base, "--base"), "seeds": seeds,
                 "lrs": _floats(lrs, "--lrs"), "periods": periods, "alphabet": _alphabet(alphabet)}
-        spec, chosen = _sweep_spec(config, scale, grid, settings, axes)
+        spec, chosen = _sweep_spec(config, scale, grid, settings, axes, data_defaults)
         configs = expand_grid(spec)
-        for note in unused_settings(configs, _given_options(grid, settings, axes)) + validate_grid(configs):
+        fitted = []
+        if data is not None:
+            configs, fitted = _fit_grid_to_data(configs)
+        given = _given_options(grid, settings, axes)
+        given.update({f"the sweep file's [axes] {name}": name for name, _ in spec.axes
+                      if name not in axes and name in _maybe_unused()})
+        for note in unused_settings(configs, given) + fitted + validate_grid(configs):
             _note(note)
         if dry_run:
             # The same run options a real run checks (nothing is contacted): a dry run that passes

@@ -162,8 +162,11 @@ def _render(result, checkpoint: Path | None) -> None:
         console.print(lengths)
 
 
+# Options that set a field which some runs do not use (RunConfig.applies): the base of NoPE, the
+# strings per test length of a run on data files, ... Giving one where it does nothing is an error.
 _EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": "rope_fraction",
-                   "--phase-precision": "phase_precision"}
+                   "--phase-precision": "phase_precision", "--n-per-length": "n_per_length",
+                   "--train-near-miss": "train_near_miss_fraction"}
 
 
 def _option_fields(plain: dict, *, periods: str | None, alphabet: str | None, test_lengths: str | None,
@@ -202,12 +205,19 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    from formal_rope.training.config import FIELD_APPLIES_TO
+    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS
 
-    useless = {option: name for option, name in given.items() if not config.applies(name)}
+    useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
     if useless:
         reasons = "; ".join(f"{option} is used only by {', '.join(FIELD_APPLIES_TO[name])}" for option, name in useless.items())
         raise FormalRopeError(f"{', '.join(useless)} {'has' if len(useless) == 1 else 'have'} no effect with --pe {config.pe}: {reasons}")
+    sampling = {option: name for option, name in given.items() if name in SAMPLING_FIELDS and not config.applies(name)}
+    if sampling:
+        reasons = "; ".join(f"{option}: {SAMPLING_FIELDS[name]}" for option, name in sampling.items())
+        raise FormalRopeError(
+            f"{', '.join(sampling)} {'has' if len(sampling) == 1 else 'have'} no effect on a run that reads its strings "
+            f"from files (--data {config.data}): {reasons}; leave {'it' if len(sampling) == 1 else 'them'} out"
+        )
     if out is not None and no_save:
         raise FormalRopeError("--out names a checkpoint but --no-save writes none; give one of them")
     if threads is not None and not device.startswith("cpu"):
@@ -247,7 +257,7 @@ def register(app: typer.Typer) -> None:
         warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default 0)."),
         weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW weight decay on weight matrices (default 0.01)."),
         train_near_miss: Optional[float] = typer.Option(None, "--train-near-miss", help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives)."),
-        train_lengths: Optional[str] = typer.Option(None, "--train-lengths", help="Training length range, e.g. 0..40 (the default)."),
+        train_lengths: Optional[str] = typer.Option(None, "--train-lengths", help="Training length range, e.g. 0..40 (the default; with --data: the training file's lengths, and a range trains on its strings of those lengths)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Seed for initialisation and training batches."),
         batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Training batch size."),
         layers: Optional[int] = typer.Option(None, "--layers", help="Transformer layers."),
@@ -256,8 +266,8 @@ def register(app: typer.Typer) -> None:
         eval_mode: Optional[str] = typer.Option(None, "--eval", help="full: every test length; nstar: stop at the first imperfect length."),
         phase_precision: Optional[str] = typer.Option(None, "--phase-precision", help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. Only for encodings with a base."),
         attention: Optional[str] = typer.Option(None, "--attention", help="Attention implementation: auto, triton or torch."),
-        n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length (default 512; quick scale 16)."),
-        test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100)."),
+        n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length (default 512; quick scale 16). An error with --data (the test files' strings are used)."),
+        test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With --data: the test files' strings in the range, or of each listed length."),
         set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5."),
         out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."),
         no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
@@ -289,20 +299,28 @@ def register(app: typer.Typer) -> None:
                                   train_lengths=train_lengths)
         assignments = parse_assignments(set_fields)
         explicit = _merge_set(explicit, assignments)
+        defaults = dict(scale_overrides(scale)) if scale is not None else {}
         if data is not None:
             from formal_rope.training.data import data_settings
 
-            # The files decide the training and test lengths (--test-lengths: evaluate a part of them).
-            test_range = (explicit["test_min_length"], explicit["test_max_length"]) if test_lengths else None
-            explicit.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet"), test_range=test_range))
-        config = RunConfig(**{"language": lang, "pe": pe, **(scale_overrides(scale) if scale is not None else {}), **explicit})
+            # The files' training and test lengths replace a scale's; lengths given explicitly
+            # (--train-lengths, --test-lengths, --set) select part of the files' strings instead.
+            defaults.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet")))
+        config = RunConfig(**{"language": lang, "pe": pe, **defaults, **explicit})
         given = {option: name for option, name in _EFFECT_OPTIONS.items() if name in explicit and name not in assignments}
         given.update({f"--set {name}": name for name in assignments})
         _refuse_options_without_effect(config, given, device, threads, out, no_save)
+        if data is not None:
+            from formal_rope.training.data import fit_to_data
+
+            config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
+            for note in fitted:
+                print(f"note: {note}", file=sys.stderr)
         validate_config(config)
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
-        state = ro.train_state(config, checkpoint_every, state_dir, resume)
+        state = ro.train_state(config, checkpoint_every, state_dir, resume,
+                               note=lambda text: print(f"note: {text}", file=sys.stderr))
         result, _ = run_training(
             config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
             threads=1 if threads is None else threads, dfa=dfa, state=state,

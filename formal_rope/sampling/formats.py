@@ -580,14 +580,18 @@ class Dataset:
         """All test strings, one LabeledSet per length, increasing."""
         return labeled_sets(self.tests)
 
-    def training_batch(self, rng: np.random.Generator, batch_size: int):
+    def training_batch(self, rng: np.random.Generator, batch_size: int, rows: np.ndarray | None = None):
         """A balanced batch from the training file, like `sampling.training_batch`: ceil(B/2) rows
         drawn uniformly with replacement among its positives and floor(B/2) among its negatives,
-        rows shuffled. A file without positives or without negatives is a FormalRopeError."""
+        rows shuffled. `rows` (increasing indices) restricts the draw to those strings (the run's
+        training lengths); None draws from all. No positive or no negative is a FormalRopeError."""
         from formal_rope.sampling.datasets import TrainingBatch
 
         labels = self.train.labels
-        positives, negatives = np.flatnonzero(labels), np.flatnonzero(~labels)
+        if rows is None:
+            positives, negatives = np.flatnonzero(labels), np.flatnonzero(~labels)
+        else:
+            positives, negatives = rows[labels[rows]], rows[~labels[rows]]
         n_negative = batch_size // 2
         n_positive = batch_size - n_negative
         for name, rows, wanted in (("positive", positives, n_positive), ("negative", negatives, n_negative)):

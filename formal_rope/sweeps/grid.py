@@ -151,12 +151,18 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
 
 def unused_settings(configs: list[RunConfig], given: dict[str, str]) -> list[str]:
     """Notes for options (option text -> RunConfig field) that apply to none of the grid's runs
-    (`--base` on a grid of nope/rope_p/sipe_p, `--set rope_fraction=...` without partial_rope)."""
-    from formal_rope.training.config import FIELD_APPLIES_TO
+    (`--base` on a grid of nope/rope_p/sipe_p, `--set rope_fraction=...` without partial_rope,
+    `--n-per-length` or `--set eval_seed=...` on runs that read data files). RunConfig resets such
+    a field, so the grid has one run where the option's values would have made several."""
+    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS
 
     notes = []
     for option, name in given.items():
         if configs and not any(config.applies(name) for config in configs):
+            if name in SAMPLING_FIELDS and all(config.data is not None for config in configs):
+                notes.append(f"{option} has no effect on this grid: its runs read their strings from files "
+                             f"({configs[0].data}), and {SAMPLING_FIELDS[name]}; runs that would differ only in it are one run")
+                continue
             pes = ", ".join(dict.fromkeys(config.pe for config in configs))
             users = ", ".join(FIELD_APPLIES_TO.get(name, ()))
             notes.append(f"{option} has no effect on this grid: its encodings ({pes}) do not use it (only {users} do)")

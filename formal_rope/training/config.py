@@ -1,8 +1,9 @@
 """Run configuration and result values for training (shared by trainer, sweeps and reports).
 
 A run is fully described by its RunConfig. Configs are canonical: a field that does not apply to
-the run's positional encoding (the base of NoPE, the rotated fraction of anything but partial
-RoPE, ...) is reset to its default, so two configs that train the same model are equal. The run id
+the run (the base of NoPE, the rotated fraction of anything but partial RoPE, the strings per test
+length of a run on data files, ...) is reset to its default, and so is an alphabet equal to the
+language's own, so two configs that train the same model are equal. The run id
 hashes only the fields that apply and differ from their id-neutral value (`ID_NEUTRAL`), so a field
 added later at its neutral value leaves every existing id unchanged.
 """
@@ -13,6 +14,7 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import lru_cache
 
 from formal_rope.errors import FormalRopeError
 
@@ -58,6 +60,18 @@ FIELD_APPLIES_TO: dict[str, tuple[str, ...]] = {
     "periods": PERIODIC_ENCODINGS,
     "rope_fraction": ("partial_rope",),
 }
+# field -> what it does that files cannot take (`SampledData` reads it, `FileData` cannot): a run on
+# data files (`data` set) draws its training batches from the training file and tests on the test
+# files' strings, so these fields do not apply to it. Its training and test lengths do apply: they
+# select which of the files' strings it trains and tests on (`training.data.fit_to_data`).
+SAMPLING_FIELDS: dict[str, str] = {
+    "n_per_length": "its test strings are every test-file string of each tested length, not a sample of n per length",
+    "eval_seed": "its test strings are read from the test files, not sampled with a seed",
+    "train_near_miss_fraction": "its training negatives are the training file's negatives, not sampled near-misses",
+}
+# RunConfig.language of a run whose strings come only from files (`train --data DIR` without --lang):
+# the language is whatever the labels say, and no DFA exists.
+DATA_LANGUAGE_PREFIX = "data:"
 
 
 @dataclass(frozen=True)
@@ -65,14 +79,15 @@ class RunConfig:
     """Everything that determines one training run (language, positional encoding, model, optimiser, tests).
 
     Equal configs give the same `run_id()`; a rerun sweep skips ids that already have a result (unless failed).
-    Construction canonicalises: numbers get their field's type, a field that does not apply to `pe`
-    (see `applies`) or is None gets its default, and `test_lengths` is sorted, deduplicated, and
-    replaced by the range test_min_length..test_max_length when it is contiguous. Values of the
-    wrong type raise FormalRopeError naming the field.
+    Construction canonicalises: numbers get their field's type, a field that does not apply to the
+    run (see `applies`: to `pe`, or a sampling field of a run on data files) or is None gets its
+    default, an alphabet equal to the language's own becomes None, and `test_lengths` is sorted,
+    deduplicated, and replaced by the range test_min_length..test_max_length when it is contiguous.
+    Values of the wrong type raise FormalRopeError naming the field.
     """
 
     language: str  # registry name, ltl:/re: expression, bare expression, or .att path
-    alphabet: tuple[str, ...] | None = None  # None: the language's own alphabet
+    alphabet: tuple[str, ...] | None = None  # None: the language's own alphabet (also when given equal to it)
     pe: str = "rope"
     base: float = 1e4  # sipe/rope/partial_rope/jof_* base beta
     periods: tuple[int, ...] | None = None  # rope_p / sipe_p periods per rotary pair (None: resolved "auto")
@@ -112,6 +127,9 @@ class RunConfig:
             if (value is None or not self.applies(spec.name)) and spec.name != "language":
                 value = spec.default
             object.__setattr__(self, spec.name, coerce_field(spec.name, value))
+        if self.alphabet is not None and _is_own_alphabet(self.language, self.alphabet):
+            # `-a ab` on (ab)* trains exactly what no -a trains: one config, one run id.
+            object.__setattr__(self, "alphabet", None)
         if self.test_lengths is not None:
             lengths = tuple(sorted(set(self.test_lengths)))
             object.__setattr__(self, "test_min_length", lengths[0])
@@ -120,7 +138,10 @@ class RunConfig:
             object.__setattr__(self, "test_lengths", None if contiguous else lengths)
 
     def applies(self, name: str) -> bool:
-        """Whether field `name` has any effect on this run (the base of NoPE does not, ...)."""
+        """Whether field `name` has any effect on this run (the base of NoPE does not, nor the
+        strings per test length of a run on data files, ...)."""
+        if name in SAMPLING_FIELDS and self.data is not None:
+            return False
         encodings = FIELD_APPLIES_TO.get(name)
         return encodings is None or self.pe in encodings
 
@@ -135,7 +156,7 @@ class RunConfig:
         data = asdict(self)
         for name in ("alphabet", "periods", "test_lengths"):
             data[name] = list(data[name]) if data[name] is not None else None
-        for name in FIELD_APPLIES_TO:
+        for name in (*FIELD_APPLIES_TO, *SAMPLING_FIELDS):
             if not self.applies(name):
                 data[name] = None
         return data
@@ -188,6 +209,26 @@ ID_NEUTRAL: dict = {
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
     "data": None, "data_hash": None,
 }
+
+
+@lru_cache(maxsize=1024)
+def _is_own_alphabet(language: str, alphabet: tuple[str, ...]) -> bool:
+    """Whether `language` over `alphabet` is exactly `language` over its own alphabet (the same
+    symbols in the same order: the order fixes the token ids, so `ba` for (ab)* is another run).
+
+    Memoised because configs are built often (grids, results folders) and resolving parses the
+    expression; the answer depends only on the two arguments (and, for a .att path, on
+    that file's labels, which a run does not change). A language that does not resolve
+    (a typo, an alphabet it needs) keeps its alphabet: validation reports it later, with context."""
+    if language.startswith(DATA_LANGUAGE_PREFIX):
+        return False  # the files' alphabet: `training.data.fit_to_data` canonicalises it
+    from formal_rope.lang.source import resolve_language
+
+    try:
+        own, given = resolve_language(language), resolve_language(language, alphabet)
+    except FormalRopeError:
+        return False
+    return (own.kind, own.expression, own.alphabet) == (given.kind, given.expression, given.alphabet)
 
 
 def _neutral_json(name: str):

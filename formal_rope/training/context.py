@@ -22,12 +22,8 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> li
             f"{config.pe} on {config.language!r}: {how}, and a period-1 {config.pe} rotates nothing, "
             "so this run is NoPE; give --periods k to train a periodic encoding anyway"
         )
-    if config.train_near_miss_fraction > 0 and config.data is not None:
-        notes.append(
-            f"train_near_miss_fraction {config.train_near_miss_fraction:g} has no effect on a run that reads its "
-            f"strings from files ({config.data}): its training negatives are the files' negatives"
-        )
-    elif config.train_near_miss_fraction > 0 and dfa is not None and not has_training_near_misses(config, dfa):
+    # (A run on data files has no near-miss share: RunConfig resets it, and train/sweep say so.)
+    if config.train_near_miss_fraction > 0 and dfa is not None and not has_training_near_misses(config, dfa):
         notes.append(
             f"train_near_miss_fraction {config.train_near_miss_fraction:g} has no effect on {config.language!r}: "
             f"no string of length {config.train_min_length}..{config.train_max_length} is one substitution away "

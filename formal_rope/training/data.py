@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from formal_rope.training.config import RunConfig
+from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
 
 TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
 
@@ -111,9 +111,8 @@ class SampledData:
         return decode(np.asarray(symbols)[None, :], self.dfa.alphabet)[0]
 
 
-# --language for a run whose strings come only from files (`train --data DIR` without --lang): the
-# language is whatever the labels say, and no DFA exists.
-DATA_LANGUAGE_PREFIX = "data:"
+# (DATA_LANGUAGE_PREFIX, the language of a run whose strings come only from files, lives in config:
+# RunConfig needs it to canonicalise alphabets.)
 
 
 def is_data_language(language: str) -> bool:
@@ -158,7 +157,10 @@ def data_settings(path, *, language: str | None = None, alphabet=None, test_rang
     """RunConfig fields for training and testing on the files at `path`: data, data_hash, the
     training length range of the training file and the test range (the test files' lengths, or
     `test_range` to evaluate on part of them). Labels are checked against `language` when given
-    (a registry name, expression or .att path; without one the run's language is `data:PATH`)."""
+    (a registry name, expression or .att path; without one the run's language is `data:PATH`).
+
+    These are the defaults of a run on the files; other training or test lengths select part of
+    the files' strings, and `fit_to_data` fits a config's lengths to what the files hold."""
     from formal_rope.errors import FormalRopeError
 
     _load.cache_clear()  # configuring reads the files as they are now
@@ -188,22 +190,23 @@ def data_settings(path, *, language: str | None = None, alphabet=None, test_rang
 @dataclass(frozen=True, eq=False)
 class FileData:
     """Strings read from files (a FLaRe folder or an MLRegTest language, `config.data`): training
-    batches are balanced draws from the training file, test sets its test strings grouped by length
-    (those within config's test range)."""
+    batches are balanced draws from the training file's strings of the run's training lengths
+    (`train_rows`; None: all of them), test sets its test strings grouped by length (those of the
+    config's tested lengths: within its test range, or the lengths of its sparse list)."""
 
     config: RunConfig
     dataset: object  # formal_rope.sampling.formats.Dataset
+    train_rows: np.ndarray | None = None
 
     @property
     def alphabet(self) -> tuple[str, ...]:
         return tuple(self.dataset.alphabet)
 
     def training_batch(self, rng: np.random.Generator, batch_size: int):
-        return self.dataset.training_batch(rng, batch_size)
+        return self.dataset.training_batch(rng, batch_size, self.train_rows)
 
     def test_sets(self) -> Iterator:
-        low, high = self.config.test_min_length, self.config.test_max_length
-        return (s for s in self.dataset.test_sets() if low <= s.length <= high)
+        return (s for s in self.dataset.test_sets() if _is_tested(self.config, s.length))
 
     def decode(self, symbols: np.ndarray) -> str:
         from formal_rope.sampling import decode
@@ -211,25 +214,128 @@ class FileData:
         return decode(np.asarray(symbols)[None, :], self.alphabet)[0]
 
 
-def file_data(config: RunConfig, dfa=None) -> FileData:
-    """FileData for `config.data`, checked: content hash, labels against `dfa` (when the run has a
-    language), training lengths within the config's training range, test strings in its test range."""
+def _is_tested(config: RunConfig, length) -> bool:
+    """Whether the run tests strings of `length` (its range, or one of its sparse lengths)."""
+    if config.test_lengths is not None:
+        return int(length) in config.test_lengths
+    return config.test_min_length <= int(length) <= config.test_max_length
+
+
+def _spans(lengths, shown: int = 8) -> str:
+    """Sorted distinct lengths as merged ranges, '0..12, 14, 17..20', at most `shown` of them
+    ('0, 2, 4, …, 40 (21 lengths)') so a message stays one readable paragraph."""
+    spans: list[list[int]] = []
+    distinct = sorted({int(n) for n in lengths})
+    for length in distinct:
+        if spans and spans[-1][1] + 1 == length:
+            spans[-1][1] = length
+        else:
+            spans.append([length, length])
+    texts = [str(a) if a == b else f"{a}..{b}" for a, b in spans]
+    if len(texts) > shown:
+        texts = texts[: shown - 1] + ["…", texts[-1] + f" ({len(distinct)} lengths)"]
+    return ", ".join(texts)
+
+
+def _training_rows(config: RunConfig, dataset) -> np.ndarray | None:
+    """Indices of the training strings within the run's training lengths (None: every string, so
+    a run on all of the file draws exactly the batches it drew before lengths could be chosen).
+    FormalRopeError when they hold no positive or no negative (no balanced batch exists)."""
     from formal_rope.errors import FormalRopeError
 
-    dataset = load_data(config.data, alphabet=config.alphabet, dfa=dfa, expected_hash=config.data_hash)
+    lengths, labels = dataset.train.lengths, dataset.train.labels
+    low, high = config.train_min_length, config.train_max_length
+    inside = (lengths >= low) & (lengths <= high)
+    for name, wanted in (("positive", labels), ("negative", ~labels)):
+        if not np.any(inside & wanted):
+            raise FormalRopeError(
+                f"the training file of {config.data} has no {name} string of a length in {low}..{high} (its "
+                f"{name} strings have lengths {_spans(lengths[wanted]) or 'none'}), so balanced training batches "
+                "cannot be drawn; choose training lengths that hold both"
+            )
+    return None if inside.all() else np.flatnonzero(inside)
+
+
+def _check_test_lengths(config: RunConfig, dataset) -> None:
+    """FormalRopeError when the run would test nothing, or lists a length the test files lack."""
+    from formal_rope.errors import FormalRopeError
+
+    held = {int(s.length) for s in dataset.test_sets()}
+    if config.test_lengths is not None:
+        missing = [length for length in config.test_lengths if length not in held]
+        if missing:
+            raise FormalRopeError(
+                f"the test files of {config.data} hold no string of length {_spans(missing)} (listed in the test "
+                f"lengths {_spans(config.test_lengths)}); they hold lengths {_spans(held)}: list only those, or "
+                "give a range A..B to test whatever the files hold in it"
+            )
+    elif not any(_is_tested(config, length) for length in held):
+        raise FormalRopeError(
+            f"no test string of {config.data} has a length in {config.test_min_length}..{config.test_max_length} "
+            f"(the test files hold lengths {_spans(held)})"
+        )
+
+
+def _dataset_of(config: RunConfig, dfa=None):
+    """The run's files read as the run reads them: over the language's alphabet (dfa, or resolved
+    from the config), else over config.alphabet or the files' own symbols."""
+    if dfa is None and not is_data_language(config.language):
+        from formal_rope.lang.source import resolve_language
+
+        return load_data(config.data, alphabet=resolve_language(config.language, config.alphabet).alphabet,
+                         expected_hash=config.data_hash)
+    return load_data(config.data, alphabet=config.alphabet, dfa=dfa, expected_hash=config.data_hash)
+
+
+def fit_to_data(config: RunConfig) -> tuple[RunConfig, list[str]]:
+    """`config` (a run on the files at config.data) with what it records fitted to what it
+    measures, and a note for each change:
+
+    * its training range narrowed to the lengths the training file holds in it (`0..100` on a file
+      of lengths 0..40 trains on, and records, 0..40); no positive or no negative in it is an error;
+    * its test range likewise narrowed to the test files' lengths in it; a sparse list of test
+      lengths must name only lengths the files hold (FormalRopeError naming the others);
+    * for a run without a language (`data:PATH`), an alphabet equal to the files' own (the sorted
+      symbols they use) is dropped, as RunConfig drops a language's own alphabet.
+
+    So two configs that train and test on the same strings are equal and share a run id."""
+    dataset = _dataset_of(config)
+    notes, changes = [], {}
     lengths = dataset.train.lengths
-    if len(lengths) and (lengths.min() < config.train_min_length or lengths.max() > config.train_max_length):
-        raise FormalRopeError(
-            f"the training strings of {config.data} have lengths {int(lengths.min())}..{int(lengths.max())}, outside "
-            f"the run's training range {config.train_min_length}..{config.train_max_length}; build the config with "
-            "formal_rope.training.data.data_settings (what `train --data` does)"
+    _training_rows(config, dataset)
+    inside = lengths[(lengths >= config.train_min_length) & (lengths <= config.train_max_length)]
+    fitted = (int(inside.min()), int(inside.max()))
+    if fitted != (config.train_min_length, config.train_max_length):
+        changes.update(train_min_length=fitted[0], train_max_length=fitted[1])
+        notes.append(
+            f"the training file of {config.data} holds lengths {_spans(inside)} within the training lengths "
+            f"{config.train_min_length}..{config.train_max_length}: the run trains on, and records, "
+            f"{fitted[0]}..{fitted[1]}"
         )
-    data = FileData(config, dataset)
-    if not any(True for _ in data.test_sets()):
-        raise FormalRopeError(
-            f"no test string of {config.data} has a length in {config.test_min_length}..{config.test_max_length}"
-        )
-    return data
+    _check_test_lengths(config, dataset)
+    if config.test_lengths is None:
+        held = sorted(int(s.length) for s in dataset.test_sets() if _is_tested(config, s.length))
+        if (held[0], held[-1]) != (config.test_min_length, config.test_max_length):
+            changes.update(test_min_length=held[0], test_max_length=held[-1])
+            notes.append(
+                f"the test files of {config.data} hold lengths {_spans(held)} within the test lengths "
+                f"{config.test_min_length}..{config.test_max_length}: the run tests, and records, "
+                f"{held[0]}..{held[-1]}"
+            )
+    if config.alphabet is not None and is_data_language(config.language):
+        if tuple(_load(str(config.data), None).alphabet) == tuple(config.alphabet):
+            changes["alphabet"] = None  # the files' own alphabet: the same run as without -a
+    return (config.with_(**changes) if changes else config), notes
+
+
+def file_data(config: RunConfig, dfa=None) -> FileData:
+    """FileData for `config.data`, checked: content hash, labels against `dfa` (when the run has a
+    language), training strings of both labels within the config's training range, test strings
+    at its tested lengths (every length of a sparse list)."""
+    dataset = load_data(config.data, alphabet=config.alphabet, dfa=dfa, expected_hash=config.data_hash)
+    rows = _training_rows(config, dataset)
+    _check_test_lengths(config, dataset)
+    return FileData(config, dataset, rows)
 
 
 def run_data(config: RunConfig, dfa) -> RunData:
