@@ -250,7 +250,7 @@ def register(app: typer.Typer) -> None:
         base: Optional[float] = typer.Option(None, "--base", help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p."),
         rope_fraction: Optional[float] = typer.Option(None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."),
         alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
-        scale: Optional[str] = typer.Option(None, "--scale", help="Defaults from a named scale: quick (about a minute on one core), medium (the paper's model, batch and negatives, 3,000 steps) or paper (appendix E)."),
+        scale: Optional[str] = typer.Option(None, "--scale", help="Defaults from a named scale: quick (about a minute on one core), medium (the paper's model, batch and negatives, 2,000 steps) or paper (appendix E)."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Training steps."),
         lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate."),
         lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant (default) or cosine (decay to 10% of --lr)."),

@@ -49,7 +49,7 @@ SCALES: dict[str, dict] = {
         "layers": 5,
         "d_model": 64,
         "heads": 8,
-        "steps": 3000,
+        "steps": 2000,
         "batch_size": 128,
         "n_per_length": 32,
         "lr": 1e-3,
@@ -79,7 +79,7 @@ QUICK_SHRINKS: tuple[str, ...] = (
 
 MEDIUM_SHRINKS: tuple[str, ...] = (
     "model, batch and training negatives as the paper's: 5 layers, d_model 64, 8 heads, batch 128, uniform negatives",
-    "training: 3,000 steps, lr 1e-3 with 100 warm-up steps and cosine decay (paper: 10^6 steps, constant lr)",
+    "training: 2,000 steps, lr 1e-3 with 100 warm-up steps and cosine decay (paper: 10^6 steps, constant lr)",
     "learning rates: 1e-3 only (paper: 1e-4, 3e-4, 5e-4)",
     "seeds: 3 (paper: 5); like the paper's Table 2, report the maximum over the grid",
     "test strings per length: 32 (paper: 512); test lengths unchanged (41..500)",
