@@ -6,6 +6,7 @@ end-to-end test runs a real tiny sweep through the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -87,6 +88,27 @@ def test_toml_unknown_key_is_named_with_its_line(tmp_path):
     path.write_text('name = "x"\nlanguage = ["(ab)*"]\n')
     with pytest.raises(FormalRopeError, match=r"bad.toml:2: unknown key 'language'"):
         load_sweep_file(path)
+
+
+@pytest.mark.parametrize("experiment", ["ablation", "ablation45", "stability", "joformer"])
+def test_experiment_files_expand_and_quote_the_papers_tables_exactly(experiment):
+    # Our experiments' [reference] rows must be the paper's own rows (copied from the table files),
+    # and every grid cell a variant labels must exist at quick and medium scale.
+    from formal_rope.sweeps.grid import paper_sweep_path
+
+    paper_rows = {}
+    for table in ("table2", "table4", "table5"):
+        for row in load_sweep_file(paper_sweep_path(table))[0].reference["rows"]:
+            paper_rows.setdefault((row[0], row[1], row[2]), row)
+    for scale in ("quick", "medium"):
+        spec_, _ = load_sweep_file(paper_sweep_path(experiment), scale)
+        configs = expand_grid(spec_)
+        assert configs and len({c.run_id() for c in configs}) == len(configs)
+        if spec_.variants:  # at quick scale every variant changes the recipe; at medium some coincide
+            cells = len(spec_.variants) * len(expand_grid(dataclasses.replace(spec_, variants=())))
+            assert len(configs) == cells if scale == "quick" else len(configs) <= cells
+        for row in (spec_.reference or {}).get("rows", []):
+            assert str(paper_rows[(row[0], row[1], row[2])][3:]) == str(row[3:]), row
 
 
 @pytest.mark.parametrize("name", ["table2", "table4", "table5"])
