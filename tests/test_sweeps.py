@@ -1008,3 +1008,17 @@ def test_an_alphabet_equal_to_the_languages_own_is_one_run_also_in_old_results(t
     today = RunConfig.from_dict(_legacy_config_dict()).run_id()
     assert list(results.runs["run_id"]) == [today] and any("older run id" in note for note in results.notes)
     assert finished_run_ids(tmp_path) == {today}
+
+
+def test_reproduce_tables_follow_the_sweep_files_language_order(tmp_path):
+    # The table listed (ab)* before (aa)* when (ab)*'s runs were written first.
+    from rich.console import Console
+
+    from formal_rope.commands.sweep import _report
+
+    for language in ("(ab)*", "(aa)*"):
+        run_sweep(expand_grid(spec(languages=[language], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4])),
+                  tmp_path, runner=fake_runner)
+    for order in (("(aa)*", "(ab)*"), ("(ab)*", "(aa)*")):
+        payload = _report(tmp_path, Console(), False, None, quiet=True, languages=order)
+        assert [row["language"] for row in payload["rows"]] == list(order)

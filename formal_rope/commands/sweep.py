@@ -255,7 +255,7 @@ def _present(value) -> bool:
 
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
             quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=(),
-            variant_baseline: dict | None = None) -> dict:
+            variant_baseline: dict | None = None, languages=()) -> dict:
     """Aggregate `out`; print the table (or, with json_output, the payload as JSON) unless quiet.
 
     scale: the scale the runs were meant to have (for the plot title); None infers it from the runs."""
@@ -279,6 +279,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
             runs = runs[~strangers]
         by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
     check_grouping(runs, by)
+    if languages:  # the sweep's own order ((aa)* before (ab)*), not the order the runs finished in
+        runs.attrs["language_order"] = list(languages)
     rows = sort_rows(aggregate(runs, by), sort)
     mixed = mixed_settings(runs, by)
     notes = list(results.notes)
@@ -507,7 +509,8 @@ def register(app: typer.Typer) -> None:
         summary = _run_with_progress(configs, out, workers, console, quiet=False, axes=[name for name, _ in spec.axes],
                                      **run_options)
         console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
-        payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output)
+        payload = _report(out, console, False, None, spec.reference, title=spec.name, quiet=json_output,
+                          languages=spec.languages)
         if json_output:
             payload["sweep"] = {"name": spec.name, "total": summary.total, "skipped": summary.skipped,
                                 "completed": summary.completed, "statuses": summary.statuses,
@@ -598,7 +601,7 @@ def register(app: typer.Typer) -> None:
             _run_with_progress(configs, target, workers, console, quiet=False, axes=[n for n, _ in spec.axes], **run_options)
             payloads[name] = _report(target, console, False, target / f"{name}.png", spec.reference,
                                      title=name, quiet=json_output, scale=scale, variants=spec.variants,
-                                     variant_baseline=spec.overrides)
+                                     variant_baseline=spec.overrides, languages=spec.languages)
             for line in deviation_lines(name, scale):
                 console.print(f"[yellow]deviation:[/] {line}", highlight=False, soft_wrap=True)
         if json_output:

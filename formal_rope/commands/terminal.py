@@ -50,7 +50,7 @@ def prepare_out(path, what: str):
     text = str(path)
     path = Path(path)
     if path.is_dir() or text.endswith(("/", "\\")):
-        raise FormalRopeError(f"cannot write {what} {text}: it names a directory (give a file name inside it)")
+        raise FormalRopeError(f"cannot write {what} {text}: it is a directory (give a file name inside it)")
     _check_parent_folders(path, what)
     probe = path.with_name(path.name + ".tmp")
     try:
