@@ -44,10 +44,9 @@ def table_markdown(results: Path, sweep: str, by, command: str) -> str:
     if spec.variants:
         runs = label_variants(runs, spec.variants, spec.overrides)
         runs = runs[runs["variant"].notna()]
-    runs.attrs["language_order"] = list(spec.languages)
     statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
     source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope {command}`*"
-    return markdown_table(aggregate(runs, by), by, spec.reference) + "\n\n" + source
+    return markdown_table(aggregate(runs, by, language_order=spec.languages), by, spec.reference) + "\n\n" + source
 
 
 def main() -> int:

@@ -13,14 +13,14 @@ from formal_rope.training.model import encode_padded
 from formal_rope.training.train import build_model
 
 
-@pytest.mark.parametrize("layout", ["shared", "per_sequence", "per_head"])
+@pytest.mark.parametrize("layout", ["common", "per_sequence", "per_head"])
 @pytest.mark.parametrize("rotate_values", [False, True])
 def test_readout_row_equals_the_reference_row(layout, rotate_values):
     generator = torch.Generator().manual_seed(0)
     count, heads, length, dim = 5, 3, 13, 8
     q, k, v = (torch.randn(count, heads, length, dim, generator=generator, dtype=torch.float64) for _ in range(3))
     angles = {
-        "shared": torch.rand(length, dim // 2, generator=generator, dtype=torch.float64) * 6,
+        "common": torch.rand(length, dim // 2, generator=generator, dtype=torch.float64) * 6,
         "per_sequence": torch.rand(count, length, dim // 2, generator=generator, dtype=torch.float64) * 6,
         "per_head": torch.rand(count, heads, length, dim // 2, generator=generator, dtype=torch.float64) * 6,
     }[layout]

@@ -279,9 +279,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
             runs = runs[~strangers]
         by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
     check_grouping(runs, by)
-    if languages:  # the sweep's own order ((aa)* before (ab)*), not the order the runs finished in
-        runs.attrs["language_order"] = list(languages)
-    rows = sort_rows(aggregate(runs, by), sort)
+    # The sweep's own language order ((aa)* before (ab)*), not the order the runs finished in.
+    rows = sort_rows(aggregate(runs, by, language_order=languages), sort)
     mixed = mixed_settings(runs, by)
     notes = list(results.notes)
     for *keys, differing in mixed:

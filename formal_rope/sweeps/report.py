@@ -93,9 +93,11 @@ def _cell(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
+def aggregate(runs, by=DEFAULT_GROUPING, language_order=()) -> list[AggregateRow]:
     """One row per distinct value of the `by` columns (default language, PE, base) over the other
     columns (seeds and learning rates, for a paper grid); sample std (ddof=1, as pandas).
+    Languages come in `language_order` (a sweep's own order) when given, else in order of first
+    appearance.
 
     Diverged and failed runs count with their recorded accuracy/N* when available (a failed run has
     neither, a diverged one N* 0); `ok_runs` says how many finished normally.
@@ -130,8 +132,7 @@ def aggregate(runs, by=DEFAULT_GROUPING) -> list[AggregateRow]:
             )
         )
     variant_order = list(frame.attrs.get("variant_order", ()))
-    # A sweep's own language order when the caller gives one (frame.attrs), else first appearance.
-    language_order = list(frame.attrs.get("language_order") or (
+    language_order = list(language_order or (
         dict.fromkeys(frame["language"]) if "language" in frame.columns else ()))
     pe_order = list(PE_LABELS)
 
