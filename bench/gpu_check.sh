@@ -181,7 +181,7 @@ grep -E '^(train|eval)|tuned:|evaluation shapes|no GPU|Error' "$LOGS/gpu_bench.l
 log "packed training"
 PACK_DEVICE=cuda; [ "$ALLOW_CPU" = 1 ] && ! "$PY" -c "import torch,sys; sys.exit(not torch.cuda.is_available())" && PACK_DEVICE=cpu
 timeout "$PACK_TIMEOUT" "$PY" bench/packed_training.py --single-process --device "$PACK_DEVICE" --dims paper --packs 1,16,64,256 \
-  --steps 8 --warmup 3 >"$LOGS/gpu_packed.log" 2>&1
+  --seconds 2 --warmup 3 >"$LOGS/gpu_packed.log" 2>&1
 PACK_RC=$?
 report ""
 report "== bench/packed_training.py --device cuda (paper dims, R = 1, 16, 64, 256; target >= 20x at R = 64), rc=$PACK_RC$(timed_out $PACK_RC)"

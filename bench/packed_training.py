@@ -2,20 +2,25 @@
 
 All numbers come from this one invocation on this machine, each configuration in fresh processes:
 
-  solo x2      2 worker processes, each training one run alone (a pack of one, 1 thread): what
-               `sweep --workers 2 --pack 1` does; the baseline of every ratio.
-  legacy x2    the same with the trainer as it was before packed training (`--legacy-commit`,
-               checked out into a temporary git worktree), when the history is available.
+  legacy x2    2 worker processes, each training one run alone with the trainer as it was before
+               packed training (`--legacy-commit`, checked out into a temporary git worktree):
+               the issue's baseline, "today's best way to use the machine" when packing was asked for.
+  solo x2      the same with today's trainer (a pack of one, 1 thread): `sweep --workers 2 --pack 1`.
   pack R x2    2 worker processes, each training a pack of R runs (1 thread): `--pack R --workers 2`.
   pack R t2    1 process training a pack of R runs with 2 threads.
 
-Throughput is run-steps per second of wall time (runs x steps / seconds, after warm-up steps).
-"GEMM limit" is a large fp32 matrix product on all cores; each configuration's fraction of it uses
-the model's estimated training FLOPs. Peak memory per run is the process RSS divided by its runs.
-`--compile` also times torch.compile of the model for the largest pack (kept only if faster).
+Throughput is run-steps per second of wall time. Each worker takes `--warmup` untimed steps, then
+all workers of a measurement meet at a barrier and are timed together for `--seconds` (whole
+steps: steps after the barrier / time from the barrier to the last of them), so a worker that
+starts late never shortens the window. `--repeats N` measures every configuration N times in
+alternating order and reports the median and the spread (this machine's neighbours make single
+measurements vary by 10-30%). "GEMM limit" is a large fp32 matrix product on all cores; each
+configuration's fraction of it counts the FLOPs the model needs on the real strings
+(`flops_per_run_step`). Peak memory per run is the process RSS divided by its runs.
+`--compile` also times torch.compile of the model for the largest pack.
 `--eval` compares packed N* evaluation with evaluating the same R runs one after another.
 
-    python bench/packed_training.py [--dims quick,paper] [--packs 1,2,4,8,16] [--steps 30] [--json]
+    python bench/packed_training.py [--dims quick,paper] [--packs 1,2,4,8,16] [--seconds 8] [--repeats 3] [--json]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,9 +55,39 @@ def _config(dims: str, seed: int, steps: int):
     return RunConfig(language="(ab)*", pe="rope", seed=seed, **settings)
 
 
-def _train_worker(root: str, dims: str, runs: int, first_seed: int, steps: int, warmup: int, threads: int,
+class _WindowClosed(Exception):
+    """Raised from a step callback to end a worker's training once its timed window is over."""
+
+
+class _Window:
+    """Step timestamps of one worker: `warmup` steps, then all workers meet at a barrier, then steps
+    until `seconds` have passed. Throughput comes from whole steps: (steps after the barrier) /
+    (time of the last one - time of the barrier)."""
+
+    def __init__(self, barrier, warmup: int, seconds: float) -> None:
+        self.barrier, self.warmup, self.seconds = barrier, warmup, seconds
+        self.count, self.go, self.stamps = 0, None, []
+
+    def __call__(self, *_) -> None:
+        now = time.perf_counter()
+        self.count += 1
+        if self.go is None:
+            if self.count == self.warmup:
+                self.barrier.wait()
+                self.go = time.perf_counter()
+            return
+        self.stamps.append(now)
+        if now - self.go >= self.seconds:
+            raise _WindowClosed
+
+    def report(self, runs: int) -> dict:
+        return {"go": self.go, "steps": len(self.stamps), "end": self.stamps[-1] if self.stamps else self.go,
+                "runs": runs, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def _train_worker(root: str, dims: str, runs: int, first_seed: int, window: tuple, threads: int,
                   compiled: bool, queue, device: str = "cpu") -> None:
-    """Child process: train a pack of `runs` runs for warmup + steps steps; report timing and RSS."""
+    """Child process: train a pack of `runs` runs through its timed window; report steps and RSS."""
     sys.path.insert(0, root)
     import torch
 
@@ -60,47 +96,53 @@ def _train_worker(root: str, dims: str, runs: int, first_seed: int, steps: int, 
 
     # On a GPU the attention is PyTorch's fused SDPA path ("torch"), so the check measures packing
     # rather than the Triton kernel's autotuning (bench/attention.py measures that).
-    configs = [_config(dims, first_seed + r, warmup + steps).with_(attention="torch") for r in range(runs)]
+    configs = [_config(dims, first_seed + r, 10**6).with_(attention="torch") for r in range(runs)]
     dfa = trainer.resolve_dfa(configs[0])
     model = trainer.build_pack(configs, len(dfa.alphabet), [None] * runs).to(device)
     if compiled:
         model = torch.compile(model, dynamic=True)
     data = [trainer.run_data(c, dfa) for c in configs]
-    stamps: list[float] = []
+    timer = _Window(*window)
+    try:
+        trainer.train_pack(model, configs, data, device=device, on_step=timer)
+    except _WindowClosed:
+        pass
+    queue.put(timer.report(runs))
 
-    def stamp(step, losses):  # losses are already on the host: the step has finished
-        stamps.append(time.perf_counter())
 
-    trainer.train_pack(model, configs, data, device=device, on_step=stamp)
-    queue.put({"stamps": stamps, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
-
-
-def _legacy_worker(root: str, dims: str, runs: int, first_seed: int, steps: int, warmup: int, threads: int,
+def _legacy_worker(root: str, dims: str, runs: int, first_seed: int, window: tuple, threads: int,
                    compiled: bool, queue) -> None:
+    """Child process: the trainer before packing (one run) through its timed window."""
     sys.path.insert(0, root)
     import torch
 
     torch.set_num_threads(threads)
     from formal_rope.training import train as trainer
 
-    config = _config(dims, first_seed, warmup + steps)
+    config = _config(dims, first_seed, 10**6)
     dfa = trainer.resolve_dfa(config)
     torch.manual_seed(config.seed)
     model = trainer.build_model(config, len(dfa.alphabet), None)
-    stamps = []
-    trainer.train_model(model, config, dfa, report=lambda event: stamps.append(time.perf_counter()), log_every=1)
-    queue.put({"stamps": stamps, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024})
+    timer = _Window(*window)
+    try:
+        trainer.train_model(model, config, dfa, report=timer, log_every=1)
+    except _WindowClosed:
+        pass
+    queue.put(timer.report(1))
 
 
-def measure(root: Path, dims: str, runs: int, workers: int, threads: int, steps: int, warmup: int,
+def measure(root: Path, dims: str, runs: int, workers: int, threads: int, seconds: float, warmup: int,
             legacy: bool = False, compiled: bool = False, device: str = "cpu") -> dict:
-    """Run `workers` processes at once, each a pack of `runs`; wall time over the timed steps."""
+    """Run `workers` processes at once, each a pack of `runs`, timed together for `seconds` after
+    `warmup` steps each (a barrier starts every worker's window at the same moment)."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
+    barrier = context.Barrier(workers)
+    window = (barrier, warmup, seconds)
     processes = [
-        context.Process(target=_legacy_worker, args=(str(root), dims, runs, 1000 * w, steps, warmup, threads, compiled, queue))
+        context.Process(target=_legacy_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue))
         if legacy else
-        context.Process(target=_train_worker, args=(str(root), dims, runs, 1000 * w, steps, warmup, threads, compiled, queue, device))
+        context.Process(target=_train_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue, device))
         for w in range(workers)
     ]
     for process in processes:
@@ -108,13 +150,8 @@ def measure(root: Path, dims: str, runs: int, workers: int, threads: int, steps:
     reports = [queue.get() for _ in processes]
     for process in processes:
         process.join()
-    # Overlapping timed window of all workers: from the latest start of timing to the latest end.
-    start = max(r["stamps"][warmup - 1] for r in reports)
-    end = max(r["stamps"][-1] for r in reports)
-    timed = [sum(1 for t in r["stamps"][warmup:] if t >= start) for r in reports]
-    run_steps = sum(count * runs for count in timed)
     return {
-        "run_steps_per_s": run_steps / max(end - start, 1e-9),
+        "run_steps_per_s": sum(r["steps"] * r["runs"] / max(r["end"] - r["go"], 1e-9) for r in reports),
         "peak_rss_per_run_mib": max(r["rss"] for r in reports) / runs / 2**20,
     }
 
@@ -135,18 +172,21 @@ def gemm_limit(threads: int) -> float:
 
 
 def flops_per_run_step(dims: str) -> float:
-    """Estimated training FLOPs of one run-step (forward + backward = 3x forward) with length buckets."""
-    from formal_rope.training.train import bucket_widths
-
+    """The training FLOPs one run-step needs (forward + backward = 3x forward), counted on the real
+    strings (lengths uniform in 0..40, bos and eos, no padding): every layer projects q, k, v, the
+    output and the FFN at every token and attends over the earlier tokens, except the last, which
+    is read at eos only (keys and values at every token, the rest at eos). Implementation-neutral,
+    so the fraction of the GEMM limit compares trainers fairly."""
     settings = DIMS[dims]
-    d, layers, heads, batch = settings["d_model"], settings["layers"], settings["heads"], settings["batch_size"]
-    widths = bucket_widths(0, 40)
-    per_token = 2 * (3 * d * d + d * d + 8 * d * d)  # qkv, out, FFN 4x in and out
+    d, layers, batch = settings["d_model"], settings["layers"], settings["batch_size"]
+    per_token = 2 * (3 * d * d + d * d + 8 * d * d)  # q, k, v, output, FFN (4x) in and out
     forward = 0.0
-    for width in widths:
-        rows = batch / len(widths)
-        forward += layers * rows * width * per_token + layers * rows * heads * 4 * width * width * (d // heads)
-    return 3 * forward
+    for length in range(0, 41):
+        tokens = length + 2
+        full_layers = (layers - 1) * (tokens * per_token + 2 * 2 * tokens * tokens / 2 * d)  # q.k and p.v, causal half
+        last = tokens * 2 * 2 * d * d + (per_token - 2 * 2 * d * d) + 2 * 2 * tokens * d
+        forward += full_layers + last
+    return 3 * forward * batch / 41
 
 
 def eval_ratio(root: Path, runs: int) -> dict:
@@ -174,8 +214,9 @@ def gpu_report(args, packs) -> None:
     """On a GPU: run-steps/s of each pack size in one process, and the ratio of each to R = 1."""
     rows = {}
     for dims in args.dims.split(","):
+        seconds = args.seconds * (2 if dims == "paper" else 1)
         for runs in packs:
-            result = measure(ROOT, dims, runs, 1, 1, args.steps, args.warmup, device=args.device)
+            result = measure(ROOT, dims, runs, 1, 1, seconds, args.warmup, device=args.device)
             rows[f"{dims} pack {runs}"] = result
             print(f"{dims:6s} pack {runs:4d} on {args.device}: {result['run_steps_per_s']:10.1f} run-steps/s  "
                   f"({result['run_steps_per_s'] / rows[f'{dims} pack {packs[0]}']['run_steps_per_s']:.1f}x pack {packs[0]})",
@@ -201,8 +242,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", default="quick,paper", help="quick and/or paper model dimensions")
     parser.add_argument("--packs", default="1,2,4,8,16", help="pack sizes R")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps per measurement (paper dims: a third)")
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=8.0,
+                        help="timed window of each measurement, after warm-up (paper dims: twice this)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps before each worker's window")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="measure every configuration this many times, in alternating order; report the median")
     parser.add_argument("--legacy-commit", default=LEGACY_COMMIT, help="trainer before packing ('' to skip)")
     parser.add_argument("--compile", action="store_true", help="also time torch.compile of the largest pack")
     parser.add_argument("--eval", action="store_true", help="also compare packed and sequential N* evaluation")
@@ -220,28 +264,41 @@ def main() -> None:
     legacy_root = legacy_checkout(args.legacy_commit) if args.legacy_commit else None
     try:
         for dims in args.dims.split(","):
-            steps = args.steps if dims == "quick" else max(4, args.steps // 3)
+            seconds = args.seconds * (2 if dims == "paper" else 1)
             flops = flops_per_run_step(dims)
-            rows = {}
-
-            def record(name: str, result: dict) -> None:
-                result["fraction_of_gemm_limit"] = result["run_steps_per_s"] * flops / 1e9 / report["gemm_limit_gflops"]
-                rows[name] = {k: round(v, 3) for k, v in result.items()}
-                if not args.json:
-                    print(f"{dims:6s} {name:14s} {result['run_steps_per_s']:8.1f} run-steps/s  "
-                          f"{100 * result['fraction_of_gemm_limit']:5.1f}% of GEMM limit  "
-                          f"{result['peak_rss_per_run_mib']:7.1f} MiB/run", flush=True)
-
-            record("solo x2", measure(ROOT, dims, 1, 2, 1, steps, args.warmup))
+            # name -> (root, runs per worker, workers, threads, legacy, compiled, warm-up steps)
+            plan = {"solo x2": (ROOT, 1, 2, 1, False, False, args.warmup)}
             if legacy_root is not None:
-                record("legacy x2", measure(legacy_root, dims, 1, 2, 1, steps, args.warmup, legacy=True))
+                plan["legacy x2"] = (legacy_root, 1, 2, 1, True, False, args.warmup)
             for runs in packs:
                 if runs > 1:
-                    record(f"pack {runs} x2", measure(ROOT, dims, runs, 2, 1, max(2, steps // 2), args.warmup))
-                record(f"pack {runs} t2", measure(ROOT, dims, runs, 1, cores, max(2, steps // 2), args.warmup))
+                    plan[f"pack {runs} x2"] = (ROOT, runs, 2, 1, False, False, args.warmup)
+                plan[f"pack {runs} t2"] = (ROOT, runs, 1, cores, False, False, args.warmup)
             if args.compile:
-                runs = max(packs)
-                record(f"pack {runs} t2 compiled", measure(ROOT, dims, runs, 1, cores, max(2, steps // 2), max(args.warmup, 5), compiled=True))
+                plan[f"pack {max(packs)} t2 compiled"] = (ROOT, max(packs), 1, cores, False, True, max(args.warmup, 5))
+            samples: dict = {name: [] for name in plan}
+            for repeat in range(args.repeats):
+                names = list(plan) if repeat % 2 == 0 else list(reversed(plan))
+                for name in names:
+                    root, runs, workers, threads, legacy, compiled, warmup = plan[name]
+                    samples[name].append(measure(root, dims, runs, workers, threads, seconds, warmup,
+                                                 legacy=legacy, compiled=compiled))
+            rows = {}
+            for name in plan:
+                speeds = sorted(sample["run_steps_per_s"] for sample in samples[name])
+                result = {
+                    "run_steps_per_s": float(statistics.median(speeds)),
+                    "peak_rss_per_run_mib": max(sample["peak_rss_per_run_mib"] for sample in samples[name]),
+                }
+                result["fraction_of_gemm_limit"] = result["run_steps_per_s"] * flops / 1e9 / report["gemm_limit_gflops"]
+                if args.repeats > 1:
+                    result["spread"] = (speeds[-1] - speeds[0]) / result["run_steps_per_s"]
+                rows[name] = {k: round(v, 3) for k, v in result.items()}
+                if not args.json:
+                    spread = f"  (spread {100 * result['spread']:.0f}%)" if args.repeats > 1 else ""
+                    print(f"{dims:6s} {name:22s} {result['run_steps_per_s']:8.1f} run-steps/s  "
+                          f"{100 * result['fraction_of_gemm_limit']:5.1f}% of GEMM limit  "
+                          f"{result['peak_rss_per_run_mib']:7.1f} MiB/run{spread}", flush=True)
             baseline = rows["solo x2"]["run_steps_per_s"]
             best = max((row["run_steps_per_s"], name) for name, row in rows.items() if name.startswith("pack"))
             summary = {"best": best[1], "best_vs_solo_x2": round(best[0] / baseline, 3)}

@@ -7,16 +7,13 @@ turned from NaN into zeros by nan_to_num; FFN as nn.Sequential. Same widths, hea
 (rope, base 1e4), readout at eos, AdamW, grad-norm clip and the SAME pre-sampled batches.
 
 Ours: formal_rope.training's model as a pack of one run (fused qkv projection, cached fp64-reduced
-tables, strict-causal attention through formal_rope.kernels.rotary_attention, the last layer
-attending from the readout only), fed the same padded batches (so without the trainer's length
+tables, q and k rotated once per token, strict-causal attention through
+formal_rope.kernels.causal_attention (SDPA on CPU), the last layer attending from the readout
+only, the optimizer's flat buffers), fed the same padded batches (so without the trainer's length
 buckets: bench/packed_training.py measures the trainer as a whole).
 
 Reports steps/s of both (process CPU time, robust to other load), the ratio, and the peak resident
 memory of each, measured in a fresh subprocess per model. Single-threaded torch.
-
---sdpa-prototype also times our model with a CPU attention built on torch's
-scaled_dot_product_attention (queries 1..T-1 against keys 0..T-2 with is_causal=True is exactly
-the strict causal mask; bos's row is zero): a proposal for formal_rope.kernels, patched in here only.
 
     python bench/train_speed.py [--steps 200] [--layers 2 --d-model 32 --heads 4 --batch 64] [--json]
 """
@@ -99,24 +96,17 @@ def batches(n: int, batch_size: int, seed: int = 0):
     return out
 
 
-def sdpa_rotary_attention(q, k, v, cos, sin, *, rotate_values=False, impl="auto", scale=None):
-    """Strict-causal rotary attention via SDPA (prototype; same contract as rotary_attention)."""
-    from formal_rope.kernels import apply_rotary
-
-    q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-    v_in = apply_rotary(v, cos, sin) if rotate_values else v
-    rows = F.scaled_dot_product_attention(q[..., 1:, :], k[..., :-1, :], v_in[..., :-1, :], is_causal=True, scale=scale)
-    out = torch.cat((rows.new_zeros((*rows.shape[:-2], 1, rows.shape[-1])), rows), dim=-2)
-    return apply_rotary(out, cos, sin, inverse=True) if rotate_values else out
-
-
 def time_training(model: nn.Module, optimizer, data, warmup: int = 10) -> tuple[float, int]:
     """(steps/s by process CPU time, steps) for one pass over data after `warmup` steps.
 
     Ours is a pack of one run: the packed optimizer takes per-run learning rates and clips per run."""
-    from formal_rope.training.optim import PackedAdamW, clip_grad_norms
+    import warnings
+
+    from formal_rope.training.optim import PackedAdamW
 
     packed = isinstance(optimizer, PackedAdamW)
+    # Our gradients are views of the optimizer's flat buffer (see formal_rope.training.optim).
+    warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
     lrs, active, max_norms = torch.tensor([1e-3], dtype=torch.float64), torch.tensor([True]), torch.tensor([1.0], dtype=torch.float64)
 
     def step(tokens, readout, labels):
@@ -124,7 +114,7 @@ def time_training(model: nn.Module, optimizer, data, warmup: int = 10) -> tuple[
         optimizer.zero_grad() if packed else optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if packed:
-            clip_grad_norms(optimizer.parameters, max_norms)
+            optimizer.clip(max_norms)
             optimizer.step(lrs, active)
         else:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -149,10 +139,6 @@ def _measure(kind: str, args: argparse.Namespace, queue) -> None:
         model = Baseline(2, args.d_model, args.heads, args.layers, 1e4)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     else:
-        if kind == "ours_sdpa":
-            import formal_rope.training.model as model_module
-
-            model_module.rotary_attention = sdpa_rotary_attention
         config = RunConfig(language="(ab)*", pe="rope", layers=args.layers, d_model=args.d_model, heads=args.heads, lr=1e-3)
         model = build_model(config, 2, None)
         optimizer = make_optimizer(model, config)
@@ -178,7 +164,6 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--sdpa-prototype", action="store_true", help="Also time our model with SDPA-based attention.")
     args = parser.parse_args()
     ours_rate, steps, ours_rss = measure("ours", args)
     base_rate, _, base_rss = measure("baseline", args)
@@ -191,11 +176,6 @@ def main() -> None:
         "baseline_peak_rss_mib": round(base_rss, 1),
         "timer": "process CPU time (robust to other load on a shared machine)",
     }
-    if args.sdpa_prototype:
-        sdpa_rate, _, sdpa_rss = measure("ours_sdpa", args)
-        report["ours_sdpa_prototype_steps_per_s"] = round(sdpa_rate, 2)
-        report["sdpa_prototype_speedup"] = round(sdpa_rate / base_rate, 3)
-        report["ours_sdpa_prototype_peak_rss_mib"] = round(sdpa_rss, 1)
     if args.json:
         print(json.dumps(report))
         return

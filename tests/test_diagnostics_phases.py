@@ -62,23 +62,16 @@ def test_decomposition_reconstructs_trained_scores(pe):
 
 
 class _ScoreRecorder:
-    """Stands in for the model's attention kernel: records scores computed with complex numbers."""
+    """Stands in for the model's attention kernel (q, k already rotated): records its scores."""
 
     def __init__(self, original):
         self.original = original
         self.scores = []
 
-    def __call__(self, q, k, v, cos, sin, **kwargs):
-        if cos.dim() == 2:
-            cos_b, sin_b = cos[None, None], sin[None, None]
-        else:
-            cos_b, sin_b = cos[:, None], sin[:, None]
-        rotation = torch.complex(cos_b.double(), sin_b.double())
-        q_c = torch.complex(q[..., 0::2].double(), q[..., 1::2].double()) * rotation
-        k_c = torch.complex(k[..., 0::2].double(), k[..., 1::2].double()) * rotation
-        scores = (q_c[..., :, None, :] * k_c[..., None, :, :].conj()).real.sum(-1) / math.sqrt(q.shape[-1])
+    def __call__(self, q, k, v, **kwargs):
+        scores = torch.matmul(q.double(), k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])  # (S, H, T, T)
         self.scores.append(scores)
-        return self.original(q, k, v, cos, sin, **kwargs)
+        return self.original(q, k, v, **kwargs)
 
 
 class _ReadoutScoreRecorder:
@@ -88,42 +81,34 @@ class _ReadoutScoreRecorder:
         self.original = original
         self.scores = scores  # shared with _ScoreRecorder: one entry per layer, in order
 
-    def __call__(self, q, k, v, cos, sin, positions, **kwargs):
-        count, heads, length, dim = k.shape
+    def __call__(self, q, k, v, positions, **kwargs):
+        count, length, heads, dim = k.shape
         assert count == 1  # one string
         position = int(positions[0])
-        if cos.dim() == 3:
-            cos_k, sin_k = cos[0][None], sin[0][None]  # (1, T, P) broadcast over heads
-        else:
-            cos_k, sin_k = cos[0], sin[0]  # (H, T, P)
-        cos_q, sin_q = cos_k[:, position], sin_k[:, position]
-        q_c = torch.complex(q[0, :, 0::2].double(), q[0, :, 1::2].double()) * torch.complex(cos_q.double(), sin_q.double())
-        k_c = torch.complex(k[0, ..., 0::2].double(), k[0, ..., 1::2].double()) * torch.complex(cos_k.double(), sin_k.double())
-        row = (q_c[:, None, :] * k_c.conj()).real.sum(-1) / math.sqrt(dim)  # (H, T)
+        row = (k[0].double() * q[0].double()[None]).sum(-1).T / math.sqrt(dim)  # (H, T)
         scores = torch.full((1, heads, length, length), float("nan"), dtype=torch.float64)
         scores[0, :, position] = row
         self.scores.append(scores)
-        return self.original(q, k, v, cos, sin, positions, **kwargs)
+        return self.original(q, k, v, positions, **kwargs)
 
 
 @pytest.mark.parametrize("pe", ["rope", "jof_projected"])
 def test_captured_scores_match_the_kernel_inputs(monkeypatch, pe):
-    """An independent capture: the q, k, cos, sin the model hands its kernel, rotated as complex numbers."""
+    """An independent capture: the q and k the model hands its kernels (rotated in the model, in
+    pooled token order) against the capture's own rotation of q, k by the encoding's tables."""
     import formal_rope.training.model as model_module
 
     model = tiny_model(pe)
-    recorder = _ScoreRecorder(model_module.rotary_attention)
-    monkeypatch.setattr(model_module, "rotary_attention", recorder)
+    recorder = _ScoreRecorder(model_module.causal_attention)
+    monkeypatch.setattr(model_module, "causal_attention", recorder)
     # The last layer attends from the readout (eos) only: its recorded row is the last one.
-    monkeypatch.setattr(model_module, "rotary_readout_attention", _ReadoutScoreRecorder(model_module.rotary_readout_attention, recorder.scores))
+    monkeypatch.setattr(model_module, "readout_attention", _ReadoutScoreRecorder(model_module.readout_attention, recorder.scores))
     captured = capture_heads(model, STRING, alphabet=ALPHABET)
     length = len(STRING) + 2
     rows, cols = visible_pairs(length)
     last = len(model.blocks) - 1
     for inputs in captured.heads:
         recorded = recorder.scores[inputs.layer]
-        if pe == "jof_projected" and inputs.layer != last:  # heads folded into the batch
-            recorded = recorded.view(1, 2, length, length)
         expected = recorded[0, inputs.head].numpy()
         checked = rows == length - 1 if inputs.layer == last else np.ones_like(rows, dtype=bool)
         assert checked.any()

@@ -9,6 +9,7 @@ import torch
 
 from formal_rope.kernels import rotary_attention_reference, rotary_readout_attention
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.layout import rectangular_layout
 from formal_rope.training.model import encode_padded
 from formal_rope.training.train import build_model
 
@@ -57,11 +58,6 @@ def test_the_models_readout_path_equals_full_attention_read_at_eos(pe):
     tokens, readout = encode_padded(symbols, lengths, 2)
     with torch.no_grad():
         fast = model(tokens, readout)
-        x = model.embedding(tokens[None])
-        additive = model.positional.embedding(tokens.shape[1], tokens.device)
-        if additive is not None:
-            x = x + additive[:, None]
-        for layer, block in enumerate(model.blocks):
-            x = block(x, model.positional, layer, "torch", None)  # every position, full attention
-        slow = model.readout(model.final_norm(x[:, torch.arange(5), readout[None]]))[0]
+        # Every block at every position (full attention in the last one too), then read at eos.
+        slow = model.forward_layout(rectangular_layout(tokens[None], readout[None]), readout_only=False)[0]
     assert torch.allclose(fast, slow, atol=1e-5)

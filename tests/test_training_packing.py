@@ -18,10 +18,6 @@ from formal_rope.training.packing import check_packable, group_packs, pack_key, 
 from formal_rope.training.train import (
     build_model,
     build_pack,
-    bucket_widths,
-    pack_inputs,
-    resolve_dfa,
-    run_data,
     run_pack,
     run_training,
 )
@@ -103,25 +99,6 @@ def test_nstar_mode_runs_leave_the_pack_at_their_first_imperfect_length():
     stopped = results[0]
     if stopped.per_length[0].accuracy < 1.0:  # an untrained NoPE run fails at once
         assert not stopped.eval_complete and len(stopped.per_length) == 1
-
-
-def test_length_buckets_cover_the_training_lengths_and_keep_every_row():
-    assert bucket_widths(0, 40) == (12, 22, 32, 42)
-    assert bucket_widths(5, 6) == (7, 8)
-    config = _tiny("rope")
-    dfa = resolve_dfa(config)
-    rng = np.random.default_rng(0)
-    batches = [run_data(config, dfa).training_batch(rng, 16) for _ in range(3)]
-    inputs = pack_inputs(batches, 2, bucket_widths(0, 40))
-    seen = np.zeros((3, 17), dtype=int)
-    for tokens, readout, labels, rows in inputs.buckets:
-        for run in range(3):
-            for position, row in enumerate(rows[run].tolist()):
-                seen[run, row] += 1
-                if row < 16:
-                    assert int(readout[run, position]) == batches[run].lengths[row] + 1
-                    assert bool(labels[run, position]) == bool(batches[run].labels[row])
-    assert (seen[:, :16] == 1).all()  # every real row exactly once; fillers go to the spare column
 
 
 def test_runs_that_cannot_share_a_pack_are_grouped_apart_never_refused():
@@ -290,3 +267,23 @@ def test_a_pack_that_fails_in_evaluation_drops_its_state_and_its_runs_finish_alo
     # run that failed keeps its own, as any failed run does, for the rerun to resume from.
     assert not store.exists(pack_key([good, bad])) and not store.exists(pack_key([good]))
     assert store.exists(pack_key([bad]))
+
+
+def test_a_packs_batches_are_walked_together_yet_each_is_its_runs_own():
+    """training_batches walks every run's strings in one pass; each batch, and each generator
+    afterwards, is exactly what the run's own training_batch call gives (near-misses included)."""
+    from formal_rope.training.data import training_batches
+    from formal_rope.training.train import resolve_dfa, run_data
+
+    configs = [_tiny("rope", seed=s, train_near_miss_fraction=f) for s, f in ((0, 0.0), (1, 0.5), (2, 0.0), (3, 1.0))]
+    dfa = resolve_dfa(configs[0])
+    data = [run_data(config, dfa) for config in configs]
+    together = [np.random.default_rng(seed) for seed in range(4)]
+    alone = [np.random.default_rng(seed) for seed in range(4)]
+    for _ in range(3):
+        batches = training_batches(data, together, 16)
+        for run in range(4):
+            expected = data[run].training_batch(alone[run], 16)
+            for name in ("symbols", "lengths", "labels"):
+                assert np.array_equal(getattr(batches[run], name), getattr(expected, name)), (run, name)
+    assert [g.bit_generator.state for g in together] == [g.bit_generator.state for g in alone]

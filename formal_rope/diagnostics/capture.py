@@ -3,7 +3,7 @@
 Trained classifiers (`formal_rope.training.model.Classifier`) are read without touching their code:
 forward pre-hooks record each block's input x and its attention output; q, k, v are recomputed
 from the block's own modules (attention_norm, qkv) and the rotation tables from the model's own
-`positional.rotation(layer, T, x)`, exactly as `Block.attend` forms them. The actual scores are
+`positional.rotation(layer, T, x)` (the tables `Block.attend` looks its tokens' rotations up in). The actual scores are
 computed as the reference kernel does (rotate q and k with `apply_rotary`, fp32 dot, 1/√d). As a
 guard against drift from the model code, the layer's attention output is recomputed with the
 reference kernel from those q, k, v, tables and compared with what the model produced
@@ -167,7 +167,7 @@ def capture_trained(
         if layer in per_layer:
             return per_layer[layer]
         block = blocks[layer]
-        x = block_inputs[layer]  # (1 run, 1 string, T, d_model)
+        x = block_inputs[layer][:, None]  # run-major (1 run, T, d_model) -> (1 run, 1 string, T, d_model)
         d_model = x.shape[-1]
         head_dim = d_model // block.heads
         n_pairs = head_dim // 2
@@ -198,13 +198,13 @@ def capture_trained(
             recomputed = rotary_attention_reference(
                 q_heads, k_heads, v[0][:, None], cos_h, sin_h, rotate_values=positional.rotate_values
             )[:, 0]  # (H, T, d)
-            raw = attention_outputs[layer][0]  # run 0: (1, T, d_model), or (1, d_model) at the readout
-            if raw.dim() == 2:
+            raw = attention_outputs[layer][0]  # run 0: (T, d_model), or (1 string, d_model) at the readout
+            if layer == len(blocks) - 1:
                 # The last block projects only its readout row (the eos, the last position here).
                 captured = raw.view(-1, block.heads, head_dim).transpose(0, 1)
                 recomputed = recomputed[:, -captured.shape[1]:]
             else:
-                captured = raw[0].view(length, block.heads, head_dim).transpose(0, 1)
+                captured = raw.view(length, block.heads, head_dim).transpose(0, 1)
             recompute_error = float((recomputed.float() - captured.float()).abs().max()) if length else 0.0
         kinds, frequencies = _trained_pair_kinds(positional, layer, n_pairs)
         angles = _angles(cos_h, sin_h)  # (H, T, P)

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 from formal_rope.errors import FormalRopeError
 from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
-from formal_rope.kernels.torch_fast import rotary_attention_fast, rotary_readout_attention
+from formal_rope.kernels.torch_fast import (
+    causal_attention_torch,
+    readout_attention,
+    rotary_attention_fast,
+    rotary_readout_attention,
+)
 
 ATTENTION_IMPLS = ("auto", "triton", "torch")
 
@@ -60,10 +67,26 @@ def rotary_attention(q, k, v, cos, sin, *, rotate_values: bool = False, impl: st
     return _triton_module().rotary_attention_triton(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
 
 
+def causal_attention(q, k, v, *, impl: str = "auto", scale: float | None = None):
+    """Strict-causal softmax attention without rotation (rotary models rotate q and k beforehand).
+
+    q, k, v: (batch, heads, T, d), any strides with a contiguous last axis. Query i attends to keys
+    j < i; query 0 (bos) returns zeros. impl as for `rotary_attention` ("triton" runs the Triton
+    kernel with identity rotations). Returns (batch, heads, T, d) in q's dtype.
+    """
+    if resolve_impl(impl, q.is_cuda) == "torch":
+        return causal_attention_torch(q, k, v, scale=scale)
+    half = q.shape[-1] // 2
+    cos = torch.ones(q.shape[-2], half, dtype=q.dtype, device=q.device)
+    return _triton_module().rotary_attention_triton(q, k, v, cos, torch.zeros_like(cos), scale=scale)
+
+
 __all__ = [
     "ATTENTION_IMPLS",
     "AttentionImplError",
     "apply_rotary",
+    "causal_attention",
+    "readout_attention",
     "resolve_impl",
     "rotary_attention",
     "rotary_attention_fast",

@@ -26,6 +26,40 @@ def rotate_complex(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, invers
     return torch.view_as_real(rotated).flatten(-2)
 
 
+_STRICT_MASKS: dict = {}
+
+
+def strict_causal_mask(length: int, device) -> torch.Tensor:
+    """(T, T) boolean mask, True where query i may attend to key j (j < i); cached per length and device."""
+    key = (length, str(device))
+    mask = _STRICT_MASKS.get(key)
+    if mask is None:
+        mask = torch.ones(length, length, dtype=torch.bool, device=device).tril(-1)
+        if len(_STRICT_MASKS) < 256:
+            _STRICT_MASKS[key] = mask
+    return mask
+
+
+def causal_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    """Strict-causal softmax attention (no rotation) through PyTorch's fused SDPA: query i attends to
+    keys j < i, query 0 (bos) returns zeros. q, k, v: (batch, heads, T, d), any strides with a
+    contiguous last axis; returns (batch, heads, T, d) in q's dtype.
+
+    On CPU, SDPA with the strict mask gives exact zeros (and zero gradients) for the fully-masked
+    row 0 (tested), so the whole square is one call. Elsewhere fully-masked rows are not promised to
+    be zeros, so queries 1.. attend to keys ..T-2 with SDPA's own causal mask (query i, key j <= i-1)
+    and the zero row is put in front.
+    """
+    length, dim = q.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(dim) if scale is None else scale
+    if length <= 1:
+        return q.new_zeros(q.shape)
+    if q.device.type == "cpu":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=strict_causal_mask(length, q.device), scale=scale)
+    rows = F.scaled_dot_product_attention(q[..., 1:, :], k[..., :-1, :], v[..., :-1, :], is_causal=True, scale=scale)
+    return torch.cat((rows.new_zeros((*rows.shape[:-2], 1, dim)), rows), dim=-2)
+
+
 def rotary_attention_fast(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -44,18 +78,15 @@ def rotary_attention_fast(
     if dim % 2:
         raise ValueError(f"head dimension must be even for rotary pairs, got {dim}")
     scale = 1.0 / math.sqrt(dim) if scale is None else scale
+    if length <= 1:
+        return rotary_attention_reference(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
     # Tables are rounded to the input dtype first, as the reference (and the Triton kernel) do.
     cos = cos.to(q.dtype)
     sin = sin.to(q.dtype)
     q_rot = rotate_complex(q, cos, sin)
     k_rot = rotate_complex(k, cos, sin)
     v_in = rotate_complex(v, cos, sin) if rotate_values else v.float()
-    if length <= 1:
-        return rotary_attention_reference(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
-    rows = F.scaled_dot_product_attention(
-        q_rot[..., 1:, :], k_rot[..., :-1, :], v_in[..., :-1, :], is_causal=True, scale=scale
-    )
-    out = torch.cat((rows.new_zeros((*rows.shape[:-2], 1, dim)), rows), dim=-2)
+    out = causal_attention_torch(q_rot, k_rot, v_in, scale=scale)
     if rotate_values:
         out = rotate_complex(out, cos.float(), sin.float(), inverse=True)
     return out.to(q.dtype)
@@ -67,6 +98,24 @@ def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse
     pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], -1, 2).contiguous())
     rotation = torch.complex(cos.to(work.dtype), (-sin if inverse else sin).to(work.dtype))
     return torch.view_as_real(pairs * rotation).flatten(-2)
+
+
+def readout_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor, *, scale: float | None = None
+) -> torch.Tensor:
+    """Strict-causal softmax attention of ONE query per sequence (no rotation): the query of
+    sequence n sits at positions[n] and attends to its keys j < positions[n].
+
+    q: (N, H, d); k, v: (N, T, H, d) (the token-major layout of a model's pooled tokens). Returns
+    (N, H, d) in float32 (q's dtype if wider). A classifier reads its last layer at eos only, so
+    this costs O(T) per sequence instead of O(T^2). Position 0 (bos) sees no key: zeros.
+    """
+    count, length, heads, dim = k.shape
+    scale = 1.0 / math.sqrt(dim) if scale is None else scale
+    scores = (k.float() * q.float()[:, None]).sum(-1) * scale  # (N, T, H)
+    later = torch.arange(length, device=k.device)[None, :, None] >= positions[:, None, None]
+    weights = torch.softmax(scores.masked_fill(later, float("-inf")), dim=1).nan_to_num(0.0)
+    return (weights[..., None] * v.float()).sum(1)
 
 
 def rotary_readout_attention(
@@ -85,11 +134,8 @@ def rotary_readout_attention(
     q: (N, H, d), the query at position positions[n] of sequence n; k, v: (N, H, T, d) at positions
     0..T-1, of which only j < positions[n] are attended. cos, sin: (T, d/2) shared, (N, T, d/2) per
     sequence, or (N, H, T, d/2) per sequence and head. Returns (N, H, d) in q's dtype.
-
-    A classifier reads its last layer at eos only, so this costs O(T) per sequence instead of O(T^2).
     """
     count, heads, length, dim = k.shape
-    scale = 1.0 / math.sqrt(dim) if scale is None else scale
     cos, sin = cos.to(q.dtype), sin.to(q.dtype)
     sequences = torch.arange(count, device=k.device)
     if cos.dim() == 2:
@@ -104,11 +150,7 @@ def rotary_readout_attention(
     q_rot = _rotate_pairs(q, *table_q)
     k_rot = _rotate_pairs(k, *table_k)
     v_in = _rotate_pairs(v, *table_k) if rotate_values else v.float()
-    scores = torch.matmul(k_rot, q_rot[..., None])[..., 0] * scale  # (N, H, T)
-    later = torch.arange(length, device=k.device)[None, None, :] >= positions[:, None, None]
-    scores = scores.float().masked_fill(later, float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # position 0 (bos) sees no key: zeros
-    out = torch.matmul(weights[..., None, :], v_in.float())[..., 0, :]  # (N, H, d)
+    out = readout_attention(q_rot, k_rot.transpose(1, 2), v_in.transpose(1, 2), positions, scale=scale)
     if rotate_values:
         out = _rotate_pairs(out, table_q[0].float(), table_q[1].float(), inverse=True)
     return out.to(q.dtype)

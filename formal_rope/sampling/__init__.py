@@ -20,7 +20,10 @@ from formal_rope.sampling.datasets import (
     sample_strings,
     test_set,
     test_sets,
+    TrainingDraw,
+    draw_training_batch,
     training_batch,
+    walk_training_batches,
 )
 from formal_rope.sampling.formats import (
     DataFormatError,
@@ -67,7 +70,10 @@ __all__ = [
     "sample_strings",
     "test_set",
     "test_sets",
+    "TrainingDraw",
+    "draw_training_batch",
     "training_batch",
+    "walk_training_batches",
     "walk",
     "write_flare_split",
     "write_mlregtest_file",

@@ -347,19 +347,27 @@ class TrainingBatch:
         return int(self.labels.shape[0])
 
 
-def training_batch(
+@dataclass(frozen=True, eq=False)
+class TrainingDraw:
+    """The random choices behind one training batch, before any path is walked: each string's
+    length, label and start node, its position-major uniforms (max length, B), and the row shuffle."""
+
+    lengths: np.ndarray
+    labels: np.ndarray
+    starts: np.ndarray
+    uniforms: np.ndarray
+    permutation: np.ndarray
+
+
+def draw_training_batch(
     dfa: DFA,
     rng: np.random.Generator,
     batch_size: int,
     min_length: int = 0,
     max_length: int = 40,
-) -> TrainingBatch:
-    """`batch_size` strings: ceil(B/2) positives and floor(B/2) negatives, rows shuffled.
-
-    Each string's length is uniform over [min_length, max_length] restricted to the lengths where
-    its class is non-empty (the same distribution as resampling the length until the class exists);
-    given its length the string is uniform in its class. All strings are sampled in one pass."""
-    require_dfa(dfa, "training_batch", "dfa")
+) -> TrainingDraw:
+    """Every draw `training_batch` makes from `rng`, in the same order (walking consumes none)."""
+    require_dfa(dfa, "draw_training_batch", "dfa")
     if not 0 <= min_length <= max_length:
         raise FormalRopeError(f"need 0 <= min_length <= max_length, got [{min_length}, {max_length}]")
     if batch_size < 0:
@@ -385,9 +393,53 @@ def training_batch(
     labels = np.zeros(batch_size, dtype=bool)
     labels[:n_positive] = True
     starts = np.where(labels, dfa.start, negative_start)
-    symbols = np.full((batch_size, max_length), PAD, dtype=np.int64)
-    if batch_size:
-        drawn = walk(counts, lengths, rng.random((int(lengths.max()), batch_size)), starts=starts)
+    uniforms = rng.random((int(lengths.max()), batch_size)) if batch_size else np.zeros((0, 0))
+    return TrainingDraw(lengths, labels, starts, uniforms, rng.permutation(batch_size))
+
+
+def walk_training_batches(dfa: DFA, draws, max_length: int = 40) -> list[TrainingBatch]:
+    """The batches of `draws` (from `draw_training_batch` with this dfa and max_length), all walked
+    in one pass: a string's path depends only on its own length, start and uniforms, so each batch
+    is exactly the one `training_batch` returns for its draw, while the walk's per-position steps
+    serve every batch at once."""
+    require_dfa(dfa, "walk_training_batches", "dfa")
+    draws = list(draws)
+    counts = count_table(dfa, LABELLED, max_length)
+    sizes = [len(draw.lengths) for draw in draws]
+    total = sum(sizes)
+    symbols = np.full((total, max_length), PAD, dtype=np.int64)
+    if total:
+        longest = max(draw.uniforms.shape[0] for draw in draws)
+        uniforms = np.zeros((longest, total))
+        column = 0
+        for draw, size in zip(draws, sizes):
+            uniforms[: draw.uniforms.shape[0], column : column + size] = draw.uniforms
+            column += size
+        lengths = np.concatenate([draw.lengths for draw in draws])
+        starts = np.concatenate([draw.starts for draw in draws])
+        drawn = walk(counts, lengths, uniforms, starts=starts)
         symbols[:, : drawn.shape[1]] = drawn
-    permutation = rng.permutation(batch_size)
-    return TrainingBatch(symbols[permutation], lengths[permutation], labels[permutation])
+    batches, first = [], 0
+    for draw, size in zip(draws, sizes):
+        rows = first + draw.permutation
+        batches.append(TrainingBatch(symbols[rows], draw.lengths[draw.permutation], draw.labels[draw.permutation]))
+        first += size
+    return batches
+
+
+def training_batch(
+    dfa: DFA,
+    rng: np.random.Generator,
+    batch_size: int,
+    min_length: int = 0,
+    max_length: int = 40,
+) -> TrainingBatch:
+    """`batch_size` strings: ceil(B/2) positives and floor(B/2) negatives, rows shuffled.
+
+    Each string's length is uniform over [min_length, max_length] restricted to the lengths where
+    its class is non-empty (the same distribution as resampling the length until the class exists);
+    given its length the string is uniform in its class. All strings are sampled in one pass
+    (`draw_training_batch`, then `walk_training_batches`)."""
+    require_dfa(dfa, "training_batch", "dfa")
+    draw = draw_training_batch(dfa, rng, batch_size, min_length, max_length)
+    return walk_training_batches(dfa, [draw], max_length)[0]

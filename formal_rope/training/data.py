@@ -9,7 +9,7 @@ stream and every run draws its own training batches from its own generator — w
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -92,10 +92,21 @@ class SampledData:
         return tuple(self.dfa.alphabet)
 
     def training_batch(self, rng: np.random.Generator, batch_size: int):
-        from formal_rope.sampling import training_batch
+        from formal_rope.sampling import walk_training_batches
+
+        batch = walk_training_batches(self.dfa, [self.draw(rng, batch_size)], self.config.train_max_length)[0]
+        return self.finish(batch, rng)
+
+    def draw(self, rng: np.random.Generator, batch_size: int):
+        """The draws of `training_batch` up to its walk (`sampling.draw_training_batch`)."""
+        from formal_rope.sampling import draw_training_batch
 
         config = self.config
-        batch = training_batch(self.dfa, rng, batch_size, config.train_min_length, config.train_max_length)
+        return draw_training_batch(self.dfa, rng, batch_size, config.train_min_length, config.train_max_length)
+
+    def finish(self, batch, rng: np.random.Generator):
+        """What `training_batch` does after its walk: near-miss negatives, drawn from `rng`."""
+        config = self.config
         if config.train_near_miss_fraction > 0:
             batch = mix_near_misses(
                 batch, self.dfa, rng, config.train_near_miss_fraction, config.train_min_length, config.train_max_length
@@ -109,6 +120,30 @@ class SampledData:
         from formal_rope.sampling import decode
 
         return decode(np.asarray(symbols)[None, :], self.dfa.alphabet)[0]
+
+
+def training_batches(data: Sequence, rngs: Sequence[np.random.Generator], batch_size: int) -> list:
+    """One training batch per run: `data[r].training_batch(rngs[r], batch_size)` for each r, with
+    the DFA walks of runs sampling the same language (a pack's runs) done in one pass
+    (`sampling.walk_training_batches`). Every run's batch and generator state are exactly what
+    its own `training_batch` call gives: walking draws nothing, and each run's draws stay in order."""
+    from formal_rope.sampling import walk_training_batches
+
+    batches: list = [None] * len(data)
+    groups: dict = {}
+    for run, source in enumerate(data):
+        if isinstance(source, SampledData):
+            key = (id(source.dfa), source.config.train_max_length)
+            groups.setdefault(key, []).append(run)
+        else:
+            batches[run] = source.training_batch(rngs[run], batch_size)
+    for runs in groups.values():
+        first = data[runs[0]]
+        draws = [data[run].draw(rngs[run], batch_size) for run in runs]
+        walked = walk_training_batches(first.dfa, draws, first.config.train_max_length)
+        for run, batch in zip(runs, walked):
+            batches[run] = data[run].finish(batch, rngs[run])
+    return batches
 
 
 # (DATA_LANGUAGE_PREFIX, the language of a run whose strings come only from files, lives in config:

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from formal_rope.kernels import rotary_attention, rotary_readout_attention
+from formal_rope.kernels import causal_attention, readout_attention
+from formal_rope.training.layout import TokenLayout, rectangular_layout
 from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear
 from formal_rope.training.positional import PositionalEncoding, _select_module
 
@@ -68,6 +69,30 @@ def encode_padded(
     return torch.from_numpy(tokens), torch.from_numpy(lengths + 1)
 
 
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _rotate(x: torch.Tensor, turn: torch.Tensor) -> torch.Tensor:
+    """Interleaved rotary pairs of x (..., head_dim) multiplied by the unit complex numbers `turn`
+    (broadcasting against x's pairs (..., head_dim/2)): one complex product per pair."""
+    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * turn).flatten(-2)
+
+
+def _turns(rotation: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """A layer's per-token rotations (N, P) or (N, H, P) as (N, 1 or H, P), for a model computing in
+    `dtype`: in fp16/bf16 the table entries are rounded to that format first and the products run
+    in float32 (what the attention kernels do with tables: `kernels.rotary_attention`)."""
+    if rotation is None:
+        return None
+    turn = rotation[:, None, :] if rotation.dim() == 2 else rotation
+    if dtype in LOW_PRECISION:
+        turn = torch.complex(turn.real.to(dtype).float(), turn.imag.to(dtype).float())
+    return turn
+
+
 class Block(nn.Module):
     def __init__(self, runs: int, d_model: int, heads: int, ffn_mult: int) -> None:
         super().__init__()
@@ -84,78 +109,105 @@ class Block(nn.Module):
             layer.reset_run(run, generator)
 
     def project_qkv(self, normed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v of shape (R, B, H, T, head_dim) from the normed stream (R, B, T, d_model)."""
+        """q, k, v of shape (R, B, H, T, head_dim) from a normed stream (R, B, T, d_model) of
+        equal-length strings (what `formal_rope.diagnostics` reads)."""
         runs, batch, length, d_model = normed.shape
         head_dim = d_model // self.heads
         q, k, v = self.qkv(normed).view(runs, batch, length, 3, self.heads, head_dim).permute(3, 0, 1, 4, 2, 5)
         return q, k, v
 
-    def attend(self, x: torch.Tensor, rotation, rotate_values: bool, impl: str) -> torch.Tensor:
-        runs, batch, length, d_model = x.shape
-        head_dim = d_model // self.heads
-        q, k, v = self.project_qkv(x)
-        if rotation is None:
-            cos = torch.ones(runs, length, head_dim // 2, dtype=x.dtype, device=x.device)
-            sin = torch.zeros_like(cos)
-        else:
-            cos, sin = rotation
-        if cos.dim() == 5:
-            # Per-head content angles (R, B, H, T, P): fold runs, batch and heads into the kernel's batch.
-            fold = (runs * batch * self.heads, 1, length, head_dim)
-            tables = (runs * batch * self.heads, length, head_dim // 2)
-            out = rotary_attention(
-                q.reshape(fold), k.reshape(fold), v.reshape(fold), cos.reshape(tables), sin.reshape(tables),
-                rotate_values=rotate_values, impl=impl,
-            )
-        else:
-            # Per-run tables (R, T, P): the kernel's batch axis is the run, its heads are batch x heads.
-            fold = (runs, batch * self.heads, length, head_dim)
-            out = rotary_attention(
-                q.reshape(fold), k.reshape(fold), v.reshape(fold), cos, sin, rotate_values=rotate_values, impl=impl
-            )
-        out = out.view(runs, batch, self.heads, length, head_dim).transpose(2, 3)
-        return out.reshape(runs, batch, length, d_model)
+    def attend(self, normed: torch.Tensor, layout: TokenLayout, rotation, rotate_values: bool, impl: str) -> torch.Tensor:
+        """Attention output (R, L, d_model) at every run-major token.
 
-    def attend_readout(self, x: torch.Tensor, rotation, rotate_values: bool, readout: torch.Tensor) -> torch.Tensor:
-        """Attention output (R, B, d_model) of each sequence's readout query only (its eos)."""
-        runs, batch, length, d_model = x.shape
-        head_dim = d_model // self.heads
-        q, k, v = self.project_qkv(x)
-        count = runs * batch
-        flat = readout.reshape(count)
-        queries = q.reshape(count, self.heads, length, head_dim)[torch.arange(count, device=x.device), :, flat]
-        if rotation is None:
-            cos = torch.ones(length, head_dim // 2, dtype=x.dtype, device=x.device)
-            sin = torch.zeros_like(cos)
-        else:
-            cos, sin = rotation
-            if cos.dim() == 3:  # per-run tables (R, T, P): one per sequence
-                cos = cos[:, None].expand(runs, batch, length, -1).reshape(count, length, -1)
-                sin = sin[:, None].expand(runs, batch, length, -1).reshape(count, length, -1)
-            else:  # content angles (R, B, H, T, P)
-                cos, sin = cos.reshape(count, self.heads, length, -1), sin.reshape(count, self.heads, length, -1)
-        out = rotary_readout_attention(
-            queries, k.reshape(count, self.heads, length, head_dim), v.reshape(count, self.heads, length, head_dim),
-            cos, sin, flat, rotate_values=rotate_values,
+        q, k, v are projected per run and moved to pooled order; q and k (and v with JoFormer's
+        transport) are rotated there in one complex product (each token by its run's rotation at
+        its position), and each length bucket is one strict-causal attention call over the
+        sequences of every run.
+        """
+        pooled = layout.to_pooled(self.qkv(normed))  # (N, 3 d_model)
+        if normed.dtype in LOW_PRECISION:
+            pooled = pooled.float()  # fp16/bf16 models attend in float32, as the kernels do
+        count = pooled.shape[0]
+        heads = self.heads
+        head_dim = pooled.shape[1] // (3 * heads)
+        qkv = pooled.view(count, 3, heads, head_dim)
+        turn = _turns(rotation, normed.dtype)
+        if turn is not None and rotate_values:
+            qkv = _rotate(qkv, turn[:, None])
+        # split, not sliced: the backward joins the pieces' gradients instead of zero-filling each.
+        qk, v = qkv.split([2, 1], dim=1)
+        if turn is not None and not rotate_values:
+            qk = _rotate(qk, turn[:, None])
+        outputs = []
+        sizes = layout.bucket_tokens()
+        for sequences, width, qk_part, v_part in zip(layout.counts, layout.widths, qk.split(sizes), v.split(sizes)):
+            q, k = qk_part.view(sequences, width, 2, heads, head_dim).permute(2, 0, 3, 1, 4).unbind(0)  # (S, H, T, hd)
+            out = causal_attention(q, k, v_part.view(sequences, width, heads, head_dim).transpose(1, 2), impl=impl)
+            outputs.append(out.transpose(1, 2).reshape(sequences * width, heads * head_dim))
+        out = torch.cat(outputs) if len(outputs) != 1 else outputs[0]
+        if turn is not None and rotate_values:
+            # JoFormer's transport: the output at position i is rotated back by R_i^T.
+            out = _rotate(out.view(count, heads, head_dim), turn.conj()).view(count, heads * head_dim)
+        return layout.to_run_major(out.to(normed.dtype))
+
+    def attend_readout(self, normed: torch.Tensor, layout: TokenLayout, rotation, rotate_values: bool) -> torch.Tensor:
+        """Attention output (R, B, d_model) of each string's readout query only (its eos).
+
+        Keys and values are projected at every token, the query at readout tokens only; each bucket
+        attends from one query per sequence (O(T), `kernels.readout_attention`).
+        """
+        runs, columns, d_model = normed.shape
+        heads = self.heads
+        head_dim = d_model // heads
+        weight, bias = self.qkv.weight, self.qkv.bias
+        keys_values = torch.baddbmm(bias[:, None, d_model:], normed, weight[:, d_model:].transpose(1, 2))
+        at_readout = normed.reshape(runs * columns, d_model).index_select(0, layout.readout_rows.reshape(-1))
+        queries = torch.baddbmm(
+            bias[:, None, :d_model], at_readout.view(runs, -1, d_model), weight[:, :d_model].transpose(1, 2)
         )
-        return out.reshape(runs, batch, d_model)
+        q = layout.strings_to_sequences(queries).view(-1, heads, head_dim)  # (S, H, hd)
+        k, v = layout.to_pooled(keys_values).view(-1, 2, heads, head_dim).split(1, dim=1)  # (N, 1, H, hd)
+        k, v = k.squeeze(1), v.squeeze(1)
+        if normed.dtype in LOW_PRECISION:
+            q, k, v = q.float(), k.float(), v.float()
+        turn = _turns(rotation, normed.dtype)
+        query_turn = None
+        if turn is not None:
+            query_turn = turn.index_select(0, layout.readout_token)  # each sequence's rotation at its eos
+            q = _rotate(q, query_turn)
+            k = _rotate(k, turn)
+            if rotate_values:
+                v = _rotate(v, turn)
+        outputs = []
+        sizes, counts = layout.bucket_tokens(), list(layout.counts)
+        for sequences, width, query, key, value, position in zip(
+            layout.counts, layout.widths, q.split(counts), k.split(sizes), v.split(sizes), layout.readout.split(counts)
+        ):
+            shape = (sequences, width, heads, head_dim)
+            outputs.append(readout_attention(query, key.view(shape), value.view(shape), position))
+        out = torch.cat(outputs) if len(outputs) != 1 else outputs[0]  # (S, H, hd)
+        if query_turn is not None and rotate_values:
+            out = _rotate(out, query_turn.conj())
+        return layout.sequences_to_strings(out.reshape(-1, d_model).to(normed.dtype))
 
     def forward(
-        self, x: torch.Tensor, positional: PositionalEncoding, layer: int, impl: str, rows: tuple | None = None
+        self, x: torch.Tensor, layout: TokenLayout, positional: PositionalEncoding, layer: int, impl: str,
+        readout_only: bool = False,
     ) -> torch.Tensor:
-        """The block's output at every position, or only at the (run, batch, position) `rows` when given.
+        """The block's output (R, L, d_model) at every run-major token of `layout`, or with
+        `readout_only` (R, B, d_model) at each string's readout alone.
 
-        The last block is only read at eos, and everything after attention is per-position, so with
-        `rows` only the readout queries attend (O(T) instead of O(T^2)) and the output projection
-        and FFN run on the readout rows alone (same values up to rounding, less work).
+        The last block is only read at eos, and everything after attention is per token, so with
+        `readout_only` only the readout queries attend (O(T) instead of O(T^2)) and the output
+        projection and FFN run on the readout rows alone (same values up to rounding, less work).
         """
         normed = self.attention_norm(x)
-        rotation = positional.rotation(layer, x.shape[2], x)
-        if rows is not None:
-            attended = self.attend_readout(normed, rotation, positional.rotate_values, rows[2])
-            x = x[rows]
+        rotation = positional.token_rotation(layer, layout, x)
+        if readout_only:
+            attended = self.attend_readout(normed, layout, rotation, positional.rotate_values)
+            x = x.reshape(-1, x.shape[-1]).index_select(0, layout.readout_rows.reshape(-1)).view(attended.shape)
         else:
-            attended = self.attend(normed, rotation, positional.rotate_values, impl)
+            attended = self.attend(normed, layout, rotation, positional.rotate_values, impl)
         x = x + self.attention_out(attended)
         return x + self.ffn_out(F.gelu(self.ffn_in(self.ffn_norm(x))))
 
@@ -214,7 +266,8 @@ class Classifier(nn.Module):
         return self
 
     def forward(self, tokens: torch.Tensor, readout_index: torch.Tensor) -> torch.Tensor:
-        """Logits (R, batch, 2) read at readout_index (R, batch) (each example's eos position).
+        """Logits (R, batch, 2) read at readout_index (R, batch) (each example's eos position), for
+        tokens (R, batch, T).
 
         A pack of one also takes (batch, T) tokens with (batch,) readouts and returns (batch, 2).
         """
@@ -223,22 +276,26 @@ class Classifier(nn.Module):
             if self.runs != 1:
                 raise ValueError(f"a pack of {self.runs} runs needs tokens shaped (runs, batch, T)")
             tokens, readout_index = tokens[None], readout_index[None]
-        runs, batch, length = tokens.shape
-        x = self.embedding(tokens)
-        additive = self.positional.embedding(length, tokens.device)
+        logits = self.forward_layout(rectangular_layout(tokens, readout_index.expand(tokens.shape[:2])))
+        return logits[0] if single else logits
+
+    def forward_layout(self, layout: TokenLayout, readout_only: bool = True) -> torch.Tensor:
+        """Logits (R, B, 2) of every string of `layout` (`formal_rope.training.layout`), read at its eos.
+
+        readout_only=False runs the last block at every position and then reads eos: the
+        definition the readout-only path (the default) is tested against.
+        """
+        x = self.embedding(layout.tokens)  # (R, L, d)
+        additive = self.positional.embedding(max(layout.widths, default=1), layout.tokens.device)
         if additive is not None:
-            x = x + additive[:, None].to(x.dtype)
-        rows = (
-            torch.arange(runs, device=tokens.device)[:, None],
-            torch.arange(batch, device=tokens.device)[None, :],
-            readout_index,
-        )
+            runs = torch.arange(layout.runs, device=x.device)[:, None]
+            x = x + additive[runs, layout.positions].to(x.dtype)
         last = len(self.blocks) - 1
         for layer, block in enumerate(self.blocks):
-            x = block(x, self.positional, layer, self.attention_impl, rows if layer == last else None)
-        final = x if last >= 0 else x[rows]
-        logits = self.readout(self.final_norm(final))
-        return logits[0] if single else logits
+            x = block(x, layout, self.positional, layer, self.attention_impl, readout_only and layer == last)
+        if last < 0 or not readout_only:
+            x = x.reshape(-1, x.shape[-1]).index_select(0, layout.readout_rows.reshape(-1)).view(layout.runs, -1, x.shape[-1])
+        return self.readout(self.final_norm(x))
 
     def select_runs(self, indices) -> "Classifier":
         """A new Classifier holding copies of runs `indices` of this pack (in that order)."""

@@ -5,6 +5,12 @@ all runs; what differs per run (learning rate and schedule position, weight deca
 whether the run is still training) enters as a per-run factor broadcast over that axis. The update
 is torch's AdamW (decoupled weight decay, bias-corrected moments) written out, since torch's
 optimisers take one learning rate per parameter group, not one per slice of a tensor.
+
+`PackedAdamW` moves the pack's trainable parameters into one flat `(R, P)` buffer per dtype (each
+parameter becomes a view of its columns) and gives their gradients the same layout, so zeroing,
+clipping and the update are a handful of operations on one tensor whatever the number of weight
+matrices (on a GPU: a handful of kernel launches per step instead of several per parameter).
+Parameters keep their names, shapes and values; only their storage moves.
 """
 
 from __future__ import annotations
@@ -28,46 +34,111 @@ def _per_run(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 def clip_grad_norms(parameters: Sequence[torch.nn.Parameter], max_norms: torch.Tensor) -> torch.Tensor:
     """Scale each run's gradients so that its global L2 norm is at most max_norms[run] (<= 0: no
-    clipping); returns the per-run norms before clipping (torch.nn.utils.clip_grad_norm_ per run)."""
+    clipping); returns the per-run norms before clipping (torch.nn.utils.clip_grad_norm_ per run).
+    For any packed parameters; `PackedAdamW.clip` does the same on its flat buffers."""
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return torch.zeros(len(max_norms))
     squares = torch.stack([g.detach().pow(2).flatten(1).sum(1, dtype=torch.float64) for g in grads]).sum(0)
     norms = squares.sqrt()
-    max_norms = max_norms.to(norms.device)
-    factors = torch.where(max_norms > 0, (max_norms / (norms + 1e-6)).clamp(max=1.0), torch.ones_like(norms))
-    by_shape: dict = {}
+    factors = _clip_factors(norms, max_norms)
     for grad in grads:
-        key = (grad.dim(), grad.dtype)
-        if key not in by_shape:
-            by_shape[key] = _per_run(factors, grad)
-        grad.mul_(by_shape[key])
+        grad.mul_(_per_run(factors, grad))
     return norms
+
+
+def _clip_factors(norms: torch.Tensor, max_norms: torch.Tensor) -> torch.Tensor:
+    max_norms = max_norms.to(norms.device)
+    return torch.where(max_norms > 0, (max_norms / (norms + 1e-6)).clamp(max=1.0), torch.ones_like(norms))
+
+
+class _FlatGroup:
+    """The parameters of one dtype, moved into the columns of one (R, P) buffer, with an (R, P)
+    gradient buffer whose columns are their `.grad`s (autograd accumulates into them in place)."""
+
+    def __init__(self, named: list[tuple[str, torch.nn.Parameter]]) -> None:
+        first = named[0][1]
+        runs = first.shape[0]
+        self.names = [name for name, _ in named]
+        self.parameters = [parameter for _, parameter in named]
+        self.widths = [parameter[0].numel() for parameter in self.parameters]
+        total = sum(self.widths)
+        self.values = torch.empty(runs, total, dtype=first.dtype, device=first.device)
+        self.grads = torch.zeros_like(self.values)
+        decayed = torch.zeros(1, total, dtype=torch.bool, device=first.device)
+        start = 0
+        for (name, parameter), width in zip(named, self.widths):
+            columns = slice(start, start + width)
+            with torch.no_grad():
+                self.values[:, columns].copy_(parameter.reshape(runs, width))
+            parameter.data = self.values[:, columns].view(parameter.shape)
+            parameter.grad = self.grads[:, columns].view(parameter.shape)
+            decayed[:, columns] = decays(name, parameter)
+            start += width
+        self.decayed = decayed if bool(decayed.any()) else None
+        self.exp_avg = torch.zeros_like(self.values)
+        self.exp_avg_sq = torch.zeros_like(self.values)
+        self._pointers = [(p.data_ptr(), p.grad.data_ptr()) for p in self.parameters]
+
+    def attached(self) -> bool:
+        """Whether every parameter and its gradient still live in this group's buffers (nothing
+        replaced their storage: autograd accumulates into an existing `.grad` in place)."""
+        return all(
+            p.grad is not None and (p.data_ptr(), p.grad.data_ptr()) == pointers
+            for p, pointers in zip(self.parameters, self._pointers)
+        )
+
+    def views(self, flat: torch.Tensor) -> list[torch.Tensor]:
+        """Per-parameter views (R, *shape) of a flat (R, P) buffer."""
+        out, start = [], 0
+        for parameter, width in zip(self.parameters, self.widths):
+            out.append(flat[:, start : start + width].view(parameter.shape))
+            start += width
+        return out
 
 
 class PackedAdamW:
     """AdamW over packed parameters with per-run learning rates and weight decays.
 
     `step(lrs, active)`: lrs (R,) learning rates for this step; runs with active False (diverged,
-    frozen) are not updated and their moments do not advance.
+    frozen) are not updated and their moments do not advance. `clip(max_norms)` clips each run's
+    gradient norm. Construction moves the parameters into flat buffers (module docstring), so build
+    the optimizer after the model is on its device.
     """
 
     def __init__(self, named_parameters, weight_decays: Sequence[float], betas=BETAS, eps: float = EPS) -> None:
-        self.parameters: list[torch.nn.Parameter] = []
-        self.decayed: list[bool] = []
-        for name, parameter in named_parameters:
-            if parameter.requires_grad:
-                self.parameters.append(parameter)
-                self.decayed.append(decays(name, parameter))
+        by_dtype: dict = {}
+        trainable = [(name, parameter) for name, parameter in named_parameters if parameter.requires_grad]
+        for name, parameter in trainable:
+            by_dtype.setdefault((parameter.dtype, parameter.device), []).append((name, parameter))
+        self.groups = [_FlatGroup(named) for named in by_dtype.values()]
+        self.parameters: list[torch.nn.Parameter] = [p for group in self.groups for p in group.parameters]
+        # state_dict lists moments in the model's parameter order (the layout saved states have).
+        where = {id(p): (g, i) for g, group in enumerate(self.groups) for i, p in enumerate(group.parameters)}
+        self._order = [where[id(parameter)] for _, parameter in trainable]
         self.weight_decays = torch.tensor([float(w) for w in weight_decays], dtype=torch.float64)
         self.betas, self.eps = betas, eps
         self.steps = torch.zeros(len(weight_decays), dtype=torch.int64)  # per-run update count
-        self.exp_avg = [torch.zeros_like(p) for p in self.parameters]
-        self.exp_avg_sq = [torch.zeros_like(p) for p in self.parameters]
+
+    def _check_attached(self) -> None:
+        if not all(group.attached() for group in self.groups):
+            raise RuntimeError("a parameter's storage or gradient was replaced after PackedAdamW was built")
 
     def zero_grad(self) -> None:
-        for parameter in self.parameters:
-            parameter.grad = None
+        self._check_attached()
+        for group in self.groups:
+            group.grads.zero_()
+
+    @torch.no_grad()
+    def clip(self, max_norms: torch.Tensor) -> torch.Tensor:
+        """Scale each run's gradients so that its global L2 norm is at most max_norms[run] (<= 0: no
+        clipping); returns the per-run norms (float64) before clipping."""
+        squares = sum(group.grads.pow(2).sum(1, dtype=torch.float64) for group in self.groups)
+        norms = squares.sqrt() if isinstance(squares, torch.Tensor) else torch.zeros(len(max_norms), dtype=torch.float64)
+        factors = _clip_factors(norms, max_norms)
+        for group in self.groups:
+            group.grads.mul_(factors.to(group.grads.dtype)[:, None])
+        return norms
 
     @torch.no_grad()
     def step(self, lrs: torch.Tensor, active: torch.Tensor) -> None:
@@ -80,46 +151,54 @@ class PackedAdamW:
         correction2_sqrt = (1 - beta2**steps).sqrt()
         step_sizes = -lrs / correction1
         decay_factors = 1 - lrs * self.weight_decays
-        # Per-run factors in each parameter dtype, built once per step (not once per parameter).
-        factors: dict = {}
+        for group in self.groups:
+            values, grad = group.values, group.grads
+            device, dtype = values.device, values.dtype
 
-        def per_run(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-            key = (id(values), like.dtype, like.device, like.dim())
-            if key not in factors:
-                factors[key] = _per_run(values.to(like.device), like)
-            return factors[key]
+            def per_run(factor: torch.Tensor) -> torch.Tensor:
+                return factor.to(device=device, dtype=dtype)[:, None]
 
-        for index, (parameter, decayed) in enumerate(zip(self.parameters, self.decayed)):
-            grad = parameter.grad
-            if grad is None:
-                continue
             # The same operations whether or not some runs are frozen, so an active run's numbers
             # never depend on the others; frozen runs keep their weights and moments (torch.where).
-            mask = None if everyone else per_run(active, grad).bool()
+            mask = None if everyone else active.to(device)[:, None]
             if mask is not None:
-                grad = torch.where(mask, grad, torch.zeros((), dtype=grad.dtype, device=grad.device))
-            exp_avg = self.exp_avg[index].lerp(grad, 1 - beta1)
-            exp_avg_sq = self.exp_avg_sq[index].mul(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denominator = exp_avg_sq.sqrt().div_(per_run(correction2_sqrt, exp_avg_sq)).add_(self.eps)
-            updated = parameter * per_run(decay_factors, parameter) if decayed else parameter
-            updated = updated + exp_avg * per_run(step_sizes, exp_avg) / denominator
+                grad = torch.where(mask, grad, torch.zeros((), dtype=dtype, device=device))
+            exp_avg = group.exp_avg.lerp(grad, 1 - beta1)
+            exp_avg_sq = group.exp_avg_sq.mul(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denominator = exp_avg_sq.sqrt().div_(per_run(correction2_sqrt)).add_(self.eps)
+            updated = values
+            if group.decayed is not None:
+                updated = values * torch.where(group.decayed, per_run(decay_factors), torch.ones((), dtype=dtype, device=device))
+            updated = updated + exp_avg * per_run(step_sizes) / denominator
             if mask is not None:
-                exp_avg = torch.where(mask, exp_avg, self.exp_avg[index])
-                exp_avg_sq = torch.where(mask, exp_avg_sq, self.exp_avg_sq[index])
-                updated = torch.where(mask, updated, parameter)
-            self.exp_avg[index], self.exp_avg_sq[index] = exp_avg, exp_avg_sq
-            parameter.copy_(updated)
+                exp_avg = torch.where(mask, exp_avg, group.exp_avg)
+                exp_avg_sq = torch.where(mask, exp_avg_sq, group.exp_avg_sq)
+                updated = torch.where(mask, updated, values)
+            group.exp_avg.copy_(exp_avg)
+            group.exp_avg_sq.copy_(exp_avg_sq)
+            values.copy_(updated)
+
+    def _moments(self, name: str) -> list[torch.Tensor]:
+        views = [group.views(getattr(group, name)) for group in self.groups]
+        return [views[g][i] for g, i in self._order]
 
     def state_dict(self) -> dict:
+        """Steps and moments per parameter, in the model's parameter order (the layout saved
+        training states have always had)."""
         return {
             "steps": self.steps.clone(),
-            "exp_avg": [t.clone() for t in self.exp_avg],
-            "exp_avg_sq": [t.clone() for t in self.exp_avg_sq],
+            "exp_avg": [t.clone() for t in self._moments("exp_avg")],
+            "exp_avg_sq": [t.clone() for t in self._moments("exp_avg_sq")],
         }
 
     def load_state_dict(self, state: dict) -> None:
         self.steps.copy_(state["steps"])
-        for target, source in zip(self.exp_avg, state["exp_avg"]):
-            target.copy_(source)
-        for target, source in zip(self.exp_avg_sq, state["exp_avg_sq"]):
-            target.copy_(source)
+        for name in ("exp_avg", "exp_avg_sq"):
+            targets = self._moments(name)
+            if len(targets) != len(state[name]) or any(t.shape != s.shape for t, s in zip(targets, state[name])):
+                raise ValueError(f"the saved optimizer state's {name} does not match this model's parameters")
+            for target, source in zip(targets, state[name]):
+                target.copy_(source)
+
+
+__all__ = ["BETAS", "EPS", "PackedAdamW", "clip_grad_norms", "decays"]

@@ -87,7 +87,8 @@ class PackedEmbedding(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         runs = tokens.shape[0]
         offsets = torch.arange(runs, device=tokens.device).view((runs,) + (1,) * (tokens.dim() - 1)) * self.vocabulary
-        return F.embedding(tokens + offsets, self.weight.view(-1, self.features))
+        # reshape, not view: the optimizer may keep the table as a strided view of its flat buffer.
+        return F.embedding(tokens + offsets, self.weight.reshape(-1, self.features))
 
     @torch.no_grad()
     def reset_run(self, run: int, generator: torch.Generator) -> None:

@@ -9,6 +9,9 @@ periods, learned frequencies or projections. Every encoding answers two question
                                a run, or (R, batch, heads, length, head_dim/2) when angles depend on
                                content (jof_projected; x is (R, batch, length, d_model)); None means
                                no rotation (identity).
+  token_rotation(layer, layout, x)  the same rotations per token of a forward pass's TokenLayout, as
+                               unit complex numbers (N, head_dim/2) or (N, heads, head_dim/2): what
+                               the classifier multiplies q and k by.
 and `rotate_values` says whether attention transports values (JoFormer).
 
 Positions follow SPEC §1: bos is position 0, symbol i is position i, eos is N+1.
@@ -171,6 +174,16 @@ class PositionalEncoding(nn.Module):
 
     def rotation(self, layer: int, length: int, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         return None
+
+    def token_rotation(self, layer: int, layout, hidden: torch.Tensor) -> torch.Tensor | None:
+        """Each pooled token's rotation in layer `layer` as unit complex numbers cos + i sin: (N, P)
+        shared by the heads, (N, H, P) per head, or None (no rotation). `layout` is the forward
+        pass's `TokenLayout` (each token's run and position), hidden the block input (R, L, d)."""
+        tables = self.rotation(layer, max(layout.widths, default=1), hidden)
+        if tables is None:
+            return None
+        cos, sin = tables  # (R, T, P)
+        return torch.complex(cos, sin)[layout.token_run, layout.token_position]
 
     def describe(self, run: int = 0) -> dict:
         """What run `run` should record about its realised schedule."""
@@ -406,6 +419,12 @@ class ProjectedRotary(FixedRotary):
     def _build(self, run, positions):
         phases = rotary_phases(self.frequencies[run], positions, self.precision)
         return (torch.from_numpy(np.asarray(phases, dtype=np.float32)),)
+
+    def token_rotation(self, layer, layout, hidden):
+        (fixed,) = self._tables(max(layout.widths, default=1), hidden.device)  # (R, T, P)
+        content = layout.to_pooled(self.projectors[layer](hidden)).float().view(-1, self.heads, self.n_pairs)
+        angles = fixed[layout.token_run, layout.token_position][:, None, :] + content  # (N, H, P)
+        return torch.complex(torch.cos(angles), torch.sin(angles))
 
     def rotation(self, layer, length, hidden):
         (fixed,) = self._tables(length, hidden.device)  # (R, T, P), already reduced when fp64

@@ -25,6 +25,7 @@ import math
 import platform
 import subprocess
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,10 +36,11 @@ from torch.nn import functional as F
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig, RunResult, describe_period_pairs, period_pairs
-from formal_rope.training.data import RunData, mix_near_misses, run_data, test_length_blocks  # noqa: F401 (re-exported)
+from formal_rope.training.data import RunData, mix_near_misses, run_data, test_length_blocks, training_batches  # noqa: F401 (re-exported)
 from formal_rope.training.evaluate import EVAL_MODES, Evaluation, evaluate_pack_sets, evaluate_sets
-from formal_rope.training.model import Classifier, encode_padded
-from formal_rope.training.optim import PackedAdamW, clip_grad_norms
+from formal_rope.training.layout import TokenLayout, ragged_layout
+from formal_rope.training.model import Classifier
+from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.positional import (
     PHASE_PRECISIONS,
     PositionalSpec,
@@ -272,7 +274,9 @@ def source_commit() -> str | None:
 
 def make_optimizer(model: Classifier, configs) -> PackedAdamW:
     """AdamW for every run of `model` (configs[r] gives run r's weight decay; one config for a pack of
-    one); weight decay only on weight matrices (not biases, norms, embeddings or frequencies)."""
+    one); weight decay only on weight matrices (not biases, norms, embeddings or frequencies). The
+    model's parameters move into the optimizer's flat buffers (`optim.PackedAdamW`): build it once
+    the model is on its device."""
     configs = [configs] if isinstance(configs, RunConfig) else list(configs)
     return PackedAdamW(model.named_parameters(), [c.weight_decay for c in configs])
 
@@ -348,76 +352,56 @@ class _Reporter:
 # Training a pack
 
 
-LENGTH_BUCKETS = 4  # training strings are grouped by length into this many padded widths
+STRINGS_PER_BUCKET = 16  # a step's strings (all runs) per length bucket, roughly
+MIN_BUCKETS, MAX_BUCKETS = 4, 16
 
 
-def bucket_widths(min_length: int, max_length: int, buckets: int | None = None) -> tuple[int, ...]:
+def step_buckets(strings: int) -> int:
+    """How many length buckets a step of `strings` strings (all runs of a pack) is split into.
+
+    Each bucket is one attention call over sequences of one padded width: more buckets pad less
+    (less attention and less per-token work) but make more, smaller calls. About 16 strings per
+    bucket, 4 to 16 buckets, was the fastest on CPU at quick and paper dims (bench/packed_training.py).
+    """
+    return max(MIN_BUCKETS, min(MAX_BUCKETS, strings // STRINGS_PER_BUCKET))
+
+
+def bucket_widths(min_length: int, max_length: int, buckets: int = MIN_BUCKETS) -> tuple[int, ...]:
     """Token widths (length + bos + eos) of the length buckets a training step is split into: the
     strings of [min_length, max_length] cut into `buckets` equal length ranges, each padded to its
     own longest length instead of all to max_length. Attention costs T^2, so on lengths uniform in
-    [0, 40] four buckets do about half the attention work and two thirds of the rest."""
+    [0, 40] four buckets already do about half the attention work and two thirds of the rest."""
     span = max_length - min_length + 1
-    count = max(1, min(LENGTH_BUCKETS if buckets is None else buckets, span))
+    count = max(1, min(buckets, span))
     tops = sorted({min_length + math.ceil(span * (b + 1) / count) - 1 for b in range(count)})
     return tuple(top + 2 for top in tops)
 
 
 @dataclass(frozen=True, eq=False)
 class PackInputs:
-    """One training step's strings of every run, grouped by length bucket: per bucket tokens
-    (R, n, width), readout (R, n), labels (R, n) and each row's position in its run's batch
-    (`rows`, the batch size for filler rows that only keep the pack rectangular)."""
+    """One training step's strings of every run: their token layout (`formal_rope.training.layout`:
+    each run's strings back to back, attention per length bucket) and labels (R, B) in each run's
+    own batch order."""
 
-    buckets: tuple
-    batch_size: int
+    layout: TokenLayout
+    labels: torch.Tensor
 
 
 def pack_inputs(batches, n_symbols: int, widths, device="cpu") -> PackInputs:
-    """Stack the runs' batches (one TrainingBatch per run, equal sizes) into length buckets."""
-    runs, batch_size = len(batches), len(batches[0])
+    """The runs' batches (one TrainingBatch per run, equal sizes) as one step's inputs: strings in
+    the length buckets of `widths`, no run padded to another's strings."""
     lengths = np.stack([np.asarray(b.lengths, dtype=np.int64) for b in batches])  # (R, B)
-    bucket_of = np.searchsorted(np.asarray(widths) - 2, lengths)  # the first bucket that holds each length
-    buckets = []
-    for bucket, width in enumerate(widths):
-        members = [np.flatnonzero(bucket_of[run] == bucket) for run in range(runs)]
-        # Every bucket runs, with at least one row, whatever the runs drew: a run's graph (which
-        # calls, in which order) is then the same alone and in any pack, so its gradients sum up in
-        # the same order and filler rows (exact zeros in every sum) leave its numbers untouched.
-        count = max(1, max(len(m) for m in members))
-        tokens = np.empty((runs, count, width), dtype=np.int64)
-        readout = np.ones((runs, count), dtype=np.int64)
-        labels = np.zeros((runs, count), dtype=np.int64)
-        rows = np.full((runs, count), batch_size, dtype=np.int64)
-        for run, member in enumerate(members):
-            batch = batches[run]
-            filler = count - len(member)
-            symbols = np.asarray(batch.symbols)[member]
-            row_lengths = np.concatenate((lengths[run, member], np.zeros(filler, dtype=np.int64)))
-            if filler:
-                symbols = np.concatenate((symbols, np.full((filler, symbols.shape[1]), -1, dtype=np.int64)))
-            encoded, readouts = encode_padded(symbols, row_lengths, n_symbols, width=width)
-            tokens[run], readout[run] = encoded.numpy(), readouts.numpy()
-            labels[run, : len(member)] = np.asarray(batch.labels, dtype=np.int64)[member]
-            rows[run, : len(member)] = member
-        buckets.append(tuple(torch.from_numpy(a).to(device) for a in (tokens, readout, labels, rows)))
-    return PackInputs(tuple(buckets), batch_size)
+    layout = ragged_layout([b.symbols for b in batches], lengths, n_symbols, widths, device)
+    labels = torch.from_numpy(np.stack([np.asarray(b.labels, dtype=np.int64) for b in batches])).to(device)
+    return PackInputs(layout, labels)
 
 
 def pack_losses(model: Classifier, inputs: PackInputs) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-run mean cross-entropy (R,) over each run's own batch, and its count of correct answers (R,)."""
-    runs = model.runs
-    per_row = None
-    correct = None
-    for tokens, readout, labels, rows in inputs.buckets:
-        logits = model(tokens, readout)
-        row_losses = F.cross_entropy(logits.reshape(-1, 2), labels.reshape(-1), reduction="none").view(runs, -1)
-        # Filler rows land in a spare column (index batch_size) that is dropped below.
-        if per_row is None:
-            per_row = row_losses.new_zeros(runs, inputs.batch_size + 1)
-            correct = torch.zeros(runs, inputs.batch_size + 1, dtype=torch.bool, device=row_losses.device)
-        per_row = per_row.scatter(1, rows, row_losses)
-        correct = correct.scatter(1, rows, logits.detach().argmax(-1) == labels)
-    return per_row[:, : inputs.batch_size].mean(1), correct[:, : inputs.batch_size].sum(1)
+    logits = model.forward_layout(inputs.layout)  # (R, B, 2)
+    runs, batch = inputs.labels.shape
+    losses = F.cross_entropy(logits.reshape(-1, 2), inputs.labels.reshape(-1), reduction="none").view(runs, batch)
+    return losses.mean(1), (logits.detach().argmax(-1) == inputs.labels).sum(1)
 
 
 @dataclass
@@ -521,7 +505,7 @@ def train_pack(
     runs = len(configs)
     steps = configs[0].steps
     batch_size = configs[0].batch_size
-    widths = bucket_widths(configs[0].train_min_length, configs[0].train_max_length)
+    widths = bucket_widths(configs[0].train_min_length, configs[0].train_max_length, step_buckets(runs * batch_size))
     n_symbols = model.n_symbols
     optimizer = make_optimizer(model, configs)
     max_norms = torch.tensor([float(c.grad_clip) for c in configs], dtype=torch.float64)
@@ -542,11 +526,10 @@ def train_pack(
         active_runs = [r for r in range(runs) if progress.status[r] == "ok"]
         if not active_runs:
             break
-        batches = []
-        for run in range(runs):
-            if progress.status[run] == "ok":
-                last_batches[run] = data[run].training_batch(progress.rngs[run], batch_size)
-            batches.append(last_batches[run])
+        fresh = training_batches([data[r] for r in active_runs], [progress.rngs[r] for r in active_runs], batch_size)
+        for run, batch in zip(active_runs, fresh):
+            last_batches[run] = batch
+        batches = list(last_batches)
         losses, correct = pack_losses(model, pack_inputs(batches, n_symbols, widths, device))
         loss_values, correct_values = torch.stack((losses.detach().double(), correct.double())).cpu().tolist()
         for run in active_runs:
@@ -561,8 +544,12 @@ def train_pack(
             break
         optimizer.zero_grad()
         total = torch.where(active.to(device), losses, torch.zeros((), device=losses.device)).sum()
-        total.backward()
-        clip_grad_norms(optimizer.parameters, torch.where(active, max_norms, torch.zeros_like(max_norms)))
+        with warnings.catch_warnings():
+            # The gradients are strided views of the optimizer's flat buffer (optim.PackedAdamW), on
+            # purpose; autograd adds into them in place and says their layout is unusual.
+            warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+            total.backward()
+        optimizer.clip(torch.where(active, max_norms, torch.zeros_like(max_norms)))
         lrs = torch.tensor([learning_rate(c, step) for c in configs], dtype=torch.float64)
         optimizer.step(lrs, active)
         for run in range(runs):
