@@ -109,6 +109,13 @@ def test_runs_that_cannot_share_a_pack_are_grouped_apart_never_refused():
         check_packable(members)
     assert [c for p in group_packs(grid, 1) for c in p] == grid
     assert [len(p) for p in group_packs(grid[:5], "auto", workers=2)] == [3, 2]
+    # Many small groups (Table 2: a language and PE per group, two seeds each) are packed whole; the
+    # workers are shared among the groups, not given to each of them.
+    small = [_tiny(pe, language=language, seed=s) for language in ("(ab)*", "(aa)*") for pe in ("rope", "nope", "sipe")
+             for s in (0, 1)]
+    assert [len(p) for p in group_packs(small, "auto", workers=2)] == [2] * 6
+    big = [_tiny("rope", seed=s) for s in range(14)] + [_tiny("nope", seed=s) for s in range(2)]
+    assert [len(p) for p in group_packs(big, "auto", workers=2)] == [7, 7, 2]
     with pytest.raises(FormalRopeError, match="share d_model"):
         check_packable(grid[4:6])
     with pytest.raises(FormalRopeError, match="needs about .* GiB"):
