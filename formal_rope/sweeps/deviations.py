@@ -15,13 +15,13 @@ DEVIATIONS: dict[tuple[str, str], tuple[str, ...]] = {
         f"and the quick recipe no longer uses them, the rest is no single quick choice: {FINDINGS}#ablation",
         "RoPE_P's N* on (ab)* depends on the seed (the paper reports only the maximum); why, and what training "
         f"choice fixes it: {FINDINGS}#stable-rope_p",
-        "NoPE stops at 41-61 on (ab)* (paper: 96); its N* there moves by about 15 with float rounding alone: "
+        "NoPE stops at 43-85 on (ab)* (paper: 96); its N* there moves by 15-40 with float rounding alone: "
         f"{FINDINGS}#table-2-at-quick-scale",
     ),
     ("table4", "quick"): (
-        "N* on (ab)* stays at 41-45 at every base (paper: up to 98); no single quick-scale choice restores the "
+        "N* on (ab)* stays at 41-49 at every base (paper: up to 98); no single quick-scale choice restores the "
         f"paper's values (only near-miss negatives, which the paper does not use, reach 125): {FINDINGS}#tables-4-and-5-ablation",
-        "accuracy on (ab)* is 0.75-0.89 (paper: 0.51-0.82): our models reject the uniform negatives at every "
+        "accuracy on (ab)* is 0.76-0.90 (paper: 0.51-0.82): our models reject the uniform negatives at every "
         f"length and accept the near-misses, under every ablation variant: {FINDINGS}#table-4",
     ),
     ("table5", "quick"): (

@@ -8,8 +8,10 @@ mask means no position <= eos ever sees a pad, so padding cannot change the pred
 One Classifier holds a pack of R independent runs that share the architecture (packed training,
 `formal_rope.training.packed`): every weight has a leading run axis, tokens go in as (R, batch, T)
 and logits come out as (R, batch, 2). A single run is a pack of one, which also accepts plain
-(batch, T) tokens and returns (batch, 2). `select_runs` cuts runs out of a pack (a finished run's
-own model, or a smaller pack when some runs stop early).
+(batch, T) tokens and returns (batch, 2). A training step's strings of mixed lengths go in as a
+`TokenLayout` (`forward_layout`): per-run work on each run's strings back to back, attention per
+length bucket over the sequences of every run (`formal_rope.training.layout`). `select_runs` cuts
+runs out of a pack (a finished run's own model, or a smaller pack when some runs stop early).
 """
 
 from __future__ import annotations
@@ -67,8 +69,6 @@ def encode_padded(
     body[np.arange(n), lengths] = eos
     tokens = np.concatenate((np.full((n, 1), bos, dtype=np.int64), body), axis=1)
     return torch.from_numpy(tokens), torch.from_numpy(lengths + 1)
-
-
 
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
