@@ -540,7 +540,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def reproduce(
         table: str = typer.Argument("table2", help="table2, table4, table5, all (the paper's three), or one of our experiments: ablation (each quick-scale choice undone, Table 2), ablation45 (the same for NoPE and RoPE_NP on (ab)* and Σ*abΣ*, Tables 4-5), stability (RoPE_P over 5 seeds, periods 2-4), joformer (JoFormer on the paper's five languages)."),
-        scale: str = typer.Option("quick", "--scale", help="quick (table2: about 4 min with 2 workers on a 2-core CPU), medium (the paper's model and negatives, 2,000 steps: table2 in about 70 min) or paper (the paper's full settings; GPU-scale)."),
+        scale: str = typer.Option("quick", "--scale", help="quick (table2: about 1.5 min with 2 workers on a 2-core CPU), medium (the paper's model and negatives, 2,000 steps: table2 in about 70 min) or paper (the paper's full settings; GPU-scale)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/<table>-<scale>; missing folders are created). Finished runs are skipped on rerun."),
         workers: int = typer.Option(2, "--workers", help="Parallel single-threaded worker processes (at least 1)."),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
