@@ -114,8 +114,12 @@ def test_runs_that_cannot_share_a_pack_are_grouped_apart_never_refused():
     small = [_tiny(pe, language=language, seed=s) for language in ("(ab)*", "(aa)*") for pe in ("rope", "nope", "sipe")
              for s in (0, 1)]
     assert [len(p) for p in group_packs(small, "auto", workers=2)] == [2] * 6
+    # Packs as large as keep both workers equally busy, largest first: 7 + 1 runs each.
     big = [_tiny("rope", seed=s) for s in range(14)] + [_tiny("nope", seed=s) for s in range(2)]
-    assert [len(p) for p in group_packs(big, "auto", workers=2)] == [7, 7, 2]
+    assert [len(p) for p in group_packs(big, "auto", workers=2)] == [7, 7, 1, 1]
+    four_two = [_tiny("rope", seed=s) for s in range(4)] + [_tiny("nope", seed=s) for s in range(2)]
+    assert [len(p) for p in group_packs(four_two, "auto", workers=2)] == [2, 2, 1, 1]  # not 4 + 2
+    assert [len(p) for p in group_packs(grid, 2)] == [2, 2, 1, 1, 1]  # largest first, for the pool
     with pytest.raises(FormalRopeError, match="share d_model"):
         check_packable(grid[4:6])
     with pytest.raises(FormalRopeError, match="needs about .* GiB"):

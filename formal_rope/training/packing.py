@@ -95,17 +95,62 @@ def parse_pack(value) -> int | str:
     return number
 
 
+def pack_cost(runs: int) -> float:
+    """Relative wall time of a pack of `runs` runs on one worker: a pack trains more run-steps per
+    second the larger it is, about 1 + 0.15 log2(R) times a single run's on this CPU at quick dims
+    (bench/packed_training.py: 1.2x at R = 2, 1.4x at 4, 1.5x at 8 and 16)."""
+    return runs / (1.0 + 0.15 * math.log2(max(1, runs)))
+
+
+def _makespan(sizes: list[int], workers: int) -> float:
+    """When the busiest worker finishes if packs of these sizes are handed out largest first."""
+    loads = [0.0] * workers
+    for size in sorted(sizes, reverse=True):
+        loads[loads.index(min(loads))] += pack_cost(size)
+    return max(loads)
+
+
+def _split_sizes(count: int, size: int) -> list[int]:
+    """`count` runs in packs of at most `size`, as even as possible (10 at 4: 4, 3, 3)."""
+    packs = math.ceil(count / size)
+    base, extra = divmod(count, packs)
+    return [base + (1 if index < extra else 0) for index in range(packs)]
+
+
+def _auto_sizes(counts: list[int], workers: int, limit: int) -> list[int]:
+    """The largest pack size per group for `--pack auto`: among a few ways to cut the grid (each
+    group given a share of the workers in proportion to its size; each group spread over every
+    worker; one size cap for all groups at 1/k of the grid per worker), the one whose busiest
+    worker finishes first (`pack_cost`), fewer packs on a tie. No size exceeds `limit`."""
+    total = sum(counts)
+    candidates = [
+        [math.ceil(n / max(1, min(workers, math.floor(workers * n / total + 0.5)))) for n in counts],
+        [math.ceil(n / workers) for n in counts],
+    ]
+    for rounds in (1, 2, 3, 4):
+        cap = max(1, math.ceil(total / (workers * rounds)))
+        candidates.append([min(n, cap) for n in counts])
+    best = None
+    for candidate in candidates:
+        sizes = [max(1, min(limit, size)) for size in candidate]
+        packs = [piece for n, size in zip(counts, sizes) for piece in _split_sizes(n, size)]
+        score = (round(_makespan(packs, workers), 9), len(packs))
+        if best is None or score < best[0]:
+            best = (score, sizes)
+    return best[1]
+
+
 def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_bytes: int | None = None):
-    """Cut `configs` into packs (tuples of configs), keeping the grid's order within each pack.
+    """Cut `configs` into packs (tuples of configs), keeping the grid's order within each pack;
+    the largest packs come first (the order a pool of workers should take them in).
 
     pack N: packs of at most N compatible runs; pack 1 trains every run alone. A fixed N whose
     estimated memory (`estimate_pack_bytes`) exceeds what is available raises FormalRopeError naming
     the need, before anything trains.
-    pack "auto": the workers are shared among the groups of compatible runs in proportion to their
-    sizes (at least one pack per group), so a grid of many small groups (Table 2: six groups of two
-    seeds) packs each group whole, and one large group is spread over every worker; at most
-    MAX_AUTO_PACK runs per pack and within MEMORY_SHARE of the available memory. (Bigger packs train
-    more run-steps per second on CPU up to about 16 runs: bench/packed_training.py.)
+    pack "auto": packs as large as keeps every worker busy (`_auto_sizes`): a grid of many small
+    groups packs each group whole (Table 2: six groups of two seeds), one large group is spread
+    over every worker; at most MAX_AUTO_PACK runs per pack and within MEMORY_SHARE of the
+    available memory.
     """
     pack = parse_pack(pack)
     workers = max(1, int(workers))
@@ -113,15 +158,13 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
     groups: dict[tuple, list[RunConfig]] = {}
     for config in configs:
         groups.setdefault(pack_signature(config), []).append(config)
-    packs: list[tuple[RunConfig, ...]] = []
-    total = sum(len(members) for members in groups.values())
-    for members in groups.values():
-        one = estimate_pack_bytes(members[0], 1)
-        if pack == "auto":
-            fits = max(1, int(MEMORY_SHARE * memory / workers) // max(1, one))
-            share = max(1, min(workers, math.floor(workers * len(members) / total + 0.5)))  # this group's workers
-            size = max(1, min(MAX_AUTO_PACK, fits, math.ceil(len(members) / share)))
-        else:
+    members_list = list(groups.values())
+    if pack == "auto":
+        fits = [max(1, int(MEMORY_SHARE * memory / workers) // max(1, estimate_pack_bytes(m[0], 1))) for m in members_list]
+        sizes = _auto_sizes([len(m) for m in members_list], workers, min([MAX_AUTO_PACK, *fits]))
+    else:
+        sizes = []
+        for members in members_list:
             size = min(pack, len(members))
             need = estimate_pack_bytes(members[0], size) * min(workers, math.ceil(len(members) / size))
             if need > memory:
@@ -130,15 +173,14 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
                     f"(d_model {members[0].d_model}, {members[0].layers} layers, batch {members[0].batch_size}) "
                     f"with {workers} worker(s), but about {memory / 2**30:.1f} GiB is available; use a smaller --pack"
                 )
-        count = math.ceil(len(members) / size)
-        # Even packs: 10 runs with size 4 become 4 + 3 + 3, not 4 + 4 + 2.
-        base, extra = divmod(len(members), count)
+            sizes.append(size)
+    packs: list[tuple[RunConfig, ...]] = []
+    for members, size in zip(members_list, sizes):
         start = 0
-        for index in range(count):
-            length = base + (1 if index < extra else 0)
+        for length in _split_sizes(len(members), size):
             packs.append(tuple(members[start : start + length]))
             start += length
-    return packs
+    return sorted(packs, key=len, reverse=True)  # stable: equal sizes keep the grid's order
 
 
 def default_threads(pack_size: int, workers: int) -> int:
