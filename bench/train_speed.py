@@ -100,19 +100,15 @@ def time_training(model: nn.Module, optimizer, data, warmup: int = 10) -> tuple[
     """(steps/s by process CPU time, steps) for one pass over data after `warmup` steps.
 
     Ours is a pack of one run: the packed optimizer takes per-run learning rates and clips per run."""
-    import warnings
-
     from formal_rope.training.optim import PackedAdamW
 
     packed = isinstance(optimizer, PackedAdamW)
-    # Our gradients are views of the optimizer's flat buffer (see formal_rope.training.optim).
-    warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
     lrs, active, max_norms = torch.tensor([1e-3], dtype=torch.float64), torch.tensor([True]), torch.tensor([1.0], dtype=torch.float64)
 
     def step(tokens, readout, labels):
         loss = F.cross_entropy(model(tokens, readout), labels)
         optimizer.zero_grad() if packed else optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        optimizer.backward(loss) if packed else loss.backward()
         if packed:
             optimizer.clip(max_norms)
             optimizer.step(lrs, active)

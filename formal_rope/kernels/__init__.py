@@ -13,6 +13,7 @@ from formal_rope.kernels.torch_fast import (
     readout_attention,
     rotary_attention_fast,
     rotary_readout_attention,
+    rotate_by,
 )
 
 ATTENTION_IMPLS = ("auto", "triton", "torch")
@@ -92,4 +93,5 @@ __all__ = [
     "rotary_attention_fast",
     "rotary_attention_reference",
     "rotary_readout_attention",
+    "rotate_by",
 ]

@@ -17,27 +17,23 @@ from torch.nn import functional as F
 from formal_rope.kernels.reference import broadcast_tables, rotary_attention_reference
 
 
+def rotate_by(x: torch.Tensor, turn: torch.Tensor) -> torch.Tensor:
+    """Interleaved rotary pairs of x (..., d) multiplied by unit complex numbers `turn` that
+    broadcast against x's pairs (..., d/2): one complex product per pair, in x's dtype (float32 or
+    float64)."""
+    pairs = x.reshape(*x.shape[:-1], -1, 2)
+    # A complex view needs the pair axis contiguous and every other stride (and the offset) even;
+    # strided views of a fused qkv projection already are, so they are not copied.
+    if pairs.stride(-1) != 1 or pairs.storage_offset() % 2 or any(stride % 2 for stride in pairs.stride()[:-1]):
+        pairs = pairs.contiguous()
+    return torch.view_as_real(torch.view_as_complex(pairs) * turn).flatten(-2)
+
+
 def rotate_complex(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
     """Rotate interleaved pairs of x (B, H, T, d) in float32/float64 via complex multiplication."""
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
     cos_b, sin_b = broadcast_tables(cos.to(work.dtype), sin.to(work.dtype), inverse)
-    pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], -1, 2).contiguous())
-    rotated = pairs * torch.complex(cos_b, sin_b)
-    return torch.view_as_real(rotated).flatten(-2)
-
-
-_STRICT_MASKS: dict = {}
-
-
-def strict_causal_mask(length: int, device) -> torch.Tensor:
-    """(T, T) boolean mask, True where query i may attend to key j (j < i); cached per length and device."""
-    key = (length, str(device))
-    mask = _STRICT_MASKS.get(key)
-    if mask is None:
-        mask = torch.ones(length, length, dtype=torch.bool, device=device).tril(-1)
-        if len(_STRICT_MASKS) < 256:
-            _STRICT_MASKS[key] = mask
-    return mask
+    return rotate_by(work, torch.complex(cos_b, sin_b))
 
 
 def causal_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
@@ -55,7 +51,8 @@ def causal_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sc
     if length <= 1:
         return q.new_zeros(q.shape)
     if q.device.type == "cpu":
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=strict_causal_mask(length, q.device), scale=scale)
+        strict = torch.ones(length, length, dtype=torch.bool, device=q.device).tril(-1)  # key j < query i
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=strict, scale=scale)
     rows = F.scaled_dot_product_attention(q[..., 1:, :], k[..., :-1, :], v[..., :-1, :], is_causal=True, scale=scale)
     return torch.cat((rows.new_zeros((*rows.shape[:-2], 1, dim)), rows), dim=-2)
 
@@ -95,9 +92,7 @@ def rotary_attention_fast(
 def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> torch.Tensor:
     """Rotate interleaved pairs of x (..., d) by tables (..., d/2) that broadcast against x's pairs."""
     work = x if x.dtype in (torch.float32, torch.float64) else x.float()
-    pairs = torch.view_as_complex(work.reshape(*work.shape[:-1], -1, 2).contiguous())
-    rotation = torch.complex(cos.to(work.dtype), (-sin if inverse else sin).to(work.dtype))
-    return torch.view_as_real(pairs * rotation).flatten(-2)
+    return rotate_by(work, torch.complex(cos.to(work.dtype), (-sin if inverse else sin).to(work.dtype)))
 
 
 def readout_attention(

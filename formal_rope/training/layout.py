@@ -92,12 +92,6 @@ class TokenLayout:
         """Pooled tokens per bucket (split sizes of pooled tensors)."""
         return [count * width for count, width in zip(self.counts, self.widths)]
 
-    def to(self, device) -> "TokenLayout":
-        def move(value):
-            return value.to(device) if isinstance(value, torch.Tensor) else value
-
-        return TokenLayout(**{name: move(getattr(self, name)) for name in self.__dataclass_fields__})
-
 
 class _PermuteRows(torch.autograd.Function):
     """Rows of x in the order `index`, where every input row is taken once by a row whose gradient
@@ -116,30 +110,15 @@ class _PermuteRows(torch.autograd.Function):
         return grad.index_select(0, inverse), None, None
 
 
-class _SelectRows(torch.autograd.Function):
-    """Rows `index` of x (each row at most once); the backward scatters into zeros, so the rows not
-    taken (run-major padding) get zero gradients."""
-
-    @staticmethod
-    def forward(ctx, x, index):
-        ctx.save_for_backward(index)
-        ctx.rows = x.shape[0]
-        return x.index_select(0, index)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (index,) = ctx.saved_tensors
-        return grad.new_zeros((ctx.rows, *grad.shape[1:])).index_copy_(0, index, grad), None
-
-
 def permute_rows(x: torch.Tensor, index: torch.Tensor, inverse: torch.Tensor) -> torch.Tensor:
     """x[index] with the backward grad[inverse] (see `_PermuteRows`)."""
     return _PermuteRows.apply(x, index, inverse)
 
 
 def select_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """x[index] for distinct indices, with a backward that leaves the other rows' gradients zero."""
-    return _SelectRows.apply(x, index)
+    """x[index] for distinct indices: index_select, whose backward adds into zeros, so the rows not
+    taken (run-major padding) get zero gradients and the others exactly their own."""
+    return x.index_select(0, index)
 
 
 def rectangular_layout(tokens: torch.Tensor, readout: torch.Tensor) -> TokenLayout:
@@ -229,13 +208,14 @@ def ragged_layout(symbols, lengths, n_symbols: int, widths, device="cpu") -> Tok
     string_sequence = np.empty_like(sequence_string)
     string_sequence[sequence_string] = np.arange(sequence_string.size)
     readout_rows = np.arange(runs)[:, None] * columns + start + lengths + 1
-    used = [b for b in range(len(widths)) if (string_bucket == b).any()]
+    per_bucket = np.bincount(string_bucket, minlength=len(widths))
+    used = np.flatnonzero(per_bucket)
     as_tensor = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(device)  # noqa: E731
     return TokenLayout(
         tokens=as_tensor(tokens.reshape(runs, columns)),
         positions=as_tensor(positions.reshape(runs, columns)),
         widths=tuple(int(widths[b]) for b in used),
-        counts=tuple(int((string_bucket == b).sum()) for b in used),
+        counts=tuple(int(per_bucket[b]) for b in used),
         token_run=as_tensor(run[pooled_tokens]),
         token_position=as_tensor(position[pooled_tokens]),
         readout=as_tensor(lengths.reshape(-1)[sequence_string] + 1),

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from formal_rope.kernels import causal_attention, readout_attention
+from formal_rope.kernels import causal_attention, readout_attention, rotate_by
 from formal_rope.training.layout import TokenLayout, rectangular_layout
 from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear
 from formal_rope.training.positional import PositionalEncoding, _select_module
@@ -72,13 +72,6 @@ def encode_padded(
 
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
-
-
-def _rotate(x: torch.Tensor, turn: torch.Tensor) -> torch.Tensor:
-    """Interleaved rotary pairs of x (..., head_dim) multiplied by the unit complex numbers `turn`
-    (broadcasting against x's pairs (..., head_dim/2)): one complex product per pair."""
-    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
-    return torch.view_as_real(pairs * turn).flatten(-2)
 
 
 def _turns(rotation: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
@@ -133,11 +126,11 @@ class Block(nn.Module):
         qkv = pooled.view(count, 3, heads, head_dim)
         turn = _turns(rotation, normed.dtype)
         if turn is not None and rotate_values:
-            qkv = _rotate(qkv, turn[:, None])
+            qkv = rotate_by(qkv, turn[:, None])
         # split, not sliced: the backward joins the pieces' gradients instead of zero-filling each.
         qk, v = qkv.split([2, 1], dim=1)
         if turn is not None and not rotate_values:
-            qk = _rotate(qk, turn[:, None])
+            qk = rotate_by(qk, turn[:, None])
         outputs = []
         sizes = layout.bucket_tokens()
         for sequences, width, qk_part, v_part in zip(layout.counts, layout.widths, qk.split(sizes), v.split(sizes)):
@@ -147,7 +140,7 @@ class Block(nn.Module):
         out = torch.cat(outputs) if len(outputs) != 1 else outputs[0]
         if turn is not None and rotate_values:
             # JoFormer's transport: the output at position i is rotated back by R_i^T.
-            out = _rotate(out.view(count, heads, head_dim), turn.conj()).view(count, heads * head_dim)
+            out = rotate_by(out.view(count, heads, head_dim), turn.conj()).view(count, heads * head_dim)
         return layout.to_run_major(out.to(normed.dtype))
 
     def attend_readout(self, normed: torch.Tensor, layout: TokenLayout, rotation, rotate_values: bool) -> torch.Tensor:
@@ -174,10 +167,10 @@ class Block(nn.Module):
         query_turn = None
         if turn is not None:
             query_turn = turn.index_select(0, layout.readout_token)  # each sequence's rotation at its eos
-            q = _rotate(q, query_turn)
-            k = _rotate(k, turn)
+            q = rotate_by(q, query_turn)
+            k = rotate_by(k, turn)
             if rotate_values:
-                v = _rotate(v, turn)
+                v = rotate_by(v, turn)
         outputs = []
         sizes, counts = layout.bucket_tokens(), list(layout.counts)
         for sequences, width, query, key, value, position in zip(
@@ -187,7 +180,7 @@ class Block(nn.Module):
             outputs.append(readout_attention(query, key.view(shape), value.view(shape), position))
         out = torch.cat(outputs) if len(outputs) != 1 else outputs[0]  # (S, H, hd)
         if query_turn is not None and rotate_values:
-            out = _rotate(out, query_turn.conj())
+            out = rotate_by(out, query_turn.conj())
         return layout.sequences_to_strings(out.reshape(-1, d_model).to(normed.dtype))
 
     def forward(

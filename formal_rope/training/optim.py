@@ -15,6 +15,7 @@ Parameters keep their names, shapes and values; only their storage moves.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import torch
@@ -26,25 +27,6 @@ EPS = 1e-8
 def decays(name: str, parameter: torch.Tensor) -> bool:
     """Weight decay applies to weight matrices only (not biases, norms, embeddings or frequencies)."""
     return parameter.dim() - 1 >= 2 and not name.startswith(("embedding.", "positional.frequencies"))
-
-
-def _per_run(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return values.to(like.dtype).view((-1,) + (1,) * (like.dim() - 1))
-
-
-def clip_grad_norms(parameters: Sequence[torch.nn.Parameter], max_norms: torch.Tensor) -> torch.Tensor:
-    """Scale each run's gradients so that its global L2 norm is at most max_norms[run] (<= 0: no
-    clipping); returns the per-run norms before clipping (torch.nn.utils.clip_grad_norm_ per run).
-    For any packed parameters; `PackedAdamW.clip` does the same on its flat buffers."""
-    grads = [p.grad for p in parameters if p.grad is not None]
-    if not grads:
-        return torch.zeros(len(max_norms))
-    squares = torch.stack([g.detach().pow(2).flatten(1).sum(1, dtype=torch.float64) for g in grads]).sum(0)
-    norms = squares.sqrt()
-    factors = _clip_factors(norms, max_norms)
-    for grad in grads:
-        grad.mul_(_per_run(factors, grad))
-    return norms
 
 
 def _clip_factors(norms: torch.Tensor, max_norms: torch.Tensor) -> torch.Tensor:
@@ -100,9 +82,9 @@ class _FlatGroup:
 class PackedAdamW:
     """AdamW over packed parameters with per-run learning rates and weight decays.
 
-    `step(lrs, active)`: lrs (R,) learning rates for this step; runs with active False (diverged,
-    frozen) are not updated and their moments do not advance. `clip(max_norms)` clips each run's
-    gradient norm. Construction moves the parameters into flat buffers (module docstring), so build
+    `backward(loss)` fills the flat gradient buffer; `clip(max_norms)` clips each run's gradient
+    norm; `step(lrs, active)`: lrs (R,) learning rates for this step; runs with active False
+    (diverged, frozen) are not updated and their moments do not advance. Construction moves the parameters into flat buffers (module docstring), so build
     the optimizer after the model is on its device.
     """
 
@@ -123,6 +105,14 @@ class PackedAdamW:
     def _check_attached(self) -> None:
         if not all(group.attached() for group in self.groups):
             raise RuntimeError("a parameter's storage or gradient was replaced after PackedAdamW was built")
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """loss.backward(), accumulating into the flat gradient buffer."""
+        with warnings.catch_warnings():
+            # The gradients are strided views of that buffer on purpose; autograd adds into them in
+            # place and warns that their layout is not the one it would have chosen.
+            warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+            loss.backward()
 
     def zero_grad(self) -> None:
         self._check_attached()
@@ -201,4 +191,4 @@ class PackedAdamW:
                 target.copy_(source)
 
 
-__all__ = ["BETAS", "EPS", "PackedAdamW", "clip_grad_norms", "decays"]
+__all__ = ["BETAS", "EPS", "PackedAdamW", "decays"]

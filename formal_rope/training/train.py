@@ -25,7 +25,6 @@ import math
 import platform
 import subprocess
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -544,11 +543,7 @@ def train_pack(
             break
         optimizer.zero_grad()
         total = torch.where(active.to(device), losses, torch.zeros((), device=losses.device)).sum()
-        with warnings.catch_warnings():
-            # The gradients are strided views of the optimizer's flat buffer (optim.PackedAdamW), on
-            # purpose; autograd adds into them in place and says their layout is unusual.
-            warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
-            total.backward()
+        optimizer.backward(total)
         optimizer.clip(torch.where(active, max_norms, torch.zeros_like(max_norms)))
         lrs = torch.tensor([learning_rate(c, step) for c in configs], dtype=torch.float64)
         optimizer.step(lrs, active)
