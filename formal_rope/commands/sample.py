@@ -18,7 +18,8 @@ from formal_rope.commands.terminal import prepare_out, prepare_out_folder, stdou
 from formal_rope.errors import FormalRopeError
 from formal_rope.sampling.distributions import DEFAULT_DISTRIBUTION, DISTRIBUTIONS, positive_distribution
 from formal_rope.sampling.formats.layout import FolderSplit
-from formal_rope.sampling.formats.registry import DATASET_FORMATS, DEFAULT_FORMAT, dataset_format, format_help, listed
+import formal_rope.sampling.formats.registry as format_registry
+from formal_rope.sampling.formats.registry import DEFAULT_FORMAT, dataset_format, format_help, listed
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
 _PROGRESS_THRESHOLD = 20_000
@@ -252,13 +253,13 @@ def _print_table(language, summary: dict, elapsed: float) -> None:
 def _check_format_options(data_format, out, next_symbols, language_folder: bool, splits: list[str],
                           lengths_given: bool, quiet: bool):
     """The format's row, or None for JSON lines; FormalRopeError for options that cannot work together."""
-    names = [row.name for row in DATASET_FORMATS]
+    names = [row.name for row in format_registry.DATASET_FORMATS]
     if data_format is not None and (data_format not in names or out is None):
         raise FormalRopeError(f"--format takes {listed(names)}, with --out; got --format {data_format}"
                               + ("" if out is not None else " without --out"))
     row = dataset_format(data_format or DEFAULT_FORMAT) if out is not None else None
     if language_folder and (row is None or not row.folder_splits):
-        with_folders = [r.name for r in DATASET_FORMATS if r.folder_splits]
+        with_folders = [r.name for r in format_registry.DATASET_FORMATS if r.folder_splits]
         raise FormalRopeError(f"--language-folder writes a whole language folder, with --format {listed(with_folders)} "
                               "and --out DIR")
     if language_folder and lengths_given:
@@ -269,7 +270,7 @@ def _check_format_options(data_format, out, next_symbols, language_folder: bool,
     if next_symbols is not None and (row is None or not row.next_symbols) and not quiet:
         option = "--next-symbols" if next_symbols else "--no-next-symbols"
         print(f"note: {option} concerns FLaRe's next-symbols.jsonl and has no effect without --format "
-              f"{listed([r.name for r in DATASET_FORMATS if r.next_symbols])}", file=sys.stderr)
+              f"{listed([r.name for r in format_registry.DATASET_FORMATS if r.next_symbols])}", file=sys.stderr)
     if next_symbols is False and row is not None and row.next_symbols:
         print(f"warning: {row.no_next_symbols_warning}", file=sys.stderr)  # shown even with --quiet
     return row
