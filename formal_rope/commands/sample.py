@@ -14,12 +14,25 @@ from typing import List, Optional
 
 import typer
 
-from formal_rope.commands.terminal import prepare_out, prepare_out_folder, stdout_console
-from formal_rope.errors import FormalRopeError
-from formal_rope.sampling.distributions import DEFAULT_DISTRIBUTION, DISTRIBUTIONS, positive_distribution
-from formal_rope.sampling.formats.layout import FolderSplit
 import formal_rope.sampling.formats.registry as format_registry
-from formal_rope.sampling.formats.registry import DEFAULT_FORMAT, dataset_format, format_help, listed
+from formal_rope.commands.terminal import (
+    prepare_out,
+    prepare_out_folder,
+    stdout_console,
+)
+from formal_rope.errors import FormalRopeError
+from formal_rope.sampling.distributions import (
+    DEFAULT_DISTRIBUTION,
+    DISTRIBUTIONS,
+    positive_distribution,
+)
+from formal_rope.sampling.formats.layout import FolderSplit
+from formal_rope.sampling.formats.registry import (
+    DEFAULT_FORMAT,
+    dataset_format,
+    format_help,
+    listed,
+)
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
 _PROGRESS_THRESHOLD = 20_000
@@ -135,7 +148,9 @@ def _folder_splits(fmt: str, texts: list[str]) -> tuple[FolderSplit, ...]:
             base.min_length, base.max_length)
         overrides.append(FolderSplit(base.name, base.path, low, high,
                                      override.strings if override.strings >= 0 else base.strings))
-    from formal_rope.sampling.formats.folders import folder_splits  # lazy: the library stays off start-up
+    from formal_rope.sampling.formats.folders import (
+        folder_splits,  # lazy: the library stays off start-up
+    )
 
     return folder_splits(fmt, overrides)
 
@@ -147,7 +162,13 @@ def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quie
     if quiet or total < _PROGRESS_THRESHOLD:
         return test_sets(dfa, lengths, n, seed, near_miss, distribution=distribution)
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     with Progress(
         TextColumn("[bold]sampling lengths"),
@@ -276,6 +297,66 @@ def _check_format_options(data_format, out, next_symbols, language_folder: bool,
     return row
 
 
+def _requested_lengths(row, language_folder: bool, split_texts: list[str], lengths: str, n: int, quiet: bool):
+    """(the distinct lengths to sample, the language folder's splits or None), refused when they
+    would not fit in memory."""
+    splits = None
+    if language_folder:
+        splits = _folder_splits(row.name, split_texts)
+        requested = sorted({length for folder_split in splits for length in folder_split.lengths})
+        total_symbols = sum(count * length for folder_split in splits for length, count in folder_split.per_length().items())
+    else:
+        requested, repeated = distinct_lengths(parse_lengths(lengths))
+        if repeated and not quiet:
+            print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
+        total_symbols = n * sum(requested)
+    if total_symbols > _MAX_SYMBOLS:
+        raise FormalRopeError(
+            f"--lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
+            f"lengths), more than one call holds in memory ({_MAX_SYMBOLS:,}, about 14 bytes each); "
+            "split the lengths over several calls (each length's strings depend only on --seed and the length)"
+        )
+    return requested, splits
+
+
+def _print_json_lines(sets, dfa, quiet: bool) -> None:
+    strings, labels, string_lengths, near = _rows(sets, dfa.alphabet)
+    write = sys.stdout.write
+    for string, label, length, is_near in zip(strings, labels.tolist(), string_lengths.tolist(), near.tolist()):
+        write(json.dumps({"string": string, "label": label, "length": length, "near_miss": is_near}) + "\n")
+    if not quiet:
+        for labeled in sets:
+            if labeled.note:
+                print(f"note: {labeled.note}", file=sys.stderr)
+
+
+def _write_split(language, dfa, sets, row, out, elapsed, distribution, next_symbols, json_output) -> None:
+    from formal_rope.sampling.formats.registry import write_sets
+
+    files = write_sets(row.name, out, sets, dfa, next_symbols=next_symbols, distribution=distribution)
+    summary = _summary(language, sets, elapsed, out)
+    summary["format"], summary["files"] = row.name, [str(path) for path in files]
+    if distribution != DEFAULT_DISTRIBUTION:  # only then: the default summary keeps its keys
+        summary["distribution"] = distribution
+    if json_output:
+        print(json.dumps(summary))
+    else:
+        _print_table(language, summary, elapsed)
+
+
+def _write_folder(language, dfa, row, out, splits, seed, near_miss, distribution, next_symbols, json_output) -> None:
+    from formal_rope.sampling.formats.folders import write_language_folder  # lazy: off the start-up path
+
+    started = time.perf_counter()
+    written = write_language_folder(row.name, out, dfa, splits=splits, seed=seed, near_miss_fraction=near_miss,
+                                    distribution=distribution, next_symbols=next_symbols)
+    summary = _folder_summary(language, written, time.perf_counter() - started, out, row.name, distribution)
+    if json_output:
+        print(json.dumps(summary))
+    else:
+        _print_folder_table(language, summary)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("sample")
     def sample(
@@ -319,7 +400,9 @@ def register(app: typer.Typer) -> None:
 
         Without --out, prints one JSON object per line: {"string", "label", "length", "near_miss"}.
         """
-        from formal_rope.automata import language_dfa  # lazy: the library stays off the start-up path
+        from formal_rope.automata import (
+            language_dfa,  # lazy: the library stays off the start-up path
+        )
         from formal_rope.lang.source import resolve_language
 
         # Range checks here rather than typer's min/max, so they surface as one-paragraph user errors.
@@ -338,22 +421,7 @@ def register(app: typer.Typer) -> None:
             prepare_out(out, "--out")  # before sampling: a directory or an unwritable folder
         elif row is not None:
             prepare_out_folder(out, "--out")  # a FLaRe split is a folder
-        if language_folder:
-            splits = _folder_splits(row.name, split or [])
-            requested = sorted({length for folder_split in splits for length in folder_split.lengths})
-            total_symbols = sum(count * length for folder_split in splits
-                                for length, count in folder_split.per_length().items())
-        else:
-            requested, repeated = distinct_lengths(parse_lengths(lengths))
-            if repeated and not quiet:
-                print(f"note: {_repeated_note(repeated)}", file=sys.stderr)
-            total_symbols = n * sum(requested)
-        if total_symbols > _MAX_SYMBOLS:
-            raise FormalRopeError(
-                f"--lengths {lengths} with --n {n} asks for {total_symbols:,} symbols (n × the sum of the "
-                f"lengths), more than one call holds in memory ({_MAX_SYMBOLS:,}, about 14 bytes each); "
-                "split the lengths over several calls (each length's strings depend only on --seed and the length)"
-            )
+        requested, splits = _requested_lengths(row, language_folder, split or [], lengths, n, quiet)
         language = resolve_language(expression, alphabet)
         if language.detected and not quiet:
             print(f"note: {expression!r} {language.detected}", file=sys.stderr)
@@ -362,37 +430,11 @@ def register(app: typer.Typer) -> None:
         dfa = language_dfa(language)
         started = time.perf_counter()
         if language_folder:
-            from formal_rope.sampling.formats.folders import write_language_folder
-
-            written = write_language_folder(row.name, out, dfa, splits=splits, seed=seed, near_miss_fraction=near_miss,
-                                            distribution=distribution, next_symbols=next_symbols)
-            summary = _folder_summary(language, written, time.perf_counter() - started, out, row.name, distribution)
-            if json_output:
-                print(json.dumps(summary))
-            else:
-                _print_folder_table(language, summary)
+            _write_folder(language, dfa, row, out, splits, seed, near_miss, distribution, next_symbols, json_output)
             return
         sets = _generate(dfa, requested, n, seed, near_miss, quiet, distribution)
         elapsed = time.perf_counter() - started
         if out is None:
-            strings, labels, string_lengths, near = _rows(sets, dfa.alphabet)
-            write = sys.stdout.write
-            for string, label, length, is_near in zip(strings, labels.tolist(), string_lengths.tolist(), near.tolist()):
-                write(json.dumps({"string": string, "label": label, "length": length, "near_miss": is_near}) + "\n")
-            if not quiet:
-                for labeled in sets:
-                    if labeled.note:
-                        print(f"note: {labeled.note}", file=sys.stderr)
-            return
-
-        from formal_rope.sampling.formats.registry import write_sets
-
-        files = write_sets(row.name, out, sets, dfa, next_symbols=next_symbols, distribution=distribution)
-        summary = _summary(language, sets, elapsed, out)
-        summary["format"], summary["files"] = row.name, [str(path) for path in files]
-        if distribution != DEFAULT_DISTRIBUTION:  # only then: the default summary keeps its keys
-            summary["distribution"] = distribution
-        if json_output:
-            print(json.dumps(summary))
-            return
-        _print_table(language, summary, elapsed)
+            _print_json_lines(sets, dfa, quiet)
+        else:
+            _write_split(language, dfa, sets, row, out, elapsed, distribution, next_symbols, json_output)

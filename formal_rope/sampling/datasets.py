@@ -19,7 +19,6 @@ import numpy as np
 from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.automata.membership import accepts_encoded
 from formal_rope.errors import FormalRopeError
-from formal_rope.sampling.distributions import ACCEPTED, DEFAULT_DISTRIBUTION, FLARE_ACCEPTED, positive_distribution
 from formal_rope.sampling.counts import (
     LogCounts,
     dfa_graph,
@@ -28,6 +27,12 @@ from formal_rope.sampling.counts import (
     log_counts,
     near_miss_graph,
     reachable_pairs,
+)
+from formal_rope.sampling.distributions import (
+    ACCEPTED,
+    DEFAULT_DISTRIBUTION,
+    FLARE_ACCEPTED,
+    positive_distribution,
 )
 from formal_rope.sampling.walker import PAD, walk, walk_sorted
 

@@ -9,10 +9,10 @@ from typing import Sequence
 
 import numpy as np
 
+import formal_rope.sampling.formats.registry as registry
 from formal_rope.automata.membership import accepts_encoded
 from formal_rope.errors import FormalRopeError
 from formal_rope.sampling.datasets import LabeledSet, TrainingBatch
-import formal_rope.sampling.formats.registry as registry
 from formal_rope.sampling.formats.layout import DataFiles
 from formal_rope.sampling.formats.strings import (
     DataFormatError,
