@@ -11,7 +11,7 @@ from formal_rope.kernels import rotary_attention_reference, rotary_readout_atten
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.layout import rectangular_layout
 from formal_rope.training.model import encode_padded
-from formal_rope.training.train import build_model
+from formal_rope.training.setup import build_model
 
 
 @pytest.mark.parametrize("layout", ["common", "per_sequence", "per_head"])

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.model import encode_fixed_length, encode_padded, special_tokens
-from formal_rope.training.train import build_model
+from formal_rope.training.layout import special_tokens
+from formal_rope.training.model import encode_fixed_length, encode_padded
+from formal_rope.training.setup import build_model
 
 
 def _model(pe: str = "rope", **changes):
