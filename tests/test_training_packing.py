@@ -14,6 +14,7 @@ import torch
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.packing import check_packable, group_packs, pack_key, parse_pack
 from formal_rope.training.setup import build_model, build_pack
 from formal_rope.training.train import run_pack, run_training
@@ -24,7 +25,7 @@ DATA = Path(__file__).parent / "data"
 def _tiny(pe: str = "rope", **changes) -> RunConfig:
     settings = dict(
         language="(ab)*", pe=pe, layers=2, d_model=16, heads=2, steps=50, batch_size=16, lr=3e-3,
-        test_min_length=41, test_max_length=46, n_per_length=8, periods=(2,) if pe in ("rope_p", "sipe_p") else None,
+        test_min_length=41, test_max_length=46, n_per_length=8, periods=(2,) if is_periodic(pe) else None,
     )
     settings.update(changes)
     return RunConfig(**settings)

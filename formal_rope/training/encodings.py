@@ -16,7 +16,6 @@ names its builder as "module:function", imported only when a model is built (`lo
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,9 +32,6 @@ EXPORT_KINDS = (
     "rotary_learned",
     "rotary_projected",
 )
-
-_BUILDER_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
 
 @dataclass(frozen=True)
 class Encoding:
@@ -60,11 +56,12 @@ class Encoding:
 
     def __post_init__(self) -> None:
         problems = []
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+        if not (self.name[:1].isalpha() and self.name.isidentifier() and self.name.islower()):
             problems.append("name must be lower-case letters, digits and underscores")
         if not self.label.strip() or not self.help.strip():
             problems.append("label and help must say something")
-        if not _BUILDER_PATH.match(self.builder):
+        module, _, function = self.builder.partition(":")
+        if not (all(part.isidentifier() for part in module.split(".")) and function.isidentifier()):
             problems.append(f"builder {self.builder!r} is not 'module:function'")
         if self.export_kind not in EXPORT_KINDS:
             problems.append(f"export_kind {self.export_kind!r} is not one of {', '.join(EXPORT_KINDS)}")
