@@ -1,15 +1,16 @@
 """Everything that turns RunConfigs into the pieces of a run, before the first training step.
 
-Validation (`validate_config`, `validate_device`, `check_trainable`: every user error is a
-FormalRopeError raised before any work, so the CLI can report it), resolution of the config's
-symbolic parts (`resolve_dfa`, `resolve_periods`), and the factories for a pack's model and optimizer
-(`build_pack`, `build_model`, `make_optimizer`). The training loop (`training.train`), the checkpoint
+Validation (`validate_config`, `validate_device`, `validate_pack`, `check_trainable`: every user
+error is a FormalRopeError raised before any work, so the CLI can report it), resolution of the
+config's symbolic parts (`resolve_dfa`, `resolve_periods`; a pack's `pack_ingredients`), and the
+factories for a pack's model and optimizer (`build_pack`, `build_model`, `make_optimizer`). The training loop (`training.train`), the checkpoint
 loader and the sweeps' grid validation all take their ingredients from here.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -21,11 +22,12 @@ from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import training_batch
 from formal_rope.training.config import MAX_LENGTH_LIST, RunConfig, describe_period_pairs, period_pairs
-from formal_rope.training.data import is_data_language
+from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings import encoding, is_periodic
 from formal_rope.training.length_generalization import EVAL_MODES
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
+from formal_rope.training.packing import check_packable
 from formal_rope.training.positional import (
     PHASE_PRECISIONS,
     PositionalSpec,
@@ -158,6 +160,40 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
             f"explicitly, e.g. {hint}"
         )
     return (max(1, int(classification.mod_k)),)
+
+
+def validate_pack(configs, device: str | torch.device) -> None:
+    """Raise FormalRopeError for any run of a pack that cannot run here (`validate_config`,
+    `validate_device`) and for runs that cannot share a pack (`packing.check_packable`)."""
+    for config in configs:
+        validate_config(config)
+        validate_device(config, device)
+    check_packable(configs)
+
+
+@dataclass(frozen=True, eq=False)
+class PackIngredients:
+    """What a pack's runs are built and trained from, resolved from their configs before any work."""
+
+    dfa: object  # the language's DFA; None for runs on data files without a language
+    periods: list  # per run: its resolved periods (`resolve_periods`; None for other encodings)
+    data: list  # per run: its RunData (`training.data.run_data`)
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        """The symbols the runs read (their shared alphabet)."""
+        return tuple(self.data[0].alphabet)
+
+
+def pack_ingredients(configs, dfa=None) -> PackIngredients:
+    """The DFA (`dfa`, or resolved from the first config), each run's periods and data; a
+    FormalRopeError when the language has no balanced training batches (`check_trainable`), its
+    periods cannot be resolved, or its data files cannot be read."""
+    if dfa is None:
+        dfa = resolve_dfa(configs[0])
+    check_trainable(configs[0], dfa)
+    periods = [resolve_periods(config, dfa) for config in configs]
+    return PackIngredients(dfa, periods, [run_data(config, dfa) for config in configs])
 
 
 def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> PositionalSpec:

@@ -40,16 +40,20 @@ from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
-from formal_rope.training.packing import check_packable, pack_key
+from formal_rope.training.packing import pack_key
 from formal_rope.training.provenance import software_versions, source_commit
-from formal_rope.training.setup import (
+from formal_rope.training.setup import (  # noqa: F401 (the names docs/training.md listed here before setup.py)
+    PackIngredients,
+    build_model,
     build_pack,
     check_trainable,
     make_optimizer,
+    pack_ingredients,
     resolve_dfa,
     resolve_periods,
     validate_config,
     validate_device,
+    validate_pack,
 )
 from formal_rope.training.state import check_state_dir, open_state_store
 
@@ -457,10 +461,7 @@ def run_pack(
     configs = list(configs)
     if not configs:
         raise FormalRopeError("run_pack needs at least one run")
-    for config in configs:
-        validate_config(config)
-        validate_device(config, device)
-    check_packable(configs)
+    validate_pack(configs, device)
     paths = list(checkpoint_paths) if checkpoint_paths is not None else [None] * len(configs)
     if len(paths) != len(configs):
         raise FormalRopeError(f"need one checkpoint path (or None) per run: {len(configs)} runs, {len(paths)} paths")
@@ -469,13 +470,10 @@ def run_pack(
             check_checkpoint_path(path)  # before training: an unwritable path must not cost a run
     if state is not None:
         check_state_dir(state.uri)
-    if dfa is None:
-        dfa = resolve_dfa(configs[0])
-    check_trainable(configs[0], dfa)
-    periods = [resolve_periods(config, dfa) for config in configs]
-    # Before the try: unreadable or mislabelled data files are the user's error, not a failed run.
-    data = [run_data(config, dfa) for config in configs]
-    alphabet = tuple(data[0].alphabet)
+    # Before the try: a language without balanced batches, unreadable or mislabelled data files are
+    # the user's error, not a failed run.
+    ingredients = pack_ingredients(configs, dfa)
+    data = ingredients.data
     if threads is not None and str(device).startswith("cpu"):
         torch.set_num_threads(threads)
     runs = len(configs)
@@ -490,7 +488,7 @@ def run_pack(
     error: str | None = None
     pack_failed = False
     try:
-        model = build_pack(configs, len(alphabet), periods).to(device)
+        model = build_pack(configs, len(ingredients.alphabet), ingredients.periods).to(device)
         reporter.stage("train", first.steps)
         outcomes = train_pack(
             model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step
@@ -515,9 +513,24 @@ def run_pack(
         reporter.close()
     if pack_failed:
         model = None  # the pack's half-trained weights are no run's result; free them first
-        return _run_alone(configs, paths, key, progress=progress, device=device, threads=threads, dfa=dfa,
-                          state=state, on_step=on_step), None
-    wall = time.perf_counter() - started
+        return _run_alone(configs, paths, key, progress=progress, device=device, threads=threads,
+                          dfa=ingredients.dfa, state=state, on_step=on_step), None
+    results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
+                            error=error)
+    if model is not None:
+        for run, path in enumerate(paths):
+            if path is not None:
+                single = model if runs == 1 else model.select_runs([run])
+                save_checkpoint(path, single, configs[run], results[run])
+    if state is not None and not state.keep and error is None:
+        open_state_store(state.uri).delete(key)
+    return results, model
+
+
+def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, *, key: str, wall: float,
+                  error: str | None) -> list[RunResult]:
+    """One RunResult per run of a pack that did not raise as a pack: its outcome, its evaluation (None
+    when it was not evaluated) and the pack's provenance."""
     versions, commit = software_versions(), source_commit()
     results = []
     for run, config in enumerate(configs):
@@ -540,21 +553,14 @@ def run_pack(
                 versions=versions,
                 commit=commit,
                 error=error,
-                alphabet=alphabet,
-                resolved_periods=periods[run],
+                alphabet=ingredients.alphabet,
+                resolved_periods=ingredients.periods[run],
                 eval_complete=evaluation.complete if evaluation else False,
                 pack_id=key,
-                pack_size=runs,
+                pack_size=len(configs),
             )
         )
-    if model is not None:
-        for run, path in enumerate(paths):
-            if path is not None:
-                single = model if runs == 1 else model.select_runs([run])
-                save_checkpoint(path, single, configs[run], results[run])
-    if state is not None and not state.keep and error is None:
-        open_state_store(state.uri).delete(key)
-    return results, model
+    return results
 
 
 def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step) -> list[RunResult]:
