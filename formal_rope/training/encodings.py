@@ -1,12 +1,12 @@
 """The positional-encoding registry: one row per encoding of SPEC §8, carrying everything the rest
 of the code asks about it.
 
-Nothing outside this table names an encoding: RunConfig's canonical fields (which encodings take a
-base, periods, a rotated fraction), validation, the model's builder (`training/positional.py`), the
-exporters (`export/trained.py` writes the row's `export_kind`, which the standalone `model.py`
-computes), report labels and order, the memory estimate, and the CLI's `--pe` choices and help all
-read these rows. Adding an encoding is one row here, plus its builder function when no existing one
-fits (docs/training.md, "How to extend: add a positional encoding").
+The rest of the code asks these rows instead of listing encodings by name: RunConfig's canonical
+fields (which encodings take a base, periods, a rotated fraction), validation, the model's builder
+(`training/positional.py`), the exporters (`export/trained.py` writes the row's `export_kind`, which
+the standalone `model.py` computes), report labels and order, the memory estimate, and the CLI's
+`--pe` choices and help. Adding an encoding is one row here, plus its builder function when no
+existing one fits (docs/training.md, "How to extend: add a positional encoding").
 
 This module imports nothing but the standard library and `formal_rope.errors`: the CLI reads it at
 start-up (`--help`) and the torch-free config stage derives its tuples from it. A row therefore
@@ -32,6 +32,7 @@ EXPORT_KINDS = (
     "rotary_learned",
     "rotary_projected",
 )
+
 
 @dataclass(frozen=True)
 class Encoding:

@@ -3,8 +3,9 @@
 Validation (`validate_config`, `validate_device`, `validate_pack`, `check_trainable`: every user
 error is a FormalRopeError raised before any work, so the CLI can report it), resolution of the
 config's symbolic parts (`resolve_dfa`, `resolve_periods`; a pack's `pack_ingredients`), and the
-factories for a pack's model and optimizer (`build_pack`, `build_model`, `make_optimizer`). The training loop (`training.train`), the checkpoint
-loader and the sweeps' grid validation all take their ingredients from here.
+factories for a pack's model and optimizer (`build_pack`, `build_model`, `make_optimizer`). The
+training loop (`training.train`), the checkpoint loader and the sweeps' grid validation all take
+their ingredients from here.
 """
 
 from __future__ import annotations
