@@ -114,7 +114,11 @@ def test_the_config_tuples_labels_and_help_lists_are_read_from_the_rows():
     from formal_rope.sweeps.report import PE_LABELS
 
     assert PE_LABELS == report_labels() and set(PE_LABELS) == set(ENCODINGS)
-    assert list(PE_LABELS)[:3] == ["nope", "rope", "rope_p"]  # the paper's order, not the table's
+    paper = {"nope": "NoPE", "rope": "RoPE_NP", "rope_p": "RoPE_P", "sipe": "SiPE_NP", "sipe_p": "SiPE_P",
+             "partial_rope": "partial RoPE", "jof_fixed": "JoFormer (fixed)", "jof_learned": "JoFormer (learned)",
+             "jof_projected": "JoFormer (projected)"}
+    # Report tables keep the core paper's order and names (not the table's order).
+    assert list({pe: label for pe, label in PE_LABELS.items() if pe in paper}.items()) == list(paper.items())
     from typer.main import get_command
 
     from formal_rope.cli import app
