@@ -12,6 +12,7 @@ import typer
 
 from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.encodings import encoding_names
 
 
 def _split(text: str | None, option: str | None = None) -> list[str]:
@@ -429,7 +430,7 @@ def register(app: typer.Typer) -> None:
     def sweep(
         config: Optional[Path] = typer.Option(None, "--config", help="Sweep TOML file (e.g. sweeps/table2.toml); flags below override it."),
         lang: Optional[list[str]] = typer.Option(None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."),
-        pe: Optional[str] = typer.Option(None, "--pe", help="Positional encodings, comma-separated (nope,sipe,sipe_p,rope,rope_p,partial_rope,jof_fixed,jof_learned,jof_projected)."),
+        pe: Optional[str] = typer.Option(None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')})."),
         base: Optional[str] = typer.Option(None, "--base", help="Bases β, comma-separated (e.g. 1e-12,1,1e4). nope/rope_p/sipe_p have no base: their runs are the same at every β."),
         periods: Optional[str] = typer.Option(None, "--periods", help="'auto' (least k from classify; an error outside LTL[P,MOD]) or comma-separated periods for rope_p/sipe_p."),
         alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override for every language (e.g. a,b)."),

@@ -12,6 +12,7 @@ import typer
 
 from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.encodings import encoding_names
 
 
 def parse_periods(text: str | None) -> tuple[int, ...] | None:
@@ -245,7 +246,7 @@ def register(app: typer.Typer) -> None:
     def train(
         lang: Optional[str] = typer.Option(None, "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the data's labels are checked against it."),
         data: Optional[Path] = typer.Option(None, "--data", help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md)."),
-        pe: str = typer.Option("rope", "--pe", help="Positional encoding: nope, sipe, sipe_p, rope, rope_p, partial_rope, jof_fixed, jof_learned, jof_projected."),
+        pe: str = typer.Option("rope", "--pe", help=f"Positional encoding: {encoding_names()}."),
         periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error outside LTL[P,MOD]) or e.g. 2 or 2,3."),
         base: Optional[float] = typer.Option(None, "--base", help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p."),
         rope_fraction: Optional[float] = typer.Option(None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."),

@@ -8,18 +8,9 @@ from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import BASE_ENCODINGS
+from formal_rope.training.encodings import report_labels
 
-PE_LABELS = {
-    "nope": "NoPE",
-    "rope": "RoPE_NP",
-    "rope_p": "RoPE_P",
-    "sipe": "SiPE_NP",
-    "sipe_p": "SiPE_P",
-    "partial_rope": "partial RoPE",
-    "jof_fixed": "JoFormer (fixed)",
-    "jof_learned": "JoFormer (learned)",
-    "jof_projected": "JoFormer (projected)",
-}
+PE_LABELS = report_labels()  # encoding -> the paper's name, in the paper's order (training.encodings)
 
 
 DEFAULT_GROUPING = ("language", "pe", "base")

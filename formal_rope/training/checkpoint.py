@@ -22,13 +22,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import PERIODIC_ENCODINGS, RunConfig, RunResult, period_pairs
+from formal_rope.training.config import RunConfig, RunResult, period_pairs
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.model import Classifier, encode_fixed_length
+from formal_rope.training.provenance import software_versions
+from formal_rope.training.setup import build_model
 
 CHECKPOINT_KIND = "trained"
 CHECKPOINT_FORMAT = 2
-READABLE_FORMATS = (1, 2)
 METADATA_NAME = "metadata.json"
 STATE_NAME = "state_dict.pt"
 CLASSIFY_FORMATS = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -61,8 +64,6 @@ def check_checkpoint_path(path: str | Path) -> Path:
 
 def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, result: RunResult) -> Path:
     """Write the archive atomically (temporary file + rename). Returns the path."""
-    from formal_rope.training.train import software_versions
-
     if model.runs != 1:
         raise FormalRopeError(f"a checkpoint holds one run; this model packs {model.runs} (save model.select_runs([r]))")
     path = check_checkpoint_path(path)
@@ -130,8 +131,6 @@ class TrainedClassifier:
         Strings are split into symbols as everywhere else (single characters, or whitespace-separated
         names when the alphabet has multi-character symbols); unknown symbols raise FormalRopeError.
         """
-        from formal_rope.automata import encode_strings
-
         if fmt not in CLASSIFY_FORMATS:
             raise FormalRopeError(f"unknown number format {fmt!r} for a trained model; expected fp32, bf16 or fp16")
         if len(strings) == 0:
@@ -162,8 +161,6 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
 
     Its `.classify(strings)` is what `formalrope run` prints; `.config` and `.result` are the run's.
     """
-    from formal_rope.training.train import build_model
-
     metadata = read_metadata(path)
     if not isinstance(metadata, dict) or metadata.get("kind") != CHECKPOINT_KIND:
         kind = metadata.get("kind") if isinstance(metadata, dict) else None
@@ -172,7 +169,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         config = RunConfig.from_dict(metadata["config"])
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
-        if periods is not None and config.pe in PERIODIC_ENCODINGS:
+        if is_periodic(config.pe) and periods is not None:
             # Files written before more periods than pairs became an error trained the first
             # `pairs` periods only (pair p got period p); those are the tables the weights belong to.
             periods = periods[: period_pairs(config.pe, config.d_model, config.heads)]
