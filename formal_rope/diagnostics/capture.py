@@ -24,10 +24,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from formal_rope.automata.membership import split_symbols
 from formal_rope.diagnostics.phases import HeadInputs
 from formal_rope.errors import FormalRopeError
+from formal_rope.model.certificate import model_certificate
+from formal_rope.model.forward import check_parameters_fit, rotary_cos_sin
+from formal_rope.model.io import load_model, read_metadata
+from formal_rope.model.ir import BOS, EOS, TransformerIR
+from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format
 
-_NATIVE_FORMATS = ("fp64", "fp32", "bf16", "fp16")
 TWO_PI = 2.0 * math.pi
 
 
@@ -60,8 +65,6 @@ class CapturedHeads:
 
 # ------------------------------------------------------------------------------------ helpers
 def _symbols(string: str, alphabet: Sequence[str]) -> list[str]:
-    from formal_rope.automata.membership import split_symbols
-
     return split_symbols(string, tuple(alphabet))
 
 
@@ -98,7 +101,7 @@ def _angles(cos, sin) -> np.ndarray:
 # ------------------------------------------------------------------------------------ trained
 def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str, ...], np.ndarray]:
     """(description, nominal θ_p) per pair for the trainer's positional encodings."""
-    from formal_rope.training import positional as pe
+    from formal_rope.training import positional as pe  # the trainer imports torch: trained models only
 
     nan = np.full(n_pairs, np.nan)
     # A trained model is a pack of one run: its per-run schedules are entry 0.
@@ -131,7 +134,7 @@ def capture_trained(
     """Per-head inputs of a trainer `Classifier` on one token sequence (T,) (bos … eos)."""
     import torch
 
-    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
+    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference  # torch: trained models only
 
     if getattr(model, "runs", 1) != 1:
         raise FormalRopeError(f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))")
@@ -262,22 +265,28 @@ def capture_trained(
 
 
 # ------------------------------------------------------------------------------------ compiled
-def _torch_dtype(fmt: str):
-    import torch
-
-    dtypes = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-    if fmt not in dtypes:
+def _torch_dtype(fmt: FloatFormat):
+    row = native_row(fmt)
+    if row is None:
         raise FormalRopeError(
-            f"phase diagnostics run compiled models natively; format {fmt!r} is not one of {', '.join(_NATIVE_FORMATS)}"
+            f"phase diagnostics run compiled models natively; format {fmt.name!r} is not one of "
+            f"{', '.join(native_format_names())}"
         )
-    return dtypes[fmt]
+    return row.torch_dtype()
 
 
-def _ir_tables(head, length: int, fmt: str, dtype):
+def _native_format(model: TransformerIR, fmt: FloatFormat | str | None) -> FloatFormat:
+    """The format to diagnose a compiled model in: `fmt`, else its compile format where that has a
+    torch dtype, else fp64."""
+    if fmt is not None:
+        return parse_format(fmt)
+    compiled = parse_format(str(model.metadata.get("format", "fp32")))
+    return compiled if native_row(compiled) is not None else parse_format("fp64")
+
+
+def _ir_tables(head, length: int, fmt: FloatFormat, dtype):
     """(cos, sin) (T, P) in `dtype` as the native evaluator realizes them; identity for 'none' pairs."""
     import torch
-
-    from formal_rope.model.evaluate import rotary_cos_sin
 
     cos = torch.ones(length, len(head.rotary), dtype=dtype)
     sin = torch.zeros(length, len(head.rotary), dtype=dtype)
@@ -298,7 +307,7 @@ def _ir_nominal(pair) -> tuple[str, float]:
     return pair.describe(), 0.0
 
 
-def compiled_forward(model, tokens: np.ndarray, fmt: str = "fp32"):
+def compiled_forward(model, tokens: np.ndarray, fmt: FloatFormat | str = "fp32"):
     """(per-layer residual inputs, final residual) of a TransformerIR in a native torch dtype.
 
     Mirrors `formal_rope.model.evaluate`'s native mode operation by operation; returns the
@@ -306,6 +315,7 @@ def compiled_forward(model, tokens: np.ndarray, fmt: str = "fp32"):
     """
     import torch
 
+    fmt = parse_format(fmt)
     dtype = _torch_dtype(fmt)
 
     def tensor(array):
@@ -355,7 +365,7 @@ def _rotate_pairs(vectors, cos, sin, head):
 
 
 def capture_compiled(
-    model, string: str, *, heads: Sequence[tuple[int, int]] | None = None, fmt: str | None = None
+    model, string: str, *, heads: Sequence[tuple[int, int]] | None = None, fmt: FloatFormat | str | None = None
 ) -> CapturedHeads:
     """Per-head inputs of a compiled TransformerIR on `string`, computed natively in `fmt`.
 
@@ -363,17 +373,9 @@ def capture_compiled(
     """
     import torch
 
-    from formal_rope.model.ir import BOS, EOS
-
-    if fmt is None:
-        fmt = str(model.metadata.get("format", "fp32"))
-        fmt = fmt if fmt in _NATIVE_FORMATS else "fp64"
+    fmt = _native_format(model, fmt)
     dtype = _torch_dtype(fmt)
-    from formal_rope.model.evaluate import check_parameters_fit
-
     check_parameters_fit(model, fmt)  # an overflowed weight would make every score NaN
-    from formal_rope.model.certificate import model_certificate
-
     symbols = model.read(string)  # read as `accepts` reads it
     tokens = model.encode(symbols)
     certificate = model_certificate(model, fmt, "native", up_to=len(symbols))
@@ -417,7 +419,7 @@ def capture_compiled(
                     pair_kinds=tuple(kinds),
                     frequencies=np.array(nominal, dtype=np.float64),
                     rotated=np.array([pair.kind != "none" for pair in head.rotary]),
-                    dtype=fmt,
+                    dtype=fmt.name,
                 )
             )
     return CapturedHeads(
@@ -426,7 +428,7 @@ def capture_compiled(
         positions=(BOS, *symbols, EOS),
         heads=tuple(captured),
         layout=layout,
-        dtype=fmt,
+        dtype=fmt.name,
         description=str(model.metadata.get("formula", "compiled model")),
         certificate=certificate,
         beyond_certified_length=bool(certificate.beyond([len(symbols)])[0]),
@@ -439,7 +441,7 @@ def capture_heads(
     string: str,
     *,
     heads: Sequence[tuple[int, int]] | None = None,
-    fmt: str | None = None,
+    fmt: FloatFormat | str | None = None,
     alphabet: Sequence[str] | None = None,
 ) -> CapturedHeads:
     """Per-head inputs of any model on one string.
@@ -449,8 +451,6 @@ def capture_heads(
     `heads`: 0-based (layer, head) pairs; None = every head that rotates some pair.
     `fmt`: compiled models only (native fp64/fp32/bf16/fp16); trained models run in their dtype.
     """
-    from formal_rope.model.ir import TransformerIR
-
     if isinstance(model, (str, Path)):
         model = load_model_any(model)
     if isinstance(model, TransformerIR):
@@ -461,11 +461,12 @@ def capture_heads(
         raise FormalRopeError(f"phase diagnostics cannot read a {type(model).__name__}: expected a compiled or trained model")
     if not alphabet:
         raise FormalRopeError("a bare trained Classifier needs its alphabet to encode the string")
-    if fmt not in (None, "fp32"):
-        raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt!r}")
+    fmt_name = None if fmt is None else parse_format(fmt).name
+    if fmt_name not in (None, "fp32"):
+        raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt_name!r}")
     if len(alphabet) != classifier.n_symbols:
         raise FormalRopeError(f"the alphabet has {len(alphabet)} symbols but the model reads {classifier.n_symbols}")
-    from formal_rope.training.model import special_tokens
+    from formal_rope.training.model import special_tokens  # the trainer imports torch: trained models only
 
     symbols = _symbols(string, alphabet)
     index = {symbol: position for position, symbol in enumerate(alphabet)}
@@ -480,13 +481,11 @@ def capture_heads(
 
 def load_model_any(path: str | Path):
     """A compiled TransformerIR or a TrainedClassifier from a model file (dispatch on its kind)."""
-    from formal_rope.model.io import load_model, read_metadata
-
     metadata = read_metadata(path)
     if metadata["kind"] == "compiled":
         return load_model(path)
     if metadata["kind"] == "trained":
-        from formal_rope.training.checkpoint import load_checkpoint
+        from formal_rope.training.checkpoint import load_checkpoint  # the trainer imports torch
 
         return load_checkpoint(path)
     raise FormalRopeError(f"{path}: unknown model kind {metadata['kind']!r} (expected 'compiled' or 'trained')")
@@ -494,8 +493,6 @@ def load_model_any(path: str | Path):
 
 def model_layout(model) -> tuple[tuple[str, ...], ...]:
     """Head names per layer of a compiled IR, a trained checkpoint or a bare Classifier."""
-    from formal_rope.model.ir import TransformerIR
-
     if isinstance(model, TransformerIR):
         return tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
     classifier = getattr(model, "model", model)
