@@ -6,11 +6,13 @@ Ideal mode never imports torch; realized mode does (it evaluates the scores in e
 from __future__ import annotations
 
 import json
+import sys
 from typing import Optional
 
 import typer
 
 from formal_rope.commands.terminal import stdout_console
+from formal_rope.errors import FormalRopeError
 
 def certify_command(
     offset: int = typer.Option(1, "--offset", "-k", help="Offset k >= 1 of the head (it attends to position i-k)."),
@@ -33,11 +35,9 @@ def certify_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a panel."),
 ) -> None:
     """Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."""
-    import sys
 
     # The library loads numpy and mpmath (torch in realized mode): kept off the CLI's start-up path.
     from formal_rope.certify import certified_range, scale_overflows
-    from formal_rope.errors import FormalRopeError
     from formal_rope.precision import parse_format
 
     if mode == "ideal" and max_length is not None:

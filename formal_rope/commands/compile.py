@@ -10,7 +10,6 @@ from typing import List, Optional
 import typer
 
 from formal_rope.commands.terminal import input_strings, prepare_out, stdout_console
-
 from formal_rope.errors import FormalRopeError
 
 _MODE_HELP = (

@@ -9,6 +9,7 @@ use, so this module (and `formal_rope.precision`) stays importable without torch
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ class NativeDtype:
     torch: str  # attribute of the torch module: torch.float32
     numpy: str | None  # numpy dtype whose IEEE operations are correctly rounded in the format
 
-    @property
+    @cached_property
     def float_format(self) -> FloatFormat:
         return parse_format(self.format)
 
