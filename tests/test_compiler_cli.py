@@ -345,3 +345,29 @@ def test_damaged_certificate_records_are_reported_on_loading(y_fp32, tmp_path, c
     code, out, err = _run(capsys, ["run", str(target), "ab", "-F", "bf16"])
     assert code == 2 and out == "" and err.startswith(f"error: {target}: corrupt compiled model")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_compile_json_is_the_library_report(capsys):
+    from formal_rope.compiler import compile_formula, compile_report, verify_compiled
+
+    code, out, _ = _run(capsys, ["compile", "P(a) & MOD_2^0", "-a", "ab", "--verify-to", "30", "--json"])
+    compiled = compile_formula("P(a) & MOD_2^0", "ab")
+    assert code == 0 and json.loads(out) == compile_report(compiled, verify_compiled(compiled, verify_to=30))
+
+
+def test_option_checks_belong_to_the_library_and_run_before_compiling(capsys, monkeypatch):
+    from formal_rope import compiler
+    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, verify_compiled
+    from formal_rope.errors import FormalRopeError
+
+    with pytest.raises(FormalRopeError, match=r"seed \(--seed\)"):
+        verify_compiled(compile_formula("P(a)", "ab"), seed=-1, verify_to=0)
+    with pytest.raises(FormalRopeError, match="--per-length 0 samples no strings"):
+        VerificationOptions(per_length=0)
+    with pytest.raises(FormalRopeError, match=r"certify_max_length \(--certify-max-length\)"):
+        CompileOptions(certify_max_length=0)
+    assert CompileOptions(fmt="e8m23").fmt.name == "fp32"  # a format is parsed once, here
+    monkeypatch.setattr(compiler, "compile_formula", lambda *a, **k: pytest.fail("compiled despite a bad option"))
+    for argv in (["--seed", "-1"], ["--certify-max-length", "0"], ["--per-length", "0"], ["--freq", "-1"]):
+        code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", *argv])
+        assert code == 2 and err.startswith("error: "), argv

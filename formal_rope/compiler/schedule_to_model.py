@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from formal_rope import precision
-from formal_rope.compiler.dag import BOOLEAN_KINDS, FormulaDag
+from formal_rope.compiler.dag import BOOLEAN_KINDS, TEMPORAL_KINDS, FormulaDag
 from formal_rope.compiler.schedule import Schedule
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import Atom
@@ -151,7 +151,7 @@ def schedule_to_coordinates(schedule: Schedule) -> tuple[str, ...]:
     if schedule.needs_first_flag:
         names.append(FIRST_RAW)
     for index, node in enumerate(dag.nodes):
-        if node.kind in ("past", "mod", "yesterday"):
+        if node.kind in TEMPORAL_KINDS:
             names.append(f"raw:{node.text}")
     if len(set(names)) != len(names):
         raise FormalRopeError("a symbol name collides with an internal coordinate name; rename the symbol")
