@@ -9,8 +9,8 @@ guard against drift from the model code, the layer's attention output is recompu
 reference kernel from those q, k, v, tables and compared with what the model produced
 (`HeadInputs.recompute_error`).
 
-Compiled models (`TransformerIR`) are run by a small torch forward that mirrors the evaluator's
-native mode (same parameter casts, same realized rotary tables from `rotary_cos_sin`, same
+Compiled models (`TransformerIR`) are run by the evaluator's native forward pass
+(`formal_rope.model.forward.NativeForward`: the same parameter casts, realized rotary tables and
 operation order), in fp64, fp32, bf16 or fp16. The emulated mode (rounding after every scalar
 operation) is not reproduced here; its scores differ from native ones only by rounding.
 """
@@ -28,7 +28,7 @@ from formal_rope.automata.membership import split_symbols
 from formal_rope.diagnostics.phases import HeadInputs
 from formal_rope.errors import FormalRopeError
 from formal_rope.model.certificate import model_certificate
-from formal_rope.model.forward import check_parameters_fit, rotary_cos_sin
+from formal_rope.model.forward import NativeForward, check_parameters_fit, rotary_cos_sin
 from formal_rope.model.io import load_model, read_metadata
 from formal_rope.model.ir import BOS, EOS, TransformerIR
 from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format
@@ -310,58 +310,14 @@ def _ir_nominal(pair) -> tuple[str, float]:
 def compiled_forward(model, tokens: np.ndarray, fmt: FloatFormat | str = "fp32"):
     """(per-layer residual inputs, final residual) of a TransformerIR in a native torch dtype.
 
-    Mirrors `formal_rope.model.evaluate`'s native mode operation by operation; returns the
-    residual stream entering each layer (T, d_model) and the final one.
+    The native evaluator's own forward pass (`formal_rope.model.forward.NativeForward`); returns the
+    residual stream entering each layer (T, d_model) and the final one, as tensors in the dtype.
     """
-    import torch
-
     fmt = parse_format(fmt)
-    dtype = _torch_dtype(fmt)
-
-    def tensor(array):
-        return torch.as_tensor(np.array(array, dtype=np.float64)).to(dtype)
-
-    layer_inputs = []
-    with torch.no_grad():
-        x = tensor(model.embedding)[torch.as_tensor(np.asarray(tokens))][None]
-        length = x.shape[1]
-        for layer in model.layers:
-            layer_inputs.append(x[0])
-            if layer.heads:
-                total = None
-                for head in layer.heads:
-                    cos, sin = _ir_tables(head, length, fmt, dtype)
-                    query = x @ tensor(head.w_query).T + tensor(head.b_query)
-                    key = x @ tensor(head.w_key).T + tensor(head.b_key)
-                    query, key = _rotate_pairs(query, cos, sin, head), _rotate_pairs(key, cos, sin, head)
-                    value = x @ tensor(head.w_value).T + tensor(head.b_value)
-                    scores = query @ key.transpose(1, 2)
-                    if head.score_scale != 1.0:
-                        scores = scores * tensor(np.array(head.score_scale))
-                    visible = torch.ones(length, length, dtype=torch.bool).tril(-1)
-                    scores = scores.masked_fill(~visible, float("-inf"))
-                    rows = torch.softmax(scores[:, 1:, :], dim=-1) @ value
-                    output = torch.cat((torch.zeros_like(rows[:, :1, :]), rows), dim=1)
-                    projected = output @ tensor(head.w_out).T
-                    total = projected if total is None else total + projected
-                x = x + total
-            block = layer.feed_forward
-            if block is not None:
-                hidden = torch.relu(x @ tensor(block.w_in).T + tensor(block.b_in))
-                x = x + (hidden @ tensor(block.w_out).T + tensor(block.b_out))
-    return layer_inputs, x[0]
-
-
-def _rotate_pairs(vectors, cos, sin, head):
-    """The evaluator's per-pair rotation (identity pairs untouched), `cos·a − sin·b`, `sin·a + cos·b`."""
-    out = vectors.clone()
-    for index, pair in enumerate(head.rotary):
-        if pair.kind == "none":
-            continue
-        a, b = vectors[..., 2 * index], vectors[..., 2 * index + 1]
-        out[..., 2 * index] = cos[:, index] * a - sin[:, index] * b
-        out[..., 2 * index + 1] = sin[:, index] * a + cos[:, index] * b
-    return out
+    _torch_dtype(fmt)  # the diagnostics' own message for formats without a torch dtype
+    layer_inputs: list = []
+    final = NativeForward(model, fmt).forward(np.asarray(tokens)[None], layer_inputs=layer_inputs)
+    return [x[0] for x in layer_inputs], final[0]
 
 
 def capture_compiled(
@@ -386,23 +342,21 @@ def capture_compiled(
         for h, head in enumerate(layer.heads)
     }
     chosen = _select_heads(layout, heads, rotary)
-    layer_inputs, _ = compiled_forward(model, tokens, fmt)
+    runner = NativeForward(model, fmt)
+    layer_inputs: list = []
+    runner.forward(tokens[None], layer_inputs=layer_inputs)
     length = len(tokens)
-
-    def tensor(array):
-        return torch.as_tensor(np.array(array, dtype=np.float64)).to(dtype)
+    tensor = runner.tensor
 
     captured = []
     with torch.no_grad():
         for layer, index in chosen:
             head = model.layers[layer].heads[index]
-            x = layer_inputs[layer][None]
+            x = layer_inputs[layer]
             cos, sin = _ir_tables(head, length, fmt, dtype)
-            query = x @ tensor(head.w_query).T + tensor(head.b_query)
+            query = x @ tensor(head.w_query).T + tensor(head.b_query)  # before the rotation
             key = x @ tensor(head.w_key).T + tensor(head.b_key)
-            scores = _rotate_pairs(query, cos, sin, head) @ _rotate_pairs(key, cos, sin, head).transpose(1, 2)
-            if head.score_scale != 1.0:
-                scores = scores * tensor(np.array(head.score_scale))
+            scores = runner.scores(x, head)
             n_pairs = len(head.rotary)
             kinds, nominal = zip(*(_ir_nominal(pair) for pair in head.rotary))
             captured.append(

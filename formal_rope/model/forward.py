@@ -300,10 +300,18 @@ class NativeForward:
         return torch.cat((torch.zeros_like(rows[:, :1, :]), rows), dim=1)
 
     def run(self, tokens: np.ndarray) -> np.ndarray:
+        """The final residual stream (batch, T, d_model) as float64 values."""
+        return self.forward(tokens).to(self.torch.float64).numpy()
+
+    def forward(self, tokens: np.ndarray, layer_inputs: list | None = None):
+        """The final residual stream in the dtype; `layer_inputs`, when given, receives the residual
+        stream entering each layer (what `formal_rope.diagnostics` decomposes)."""
         torch = self.torch
         with torch.no_grad():
             x = self.embed(tokens)
             for layer in self.model.layers:
+                if layer_inputs is not None:
+                    layer_inputs.append(x)
                 if layer.heads:
                     total = None
                     for head in layer.heads:
@@ -314,4 +322,4 @@ class NativeForward:
                 if block is not None:
                     hidden = torch.relu(x @ self.tensor(block.w_in).T + self.tensor(block.b_in))
                     x = x + (hidden @ self.tensor(block.w_out).T + self.tensor(block.b_out))
-            return x.to(torch.float64).numpy()
+            return x
