@@ -371,3 +371,24 @@ def test_option_checks_belong_to_the_library_and_run_before_compiling(capsys, mo
     for argv in (["--seed", "-1"], ["--certify-max-length", "0"], ["--per-length", "0"], ["--freq", "-1"]):
         code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", *argv])
         assert code == 2 and err.startswith("error: "), argv
+
+
+def test_compile_options_state_the_library_defaults():
+    # The CLI declares its options without importing the library (start-up path), so the defaults
+    # it shows are written out: they must be the library's.
+    import typer
+
+    from formal_rope.automata import DEFAULT_MAX_STATES
+    from formal_rope.cli import app
+    from formal_rope.compiler import CompileOptions, VerificationOptions
+
+    params = {param.name: param for param in typer.main.get_command(app).commands["compile"].params}
+    assert params["format_name"].default == CompileOptions.fmt.name
+    assert (params["verify_to"].default, params["exhaustive"].default, params["mode"].default) == (
+        VerificationOptions.verify_to, VerificationOptions.exhaustive_up_to, VerificationOptions.mode)
+    for name, default in (("freq", f"{CompileOptions.freq:g}"), ("per_length", VerificationOptions.per_length),
+                          ("seed", VerificationOptions.seed), ("certify_max_length", CompileOptions.certify_max_length)):
+        assert params[name].default is None and f"default {default})" in params[name].help, name
+    assert "realized (the model's own rounded scores, default)" in params["certify_mode"].help
+    assert CompileOptions.certify_mode == "realized" and VerificationOptions.max_states is None
+    assert DEFAULT_MAX_STATES == 10**6 and "(default 10^6)" in params["max_states"].help

@@ -94,12 +94,12 @@ def _given(**options) -> dict:
     return {name: value for name, value in options.items() if value is not None}
 
 
+_FLAGS = {"certify_mode": "--certify"}  # the one keyword whose flag is not its name
+
+
 def _flags(options: dict) -> list[str]:
-    """The command-line flags of library keyword arguments: certify_mode → --certify."""
+    """The command-line flags of library keyword arguments: certify_max_length → --certify-max-length."""
     return [_FLAGS.get(name, "--" + name.replace("_", "-")) for name in options]
-
-
-_FLAGS = {"certify_mode": "--certify"}
 
 
 def _verify(compiled, options, show_progress: bool):
