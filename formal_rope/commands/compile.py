@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
@@ -53,7 +55,7 @@ def compile_command(
     Exit status 1 when the model disagrees with the DFA on a string inside its certified range.
     """
     # The library loads numpy, lark and the compiler: kept off the CLI's start-up path.
-    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report
+    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report, verify_compiled
     from formal_rope.lang.source import resolve_language
     from formal_rope.model.forward import check_mode
     from formal_rope.model.io import save_model
@@ -74,7 +76,9 @@ def compile_command(
     if y_options and compiled.y_scale is None:
         print(f"note: {', '.join(_flags(y_options))} set the Y^k heads, and {compiled.formula_text} has none: no effect",
               file=sys.stderr)
-    verification = _verify(compiled, verify_options, show_progress=not json_output)
+    with _verification_progress(not json_output) as (on_total, on_progress):
+        verification = verify_compiled(compiled, **verify_options.as_keywords(), on_total=on_total,
+                                       on_progress=on_progress)
     if sampling_options and not verification.sampled_lengths:
         print(f"note: {', '.join(_flags(sampling_options))} set the sampled verification strings (and their DFA), and "
               f"--verify-to {verify_to} samples none (only the exhaustive part up to length "
@@ -102,11 +106,12 @@ def _flags(options: dict) -> list[str]:
     return [_FLAGS.get(name, "--" + name.replace("_", "-")) for name in options]
 
 
-def _verify(compiled, options, show_progress: bool):
-    from formal_rope.compiler import verify_compiled  # the library: off the CLI's start-up path
-
-    if not show_progress:
-        return verify_compiled(compiled, **options.as_keywords())
+@contextmanager
+def _verification_progress(show: bool):
+    """(on_total, on_progress) for `verify_compiled`: a progress bar on stderr, or (None, None)."""
+    if not show:
+        yield None, None
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("verifying against the DFA"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -119,8 +124,7 @@ def _verify(compiled, options, show_progress: bool):
         bar.update(task, total=total)
 
     try:
-        return verify_compiled(compiled, **options.as_keywords(), on_total=on_total,
-                               on_progress=lambda done: bar.advance(task, done))
+        yield on_total, lambda done: bar.advance(task, done)
     finally:
         bar.stop()
 
@@ -134,11 +138,9 @@ def _stderr_console():
 def _print_report(compiled, verification, out: Path | None) -> None:
     from rich.table import Table
 
-    from formal_rope.precision import f_large  # the library: off the CLI's start-up path
-
     console = stdout_console()
     model = compiled.ir
-    large = f_large(compiled.options.fmt)
+    large = model.metadata["f_large"]  # what the compiler recorded for its format
     console.print(
         f"[bold]{compiled.formula_text}[/bold] over {{{', '.join(compiled.alphabet)}}} in {compiled.options.fmt.name} "
         f"(f_large = {large:.9g}): {len(model.layers)} layers, {model.n_heads} heads, d_model = {model.d_model}"
@@ -246,10 +248,12 @@ def run_command(
     A compiled model's verdicts are guaranteed only up to its certified length in the format and mode
     it runs in (recomputed when they are not the ones it was compiled for): longer inputs are flagged.
     """
-    # The library loads numpy (and torch in native mode): kept off the CLI's start-up path.
+    # The library loads numpy (and torch in native mode, or for a trained model): kept off the
+    # CLI's start-up path.
+    from formal_rope.automata.membership import split_symbols
     from formal_rope.model.evaluate import evaluate
     from formal_rope.model.forward import check_mode
-    from formal_rope.model.io import load_model, read_metadata
+    from formal_rope.model.io import load_model, load_runnable, read_metadata
     from formal_rope.precision import parse_format
 
     strings = input_strings(strings)
@@ -262,7 +266,14 @@ def run_command(
                 f"--mode {mode} applies to compiled models (emulated or native arithmetic); {model_path} is a "
                 f"{metadata['kind']} model, which always runs natively in torch (choose its dtype with --format fp32/bf16/fp16)"
             )
-        _run_trained(model_path, strings, format_name, json_output)
+        runnable = load_runnable(model_path)
+        verdicts = runnable.classify(list(strings), fmt=format_name)
+        if json_output:
+            lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
+            print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths,
+                                       verdicts, [None] * len(strings), None), ensure_ascii=False))
+            return
+        _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
         return
     mode = mode or "emulated"
     fmt = parse_format(format_name or str(metadata.get("format", "fp32")))
@@ -271,7 +282,7 @@ def run_command(
     if trace:
         if len(strings) != 1:
             raise FormalRopeError(f"--trace shows one string; got {len(strings)}")
-        _trace(model, strings[0], fmt, mode, json_output)
+        _trace(model, strings[0], evaluate(model, strings[:1], fmt=fmt, mode=mode, trace=True), json_output)
         return
     result = evaluate(model, strings, fmt=fmt, mode=mode)
     _note_beyond_certified(result, metadata)
@@ -284,21 +295,6 @@ def run_command(
     caption = f"{mode} {result.format}; certified length {result.certificate.describe()}" if result.certificate.available \
         else f"{mode} {result.format}"
     _print_verdicts(model_path, metadata, strings, result.to_list(), result.beyond_certified_length.tolist(), caption)
-
-
-def _run_trained(model_path: Path, strings: list[str], format_name: str | None, json_output: bool) -> None:
-    # The library (and the trainer's torch): kept off the CLI's start-up path.
-    from formal_rope.automata.membership import split_symbols
-    from formal_rope.model.io import load_runnable
-
-    runnable = load_runnable(model_path)
-    verdicts = runnable.classify(list(strings), fmt=format_name)
-    if json_output:
-        lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
-        print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths, verdicts,
-                                   [None] * len(strings), None), ensure_ascii=False))
-        return
-    _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
 
 
 def _run_json(model_path, kind, fmt, mode, strings, lengths, verdicts, beyond, certificate) -> dict:
@@ -357,12 +353,9 @@ def _note_beyond_certified(result, metadata: dict) -> None:
     )
 
 
-def _trace(model, string: str, fmt, mode: str, json_output: bool) -> None:
-    import numpy as np  # off the CLI's start-up path
-
-    from formal_rope.model.evaluate import evaluate  # the library: off the CLI's start-up path
-
-    result = evaluate(model, [string], fmt=fmt, mode=mode, trace=True)
+def _trace(model, string: str, result, json_output: bool) -> None:
+    """`run --trace`: every shown coordinate of `result` (an evaluation of `string` with trace=True)."""
+    mode = result.mode
     _note_beyond_certified(result, model.metadata)
     residual = result.residuals[0]
     symbols = ["bos", *model.read(string), "eos"]  # read as `accepts` reads it (multi-character symbols)
@@ -377,7 +370,7 @@ def _trace(model, string: str, fmt, mode: str, json_output: bool) -> None:
             "beyond_certified_length": beyond,
             "positions": symbols,
             # JSON has no NaN/inf (overflowed scores): those values are null.
-            "coordinates": {name: [float(v) if np.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
+            "coordinates": {name: [float(v) if math.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
         }, ensure_ascii=False))
         return
     from rich.table import Table
