@@ -24,6 +24,7 @@ import torch
 
 from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
+from formal_rope.precision import native_dtype, parse_format
 from formal_rope.training.config import RunConfig, RunResult, period_pairs
 from formal_rope.training.encodings import is_periodic
 from formal_rope.training.model import Classifier, encode_fixed_length
@@ -34,7 +35,7 @@ CHECKPOINT_KIND = "trained"
 CHECKPOINT_FORMAT = 2
 METADATA_NAME = "metadata.json"
 STATE_NAME = "state_dict.pt"
-CLASSIFY_FORMATS = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CLASSIFY_FORMATS = ("fp32", "bf16", "fp16")  # native formats a trained (fp32) model classifies in
 
 
 def _temporary_path(path: Path) -> Path:
@@ -131,12 +132,13 @@ class TrainedClassifier:
         Strings are split into symbols as everywhere else (single characters, or whitespace-separated
         names when the alphabet has multi-character symbols); unknown symbols raise FormalRopeError.
         """
-        if fmt not in CLASSIFY_FORMATS:
+        name = "fp32" if fmt is None else parse_format(fmt).name  # aliases (e8m23) read as everywhere
+        if name not in CLASSIFY_FORMATS:
             raise FormalRopeError(f"unknown number format {fmt!r} for a trained model; expected fp32, bf16 or fp16")
         if len(strings) == 0:
             return []
         symbols, lengths = encode_strings(list(strings), self.alphabet)
-        model = self._model_in(CLASSIFY_FORMATS[fmt])
+        model = self._model_in(native_dtype(name))
         decisions = np.empty(len(lengths), dtype=bool)
         with torch.no_grad():
             for length in np.unique(lengths):
