@@ -420,7 +420,7 @@ def capture_heads(
         raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt_name!r}")
     if len(alphabet) != classifier.n_symbols:
         raise FormalRopeError(f"the alphabet has {len(alphabet)} symbols but the model reads {classifier.n_symbols}")
-    from formal_rope.training.model import special_tokens  # the trainer imports torch: trained models only
+    from formal_rope.training.layout import special_tokens  # the trainer imports torch: trained models only
 
     symbols = _symbols(string, alphabet)
     index = {symbol: position for position, symbol in enumerate(alphabet)}
