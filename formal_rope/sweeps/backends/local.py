@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
+# The package, not concurrent.futures.process: its pool (and multiprocessing) load on first use,
+# so that the command line, which reads this module at start-up, does not pay for them.
+import concurrent.futures
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from formal_rope.sweeps.runner import WORKER_DIED, Capacity, Unit, UnitTask, WorkerDied, failed_result
+from formal_rope.errors import FormalRopeError
+from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
+
+
+@dataclass(frozen=True)
+class LocalOptions(BackendOptions):
+    """`--backend local`: `workers` processes on this machine; the flags that need Ray are refused."""
+
+    def check(self) -> None:
+        super().check()
+        if self.address is not None:
+            raise FormalRopeError("--address joins a Ray cluster: use it with --backend ray")
+        if self.gpus_per_run > 0:
+            raise FormalRopeError("--gpus-per-run schedules runs on GPUs through Ray: use it with --backend ray")
 
 
 class LocalBackend:
@@ -14,9 +29,9 @@ class LocalBackend:
     up to `max_retries` times. Which unit killed a pool is unknown, so every unit in flight when it
     broke is charged one retry."""
 
-    def __init__(self, workers: int = 1, max_retries: int = 3):
-        self.workers = workers
-        self.max_retries = max_retries
+    def __init__(self, options: LocalOptions = LocalOptions()):
+        self.workers = options.workers
+        self.max_retries = options.max_retries
 
     def open(self, on_note: Callable[[str], None]) -> Capacity:
         return Capacity(slots=self.workers)
@@ -24,7 +39,7 @@ class LocalBackend:
     def close(self) -> None:
         pass
 
-    def run(self, units: Sequence[Unit], task: UnitTask, key_of: Callable[[Unit], str],
+    def run(self, units: Sequence[Unit], task: UnitRunner, key_of: Callable[[Unit], str],
             on_unit: Callable[..., None]) -> None:
         if self.workers <= 1:
             for unit in units:
@@ -33,39 +48,39 @@ class LocalBackend:
             return None
         attempts = {id(unit): 0 for unit in units}
         queue = list(units)
-        pool = ProcessPoolExecutor(max_workers=self.workers)
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers)
         futures: dict = {}
         try:
             while queue or futures:
                 while queue and len(futures) < self.workers:
                     try:
                         future = pool.submit(task, queue[0])
-                    except BrokenProcessPool:
+                    except concurrent.futures.BrokenExecutor:  # BrokenProcessPool
                         break  # the units in flight report the breakage below
                     unit = queue.pop(0)
                     on_unit("start" if attempts[id(unit)] == 0 else "retry", unit)
                     futures[future] = unit
                 broken = not futures
                 if futures:
-                    finished, _ = wait(list(futures), return_when=FIRST_COMPLETED)
+                    finished, _ = concurrent.futures.wait(list(futures), return_when=concurrent.futures.FIRST_COMPLETED)
                     for future in finished:
                         unit = futures.pop(future)
                         try:
                             results = future.result()
-                        except BrokenProcessPool:
+                        except concurrent.futures.BrokenExecutor:
                             # A worker died (killed for memory, crashed): every unit in flight is lost.
                             broken = True
                             attempts[id(unit)] += 1
                             if attempts[id(unit)] <= self.max_retries:
                                 queue.insert(0, unit)
                                 continue
-                            results = [failed_result(c, WorkerDied(WORKER_DIED)) for c in unit]
+                            results = task.failed(unit, WorkerDied(WORKER_DIED))
                         except Exception as error:  # e.g. a result that cannot be pickled back
-                            results = [failed_result(c, error) for c in unit]
+                            results = task.failed(unit, error)
                         on_unit("done", unit, results)
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
-                    pool = ProcessPoolExecutor(max_workers=self.workers)
+                    pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers)
             pool.shutdown(wait=True)
         except KeyboardInterrupt:
             for future in futures:
