@@ -185,3 +185,27 @@ def test_sweep_keeps_the_healthy_run_of_a_pack_whose_other_run_raises(tmp_path, 
     assert packed.loc["2", columns].to_dict() == alone.loc["2", columns].to_dict()  # as trained alone
     code, stdout, _ = _cli(capsys, [*argv, "--out", str(tmp_path / "packed")])  # the rerun retries the failed run only
     assert code == 0 and json.loads(stdout)["sweep"]["skipped"] == 1
+
+
+@pytest.mark.parametrize("fixed, workers", [(None, 1), (None, 2), (3, 1)])
+def test_the_runs_of_a_pack_that_raises_are_trained_again_with_the_threads_of_a_run_alone(monkeypatch, fixed, workers):
+    # Regression: a pack that raised trained its runs again one by one with the pack's threads
+    # (the machine's cores shared by the workers) where a run trained alone (--pack 1) gets 1, so a
+    # healthy pack-mate's final loss differed in the last bits from the same run trained alone.
+    import formal_rope.training.train as train
+    from formal_rope.sweeps.units import UnitTask
+    from formal_rope.training.packing import default_threads
+
+    calls = []
+
+    def recording_run_pack(configs, **options):
+        calls.append((len(configs), options["threads"], options["threads_alone"]))
+        return [fake_runner(config) for config in configs], None
+
+    monkeypatch.setattr(train, "run_pack", recording_run_pack)
+    configs = tuple(expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=2, lrs=[1e-4])))
+    task = UnitTask(threads=fixed, workers=workers)
+    assert task(configs) == [fake_runner(config) for config in configs]
+    assert task(configs[:1]) == [fake_runner(configs[0])]
+    alone = fixed or 1
+    assert calls == [(2, fixed or default_threads(2, workers), alone), (1, alone, alone)]
