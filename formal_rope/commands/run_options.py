@@ -1,17 +1,19 @@
 """Options shared by `train`, `sweep` and `reproduce`, declared once: annotated types (one line per
-option in a command), and option groups — frozen dataclasses of them that a command takes as one
-parameter (`with_option_groups`): `RunFlags` (where a sweep's runs execute, their checkpoints) for
-`sweep` and `reproduce`, `TrainStateFlags` (checkpoints) for `train`."""
+option in a command), and option groups that a command takes as one parameter
+(`with_option_groups`): `RunFlags` (where a sweep's runs execute, their checkpoints) for `sweep`
+and `reproduce`, `TrainStateFlags` (checkpoints) for `train`.
+
+An option group is a NamedTuple whose fields are annotated Typer options with defaults: immutable
+like a frozen dataclass, and ten times cheaper to define, which every start of the command line does.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import typing
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Callable, NamedTuple, Optional
 
 import typer
 
@@ -68,23 +70,23 @@ DModel = Annotated[Optional[int], typer.Option("--d-model", help="Model width.")
 
 
 def with_option_groups(command: Callable) -> Callable:
-    """`command` as Typer sees it: each parameter annotated with an option group (a dataclass whose
+    """`command` as Typer sees it: each parameter annotated with an option group (a NamedTuple whose
     fields are annotated Typer options, with defaults) stands for the group's options, in the
     group's order at the parameter's place (so `--help` lists them there); the command receives
     the group as one value."""
     signature = inspect.signature(command, eval_str=True)
-    groups: dict[str, tuple[type, list[str]]] = {}
+    groups: dict[str, tuple[type, tuple[str, ...]]] = {}
     parameters = []
     for parameter in signature.parameters.values():
         group = parameter.annotation
-        if not (isinstance(group, type) and dataclasses.is_dataclass(group)):
+        if not (isinstance(group, type) and issubclass(group, tuple) and hasattr(group, "_field_defaults")):
             parameters.append(parameter)
             continue
         hints = typing.get_type_hints(group, include_extras=True)
-        names = [field.name for field in dataclasses.fields(group)]
-        parameters += [inspect.Parameter(field.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=field.default,
-                                         annotation=hints[field.name]) for field in dataclasses.fields(group)]
-        groups[parameter.name] = (group, names)
+        parameters += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                         default=group._field_defaults[name], annotation=hints[name])
+                       for name in group._fields]
+        groups[parameter.name] = (group, group._fields)
     clashes = sorted(name for name, count in _counts(p.name for p in parameters).items() if count > 1)
     if clashes:
         raise TypeError(f"{command.__name__}: option groups repeat the parameters {', '.join(clashes)}")
@@ -107,8 +109,7 @@ def _counts(names) -> dict[str, int]:
     return counts
 
 
-@dataclass(frozen=True)
-class RunFlags:
+class RunFlags(NamedTuple):
     """Where the runs of `sweep` and `reproduce` execute, and their training states."""
 
     pack: Pack = "auto"
@@ -147,8 +148,7 @@ class RunFlags:
         return dict(backend=options, state=state, pack=pack)
 
 
-@dataclass(frozen=True)
-class TrainStateFlags:
+class TrainStateFlags(NamedTuple):
     """The training state of `train`: checkpoints, and resuming from one."""
 
     checkpoint_every: CheckpointEvery = None
@@ -195,7 +195,8 @@ def state_options(checkpoint_every: int | None, steps: int, state_dir: str | Pat
     """StateOptions for the --checkpoint-every / --state-dir / --keep-state options (None: no
     checkpoints), after checking that the folder can be written (exit 2 before any run starts)."""
     # function-local: numpy (training), off the start-up path
-    from formal_rope.training.state import StateOptions, check_state_dir, checkpoint_every as interval
+    from formal_rope.training.state import StateOptions, check_state_dir
+    from formal_rope.training.state import checkpoint_every as interval
 
     every = interval(checkpoint_every, steps)
     if every is None:

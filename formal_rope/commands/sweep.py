@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
 
@@ -80,6 +79,7 @@ def _number(value: float, digits: int) -> str:
 
 def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
     """run_sweep with a Rich progress display: a line per finished run, the runs in flight."""
+    # function-local: rich and the runner (numpy) stay off the start-up path
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     # The module, not the function: run_sweep is looked up when called (tests replace its trainer).
@@ -154,6 +154,7 @@ def _grouping(text: str | None) -> tuple[str, ...]:
 
 
 def _results_table(rows, by, title: str, reference: dict | None):
+    # function-local: rich and the report (numpy) stay off the start-up path
     from rich.table import Table
 
     from formal_rope.sweeps.report import DEFAULT_GROUPING, cell_text, reference_index
@@ -194,7 +195,7 @@ def _nnch_cells(row) -> tuple[str, str]:
 def _print_wide(console, table) -> None:
     """Tables are wider than the 80 columns Rich assumes off a terminal; never squeeze their cells:
     print at the table's natural width (measured with room to spare)."""
-    from rich.measure import Measurement
+    from rich.measure import Measurement  # function-local: rich, off the start-up path
 
     narrow = console.width
     console.width = max(narrow, 1000)
@@ -208,6 +209,7 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
             variant_baseline: dict | None = None, languages=()) -> dict:
     """Aggregate `out` (`sweeps.report.build_report`); print the table (or, with json_output, the
     payload as JSON) unless quiet; return the payload."""
+    # function-local: rich and the report (pandas) stay off the start-up path
     from rich.markup import escape
 
     from formal_rope.sweeps.report import build_report, failure_lines
@@ -236,8 +238,7 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
 # sweep
 
 
-@dataclass(frozen=True)
-class GridFlags:
+class GridFlags(NamedTuple):
     """The grid's dedicated axes as `sweep` takes them."""
 
     lang: Optional[list[str]] = typer.Option(None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several.")
@@ -255,8 +256,7 @@ class GridFlags:
                     alphabet=_alphabet(self.alphabet), periods=_periods(self.periods))
 
 
-@dataclass(frozen=True)
-class SweepSettings:
+class SweepSettings(NamedTuple):
     """Settings `sweep` fixes for every run of the grid."""
 
     steps: Optional[int] = typer.Option(None, "--steps", help="Training steps per run.")
@@ -305,6 +305,7 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
     ) -> None:
         """Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips finished runs."""
+        # function-local: rich and the sweeps stage (numpy) stay off the start-up path
         from rich.console import Console
 
         from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep
@@ -349,6 +350,7 @@ def register(app: typer.Typer) -> None:
         sort: Optional[str] = typer.Option(None, "--sort", help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or accuracy; default: the grouping's order."),
     ) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""
+        # function-local: rich and the report (numpy) stay off the start-up path
         from rich.console import Console
 
         from formal_rope.sweeps.report import DEFAULT_GROUPING, reference_table
@@ -373,6 +375,7 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
     ) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
+        # function-local: rich and the sweeps stage (numpy) stay off the start-up path
         from rich.console import Console
 
         from formal_rope.sweeps.deviations import deviation_lines

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
 
@@ -170,26 +169,6 @@ _EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": 
                    "--train-near-miss": "train_near_miss_fraction"}
 
 
-def _option_fields(plain: dict, *, periods: str | None, alphabet: str | None, test_lengths: str | None,
-                   train_lengths: str | None) -> dict:
-    """RunConfig fields of the options given explicitly: `plain` values as they are (None = not
-    given), the text options parsed."""
-    from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
-
-    fields = {key: value for key, value in plain.items() if value is not None}
-    if periods is not None:
-        fields["periods"] = parse_periods(periods)
-    if alphabet is not None:
-        from formal_rope.lang.source import parse_alphabet  # function-local: numpy, off the start-up path
-
-        fields["alphabet"] = tuple(parse_alphabet(alphabet))
-    if test_lengths is not None:
-        fields.update(lengths_fields(test_lengths, "--test-lengths"))
-    if train_lengths is not None:
-        fields.update(lengths_fields(train_lengths, "--train-lengths", prefix="train"))
-    return fields
-
-
 def _merge_set(fields: dict, assignments: dict[str, list]) -> dict:
     """`train --set FIELD=VALUE` on top of the dedicated options (one value each, no field twice)."""
     for name, values in assignments.items():
@@ -246,8 +225,7 @@ def _note(text: str) -> None:
     print(f"note: {text}", file=sys.stderr)
 
 
-@dataclass(frozen=True)
-class TrainSettings:
+class TrainSettings(NamedTuple):
     """The run's settings as `train` takes them (None: not given; the scale's, the data's or
     RunConfig's default)."""
 
@@ -275,7 +253,11 @@ class TrainSettings:
     test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With --data: the test files' strings in the range, or of each listed length.")
 
     def fields(self) -> dict:
-        """RunConfig fields of the options given explicitly (the text options parsed)."""
+        """RunConfig fields of the options given explicitly (None: not given), the text options parsed."""
+        # function-local: numpy and the parsers, off the start-up path
+        from formal_rope.lang.source import parse_alphabet
+        from formal_rope.training.config import lengths_fields
+
         plain = {
             "base": self.base, "rope_fraction": self.rope_fraction, "steps": self.steps, "lr": self.lr,
             "lr_schedule": self.lr_schedule, "warmup_steps": self.warmup_steps, "weight_decay": self.weight_decay,
@@ -283,8 +265,16 @@ class TrainSettings:
             "layers": self.layers, "d_model": self.d_model, "heads": self.heads, "eval_mode": self.eval_mode,
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
         }
-        return _option_fields(plain, periods=self.periods, alphabet=self.alphabet, test_lengths=self.test_lengths,
-                              train_lengths=self.train_lengths)
+        fields = {key: value for key, value in plain.items() if value is not None}
+        if self.periods is not None:
+            fields["periods"] = parse_periods(self.periods)
+        if self.alphabet is not None:
+            fields["alphabet"] = tuple(parse_alphabet(self.alphabet))
+        if self.test_lengths is not None:
+            fields.update(lengths_fields(self.test_lengths, "--test-lengths"))
+        if self.train_lengths is not None:
+            fields.update(lengths_fields(self.train_lengths, "--train-lengths", prefix="train"))
+        return fields
 
 
 def register(app: typer.Typer) -> None:

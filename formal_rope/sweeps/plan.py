@@ -218,7 +218,10 @@ def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: in
         # Asked of the grid module when called: the one lookup of the paper's files that Python users share.
         path = grid.paper_sweep_path(name)
         spec, _ = sweep_spec(GridRequest(config=path, seeds=seeds, scale=scale, settings=settings), ())
-        target = out if out is not None and table != "all" else (out / name if out is not None else Path("results") / f"{name}-{scale}")
+        if out is None:
+            target = Path("results") / f"{name}-{scale}"
+        else:
+            target = out / name if table == "all" else out
         configs = expand_grid(spec)
         plans.append(TablePlan(
             name=name, spec=spec, out=target, configs=tuple(configs),

@@ -150,7 +150,7 @@ EVAL_REQUIRED = tuple(EVAL_COLUMN_TYPES)
 
 
 def _arrow_schema(column_types: dict):
-    import pyarrow as pa  # function-local (here and below): pyarrow and pandas load only where results are read or written
+    import pyarrow as pa  # function-local (here and below): pyarrow and pandas load where results are read or written
 
     kinds = {"string": pa.string(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
     return pa.schema([(name, kinds[kind]) for name, kind in column_types.items()])

@@ -75,7 +75,8 @@ class UnitTask:
         try:
             results = list(self._train(tuple(unit), device or self.device))
             if [r.run_id for r in results] != [c.run_id() for c in unit]:
-                raise RuntimeError(f"the pack runner returned {len(results)} results for {len(unit)} runs, or out of order")
+                raise RuntimeError(f"the pack runner returned {len(results)} results for {len(unit)} runs, "
+                                   "or out of order")
             return results
         except Exception as error:  # a failing unit is recorded, the sweep goes on
             if len(unit) == 1:
@@ -110,7 +111,8 @@ def unit_key(unit: Unit) -> str:
     return pack_key(unit)
 
 
-def group_units(configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes: int | None, per_run: bool) -> list[Unit]:
+def group_units(configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes: int | None,
+                per_run: bool) -> list[Unit]:
     """Units of work: packs of compatible runs (`pack` as `--pack`, spread over `slots` concurrent
     units within `memory_bytes`), or single runs for a per-run runner."""
     if per_run:

@@ -7,16 +7,24 @@ is one file `backends/<name>.py` and one row here (docs/sweeps.md, "How to exten
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
+from typing import NamedTuple
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.sweeps.backends.base import WORKER_DIED, Backend, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
+from formal_rope.sweeps.backends.base import (
+    WORKER_DIED,
+    Backend,
+    BackendOptions,
+    Capacity,
+    Unit,
+    UnitRunner,
+    WorkerDied,
+)
 from formal_rope.sweeps.backends.local import LocalBackend, LocalOptions
 from formal_rope.sweeps.backends.ray import RayBackend, RayOptions
 
 
-@dataclass(frozen=True)
-class BackendRow:
+class BackendRow(NamedTuple):
     """A registered backend: `backend(options)` builds it from an `options` (a BackendOptions
     subclass) that checked the run flags; `help` says what runs where, for `--backend`'s help."""
 

@@ -12,13 +12,15 @@ A backend is two classes, registered together as one row of `formal_rope.sweeps.
 A unit is a tuple of RunConfigs trained together (a pack; one run with --pack 1); the task given to
 `run` is a picklable `UnitRunner` (`formal_rope.sweeps.units.UnitTask`), so a backend never builds
 a result itself. This module imports nothing heavy: the command line reads the registry (and with
-it every backend module) when it starts.
+it every backend module) when it starts; for the same reason a backend's options subclass
+`BackendOptions` without a @dataclass of their own (they add no field, only checks), and the small
+values are NamedTuples (defining a frozen dataclass costs a millisecond, ten times as much).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Callable, NamedTuple, Protocol, Sequence
 
 from formal_rope.errors import FormalRopeError
 
@@ -34,8 +36,7 @@ class WorkerDied(RuntimeError):
     """Recorded as the error of the runs in flight when a worker process dies for good."""
 
 
-@dataclass(frozen=True)
-class Capacity:
+class Capacity(NamedTuple):
     """What a backend offers once open: how many units run at once, the memory they share (None:
     this machine's, as packing reads it) and the URL of a dashboard showing the work, if any."""
 

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-# The package, not concurrent.futures.process: its pool (and multiprocessing) load on first use,
-# so that the command line, which reads this module at start-up, does not pay for them.
-import concurrent.futures
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
 
 
-@dataclass(frozen=True)
 class LocalOptions(BackendOptions):
     """`--backend local`: `workers` processes on this machine; the flags that need Ray are refused."""
 
@@ -46,28 +41,36 @@ class LocalBackend:
                 on_unit("start", unit)
                 on_unit("done", unit, task(unit))
             return None
+        return self._run_in_pool(units, task, on_unit)
+
+    def _run_in_pool(self, units: Sequence[Unit], task: UnitRunner, on_unit: Callable[..., None]) -> None:
+        # function-local: the pool (multiprocessing, logging) loads only for a pool of workers; the
+        # command line reads this module (LocalOptions) at start-up.
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
         attempts = {id(unit): 0 for unit in units}
         queue = list(units)
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers)
+        pool = ProcessPoolExecutor(max_workers=self.workers)
         futures: dict = {}
         try:
             while queue or futures:
                 while queue and len(futures) < self.workers:
                     try:
                         future = pool.submit(task, queue[0])
-                    except concurrent.futures.BrokenExecutor:  # BrokenProcessPool
+                    except BrokenProcessPool:
                         break  # the units in flight report the breakage below
                     unit = queue.pop(0)
                     on_unit("start" if attempts[id(unit)] == 0 else "retry", unit)
                     futures[future] = unit
                 broken = not futures
                 if futures:
-                    finished, _ = concurrent.futures.wait(list(futures), return_when=concurrent.futures.FIRST_COMPLETED)
+                    finished, _ = wait(list(futures), return_when=FIRST_COMPLETED)
                     for future in finished:
                         unit = futures.pop(future)
                         try:
                             results = future.result()
-                        except concurrent.futures.BrokenExecutor:
+                        except BrokenProcessPool:
                             # A worker died (killed for memory, crashed): every unit in flight is lost.
                             broken = True
                             attempts[id(unit)] += 1
@@ -80,7 +83,7 @@ class LocalBackend:
                         on_unit("done", unit, results)
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
-                    pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.workers)
+                    pool = ProcessPoolExecutor(max_workers=self.workers)
             pool.shutdown(wait=True)
         except KeyboardInterrupt:
             for future in futures:

@@ -13,10 +13,7 @@ start-up included), and only when a sweep runs with `backend="ray"`.
 
 from __future__ import annotations
 
-import logging
 import os
-import socket
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -80,6 +77,8 @@ def probe_address(address: str, given: str) -> None:
     ray.init keeps retrying an address that does not answer for minutes; these two probes bound
     the wait to PROBE_TIMEOUT_S each.
     """
+    import socket  # function-local: only a sweep joining a cluster probes it; the CLI reads this module at start-up
+
     host, port = _host_port(address.removeprefix("ray://"))
     origin = "" if given == address else f" (from --address {given})"
     try:
@@ -119,7 +118,7 @@ def connect(ray, address: str | None, num_cpus: float, ship_code: bool) -> tuple
     if ship_code:
         package = Path(__file__).resolve().parents[2]  # formal_rope/, from formal_rope/sweeps/backends/
         runtime_env = {"py_modules": [str(package)], "excludes": ["__pycache__", "*.pyc"]}
-    options = dict(logging_level=logging.ERROR, configure_logging=True, runtime_env=runtime_env)
+    options = dict(logging_level="ERROR", configure_logging=True, runtime_env=runtime_env)  # Ray reads level names
     try:
         if address is not None:
             probe_address(resolve_address(address), address)
@@ -201,7 +200,6 @@ def run_unit_task(task: UnitRunner, unit: Unit, key: str, board) -> list:
 # The backend
 
 
-@dataclass(frozen=True)
 class RayOptions(BackendOptions):
     """`--backend ray`: every run flag applies; a unit takes 1 CPU (and torch thread) unless
     --cpus-per-run says otherwise."""
