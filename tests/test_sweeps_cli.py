@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import NamedTuple, Optional
 
 import pandas as pd
 import pytest
+import typer
+from typer.testing import CliRunner
 from sweeps_support import REPO, fake_runner, spec
 from sweeps_support import cli as _cli
 
+from formal_rope.commands.run_options import Layers, RunFlags, with_option_groups
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.runner import run_sweep
 
@@ -263,3 +267,40 @@ def test_sweep_refuses_periods_that_cannot_be_built_or_would_be_dropped_before_t
                                     "--heads", "2", "--seeds", "1", "--out", str(tmp_path / "r")])
     assert code == 2 and message in " ".join(stderr.split()) and "Traceback" not in stderr, stderr
     assert not (tmp_path / "r").exists()
+
+
+
+class ModelFlags(NamedTuple):
+    """A toy option group: a shared option (declared in run_options) and one of its own."""
+
+    layers: Layers = None
+    heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads.")
+
+
+class LayersAgain(NamedTuple):
+    layers: Layers = None
+
+
+def test_an_option_group_is_declared_once_and_reaches_its_command_as_one_value():
+    # `sweep`, `reproduce` and `train` take shared options as groups (commands/run_options.py).
+    seen = []
+    app = typer.Typer()
+
+    @app.command()
+    @with_option_groups
+    def probe(name: str = typer.Option("x", "--name"), model: ModelFlags = None, run: RunFlags = None,
+              last: bool = typer.Option(False, "--last")) -> None:
+        seen.append((name, model, run, last))
+
+    done = CliRunner().invoke(app, ["--layers", "3", "--backend", "ray", "--max-retries", "1", "--last"])
+    assert done.exit_code == 0, done.output
+    assert seen == [("x", ModelFlags(layers=3, heads=None), RunFlags(backend="ray", max_retries=1), True)]
+    help_text = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    flags = ["--name", "--layers", "--heads", "--pack", "--backend", "--keep-state", "--last"]
+    assert sorted(flags, key=help_text.index) == flags  # each group's options at the group's place
+
+    def clash(model: ModelFlags = None, again: LayersAgain = None) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="option groups repeat the parameters layers"):
+        with_option_groups(clash)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Callable, NamedTuple, Optional
 
@@ -87,7 +88,7 @@ def with_option_groups(command: Callable) -> Callable:
                                          default=group._field_defaults[name], annotation=hints[name])
                        for name in group._fields]
         groups[parameter.name] = (group, group._fields)
-    clashes = sorted(name for name, count in _counts(p.name for p in parameters).items() if count > 1)
+    clashes = sorted(name for name, count in Counter(p.name for p in parameters).items() if count > 1)
     if clashes:
         raise TypeError(f"{command.__name__}: option groups repeat the parameters {', '.join(clashes)}")
 
@@ -100,13 +101,6 @@ def with_option_groups(command: Callable) -> Callable:
     run.__signature__ = signature.replace(parameters=parameters)
     run.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
     return run
-
-
-def _counts(names) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return counts
 
 
 class RunFlags(NamedTuple):
