@@ -49,7 +49,9 @@ def time_training(config, state_dir: Path | None, every: int) -> tuple[float, fl
     import torch
 
     from formal_rope.training.packing import pack_key
-    from formal_rope.training.train import build_pack, resolve_dfa, resolve_periods, run_data, train_pack
+    from formal_rope.training.data import run_data
+    from formal_rope.training.setup import build_pack, resolve_dfa, resolve_periods
+    from formal_rope.training.train import train_pack
 
     torch.set_num_threads(1)
     dfa = resolve_dfa(config)

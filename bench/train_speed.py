@@ -34,7 +34,7 @@ from torch.nn import functional as F
 
 from formal_rope.training.config import RunConfig
 from formal_rope.training.model import encode_padded
-from formal_rope.training.train import build_model, make_optimizer
+from formal_rope.training.setup import build_model, make_optimizer
 
 
 class BaselineBlock(nn.Module):

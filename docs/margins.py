@@ -57,7 +57,8 @@ def main() -> int:
     torch.set_num_threads(1)
     from formal_rope.sampling.datasets import test_sets
     from formal_rope.training import RunConfig, scale_overrides
-    from formal_rope.training.train import resolve_dfa, run_pack
+    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.train import run_pack
 
     base = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
     dfa = resolve_dfa(base)

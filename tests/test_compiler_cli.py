@@ -345,3 +345,50 @@ def test_damaged_certificate_records_are_reported_on_loading(y_fp32, tmp_path, c
     code, out, err = _run(capsys, ["run", str(target), "ab", "-F", "bf16"])
     assert code == 2 and out == "" and err.startswith(f"error: {target}: corrupt compiled model")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_compile_json_is_the_library_report(capsys):
+    from formal_rope.compiler import compile_formula, compile_report, verify_compiled
+
+    code, out, _ = _run(capsys, ["compile", "P(a) & MOD_2^0", "-a", "ab", "--verify-to", "30", "--json"])
+    compiled = compile_formula("P(a) & MOD_2^0", "ab")
+    assert code == 0 and json.loads(out) == compile_report(compiled, verify_compiled(compiled, verify_to=30))
+
+
+def test_option_checks_belong_to_the_library_and_run_before_compiling(capsys, monkeypatch):
+    from formal_rope import compiler
+    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, verify_compiled
+    from formal_rope.errors import FormalRopeError
+
+    with pytest.raises(FormalRopeError, match=r"seed \(--seed\)"):
+        verify_compiled(compile_formula("P(a)", "ab"), seed=-1, verify_to=0)
+    with pytest.raises(FormalRopeError, match="--per-length 0 samples no strings"):
+        VerificationOptions(per_length=0)
+    with pytest.raises(FormalRopeError, match=r"certify_max_length \(--certify-max-length\)"):
+        CompileOptions(certify_max_length=0)
+    assert CompileOptions(fmt="e8m23").fmt.name == "fp32"  # a format is parsed once, here
+    monkeypatch.setattr(compiler, "compile_formula", lambda *a, **k: pytest.fail("compiled despite a bad option"))
+    for argv in (["--seed", "-1"], ["--certify-max-length", "0"], ["--per-length", "0"], ["--freq", "-1"]):
+        code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", *argv])
+        assert code == 2 and err.startswith("error: "), argv
+
+
+def test_compile_options_state_the_library_defaults():
+    # The CLI declares its options without importing the library (start-up path), so the defaults
+    # it shows are written out: they must be the library's.
+    import typer
+
+    from formal_rope.automata import DEFAULT_MAX_STATES
+    from formal_rope.cli import app
+    from formal_rope.compiler import CompileOptions, VerificationOptions
+
+    params = {param.name: param for param in typer.main.get_command(app).commands["compile"].params}
+    assert params["format_name"].default == CompileOptions.fmt.name
+    assert (params["verify_to"].default, params["exhaustive"].default, params["mode"].default) == (
+        VerificationOptions.verify_to, VerificationOptions.exhaustive_up_to, VerificationOptions.mode)
+    for name, default in (("freq", f"{CompileOptions.freq:g}"), ("per_length", VerificationOptions.per_length),
+                          ("seed", VerificationOptions.seed), ("certify_max_length", CompileOptions.certify_max_length)):
+        assert params[name].default is None and f"default {default})" in params[name].help, name
+    assert "realized (the model's own rounded scores, default)" in params["certify_mode"].help
+    assert CompileOptions.certify_mode == "realized" and VerificationOptions.max_states is None
+    assert DEFAULT_MAX_STATES == 10**6 and "(default 10^6)" in params["max_states"].help

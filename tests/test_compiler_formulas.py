@@ -10,14 +10,14 @@ import pytest
 
 from formal_rope.automata import accepts, equivalent, evaluate_ltl, ltl_to_dfa, regex_to_dfa
 from formal_rope.compiler import compile_formula, formula_to_dag
-from formal_rope.compiler.build import mod_parameters
+from formal_rope.compiler.schedule_to_model import mod_parameters
 from formal_rope.compiler.examples import LTL_P_MOD_EXAMPLES
 from formal_rope.compiler.verify import exhaustive_length, sampled_lengths, verify_compiled
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import Mod, Past, Since, Atom
 from formal_rope.lang.parser import parse_ltl, parse_regex
 from formal_rope.model.evaluate import evaluate
-from formal_rope.precision.formats import f_large
+from formal_rope.precision.formats import f_large, parse_format
 
 
 def _words(alphabet, up_to):
@@ -77,7 +77,7 @@ def test_low_precision_formats_compile_exact_models(fmt):
 def test_mod_scale_meets_the_paper_bound_and_the_realized_margin():
     for fmt in ("fp32", "bf16", "fp16"):
         for m in (2, 3, 5, 7):
-            params = mod_parameters(m, 1 % m, fmt)
+            params = mod_parameters(m, 1 % m, parse_format(fmt))
             assert params["scale"] >= 2 * f_large(fmt) / params["delta"]
             assert params["margin"] >= f_large(fmt)
 
@@ -136,7 +136,7 @@ def test_constructs_without_construction_and_bad_parameters_are_user_errors():
     with pytest.raises(FormalRopeError, match="not in the alphabet"):
         compile_formula(Past(Atom("c")), ("a", "b"))
     with pytest.raises(FormalRopeError, match="MOD_200"):
-        mod_parameters(200, 1, "fp16")  # C ≈ 2·17.3/δ_200 overflows fp16
+        mod_parameters(200, 1, parse_format("fp16"))  # C ≈ 2·17.3/δ_200 overflows fp16
 
 
 def test_constant_folding_and_sharing():
@@ -154,7 +154,7 @@ def test_verification_lengths_and_budget():
 def test_p_heads_in_narrow_formats_report_where_the_softmax_denominator_overflows():
     # Regression: in formats with max_finite < 2^(M+1) the sum of the tied exp(0) = 1 terms of a
     # P head overflows (1/inf = 0 wipes the weights), yet the model claimed exactness at every length.
-    from formal_rope.compiler.build import ones_sum_overflow
+    from formal_rope.precision import ones_sum_overflow
     from formal_rope.precision.formats import parse_format
 
     assert ones_sum_overflow(parse_format("fp16")) is None and ones_sum_overflow(parse_format("bf16")) is None

@@ -43,7 +43,7 @@ def trained_path(tmp_path_factory):
 
     from formal_rope.training.checkpoint import save_checkpoint
     from formal_rope.training.config import RunConfig, RunResult
-    from formal_rope.training.train import build_model
+    from formal_rope.training.setup import build_model
 
     torch.manual_seed(0)
     config = RunConfig(language="(ab)*", pe="rope", layers=2, d_model=16, heads=2, base=10.0, attention="torch")

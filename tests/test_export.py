@@ -16,6 +16,7 @@ from formal_rope.export import export_model, load_exported
 from formal_rope.lang.parser import parse_ltl
 from formal_rope.model.evaluate import evaluate
 from formal_rope.model.io import save_model
+from formal_rope.training.encodings import POSITIONAL_ENCODINGS, is_periodic
 from tests.cli_support import run_main
 
 
@@ -128,7 +129,7 @@ def test_export_cli_and_transformer_lens_refusal(compiled_pmy, tmp_path, capsys)
 
 
 # ------------------------------------------------------------------------------------ trained models
-TRAINED_PES = ("nope", "sipe", "sipe_p", "rope", "rope_p", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
+TRAINED_PES = POSITIONAL_ENCODINGS
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +144,7 @@ def trained_checkpoints(tmp_path_factory):
     paths = {}
     for pe in TRAINED_PES:
         config = RunConfig(language="(ab)*", pe=pe, steps=25, batch_size=16, layers=2, d_model=16, heads=2, lr=3e-3,
-                           periods=(2, 3) if pe in ("rope_p", "sipe_p") else None, base=50.0,
+                           periods=(2, 3) if is_periodic(pe) else None, base=50.0,
                            test_min_length=41, test_max_length=42, n_per_length=4)
         paths[pe] = folder / f"{pe}.zip"
         run_training(config, progress=False, checkpoint_path=paths[pe])

@@ -9,9 +9,10 @@ import torch
 
 from formal_rope.kernels import rotary_attention_reference, rotary_readout_attention
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.layout import rectangular_layout
 from formal_rope.training.model import encode_padded
-from formal_rope.training.train import build_model
+from formal_rope.training.setup import build_model
 
 
 @pytest.mark.parametrize("layout", ["common", "per_sequence", "per_head"])
@@ -48,7 +49,7 @@ def test_readout_row_equals_the_reference_row(layout, rotate_values):
 @pytest.mark.parametrize("pe", POSITIONAL_ENCODINGS)
 def test_the_models_readout_path_equals_full_attention_read_at_eos(pe):
     config = RunConfig("(ab)*", pe=pe, layers=2, d_model=16, heads=2, periods=(2, 3), base=10.0)
-    model = build_model(config, 2, (2, 3) if pe in ("rope_p", "sipe_p") else None).eval()
+    model = build_model(config, 2, (2, 3) if is_periodic(pe) else None).eval()
     if pe == "jof_projected":  # content angles that actually vary
         with torch.no_grad():
             for projector in model.positional.projectors:

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.model.evaluate import _FormatOps, evaluate, make_rounder
+from formal_rope.model.evaluate import evaluate
 from formal_rope.model.io import load_model, load_runnable, read_metadata, save_model
 from formal_rope.model.ir import BOS, EOS, AttentionHead, Layer, Readout, RotaryPair, TransformerIR
-from formal_rope.precision.formats import parse_format, round_to_format
+from formal_rope.precision import FormatOps, make_rounder, parse_format, round_to_format
 
 
 def _counting_model() -> TransformerIR:
@@ -81,7 +81,7 @@ def test_fast_rounder_matches_round_to_format(values, name):
 @pytest.mark.parametrize("name", ["fp32", "fp16", "bf16"])
 def test_sequential_sum_rounds_after_every_addition(name):
     fmt = parse_format(name)
-    ops = _FormatOps(fmt)
+    ops = FormatOps(fmt)
     rng = np.random.default_rng(1)
     values = ops.cast(rng.normal(size=(3, 257)) * 10.0 ** rng.integers(-3, 4, size=(3, 257)))
     expected = np.asarray(values[:, 0], dtype=np.float64)
@@ -131,7 +131,7 @@ def test_missing_and_corrupt_files_are_user_errors(tmp_path):
 @pytest.mark.parametrize("name", ["bf16", "fp16", "fp32", "e8m4", "e5m6"])
 def test_format_ops_are_correctly_rounded(name):
     fmt = parse_format(name)
-    ops = _FormatOps(fmt)
+    ops = FormatOps(fmt)
     rng = np.random.default_rng(7)
     scale = 10.0 ** rng.integers(-6, 6, size=(2, 4000))
     a, b = (ops.cast(rng.normal(size=4000) * scale[i]) for i in range(2))

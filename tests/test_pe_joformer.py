@@ -10,7 +10,7 @@ from formal_rope.kernels import apply_rotary, rotary_attention
 from formal_rope.training.config import RunConfig
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.positional import phase_tables, rope_frequencies, rotary_phases
-from formal_rope.training.train import build_model
+from formal_rope.training.setup import build_model
 
 
 def _tables(length: int, n_pairs: int = 3, base: float = 10.0):

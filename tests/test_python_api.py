@@ -43,8 +43,9 @@ CLI_TO_PYTHON = {
     "equiv": ["automata:equivalent", "automata:union_alphabet"],
     "classify": ["classes:classify"],
     "sample": ["sampling:test_sets", "sampling:test_set", "sampling:decode", "sampling:write_sets"],
-    "certify": ["certify:certified_range"],
-    "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model"],
+    "certify": ["certify:certified_range", "certify:scale_overflows"],
+    "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model", "compiler:compile_report",
+                "compiler:CompileOptions", "compiler:VerificationOptions"],
     "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
     "train": ["training:RunConfig", "training:scale_overrides", "training:run_training", "training:evaluate_model",
               "training:load_checkpoint"],
@@ -55,7 +56,7 @@ CLI_TO_PYTHON = {
                   "sweeps:aggregate", "sweeps:plot_n_star"],
     "export": ["export:export_model", "export:load_exported", "export:transformer_lens_obstacles"],
     "phases": ["diagnostics:load_model_any", "diagnostics:capture_heads", "diagnostics:phases_summary",
-               "diagnostics:decompose_head", "diagnostics:check_lemma1"],
+               "diagnostics:decompose_head", "diagnostics:check_lemma1", "diagnostics:check_phase_options"],
 }
 
 

@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training import evaluate as evaluation
+from formal_rope.training import length_generalization as evaluation
 from formal_rope.training.config import RunConfig
-from formal_rope.training.evaluate import evaluate_sets, n_star, predict_fixed_length
-from formal_rope.training.train import build_model
+from formal_rope.training.length_generalization import evaluate_sets, n_star, predict_fixed_length
+from formal_rope.training.setup import build_model
 
 
 def test_n_star_edge_cases():

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.layout import permute_rows, ragged_layout, rectangular_layout, select_rows
-from formal_rope.training.model import encode_fixed_length, special_tokens
-from formal_rope.training.train import MAX_BUCKETS, MIN_BUCKETS, bucket_widths, build_pack, step_buckets
+from formal_rope.training.layout import permute_rows, ragged_layout, rectangular_layout, select_rows, special_tokens
+from formal_rope.training.model import encode_fixed_length
+from formal_rope.training.setup import build_pack
+from formal_rope.training.train import MAX_BUCKETS, MIN_BUCKETS, bucket_widths, step_buckets
 
 N_SYMBOLS = 3
 BOS, EOS, PAD = special_tokens(N_SYMBOLS)

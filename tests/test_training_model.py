@@ -7,14 +7,16 @@ import pytest
 import torch
 
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.model import encode_fixed_length, encode_padded, special_tokens
-from formal_rope.training.train import build_model
+from formal_rope.training.encodings import is_periodic
+from formal_rope.training.layout import special_tokens
+from formal_rope.training.model import encode_fixed_length, encode_padded
+from formal_rope.training.setup import build_model
 
 
 def _model(pe: str = "rope", **changes):
     config = RunConfig(language="(ab)*", pe=pe, layers=2, d_model=16, heads=2, periods=(2, 3), **changes)
     torch.manual_seed(0)
-    return build_model(config, 2, config.periods if pe in ("rope_p", "sipe_p") else None).eval()
+    return build_model(config, 2, config.periods if is_periodic(pe) else None).eval()
 
 
 def test_token_layout_bos_symbols_eos_pad():

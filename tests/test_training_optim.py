@@ -10,7 +10,7 @@ import torch
 from formal_rope.training.config import RunConfig
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.optim import PackedAdamW, decays
-from formal_rope.training.train import build_pack, make_optimizer
+from formal_rope.training.setup import build_pack, make_optimizer
 
 LRS = (3e-3, 1e-3, 5e-2)
 DECAYS = (0.0, 0.1, 0.01)

@@ -14,13 +14,10 @@ import torch
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.packing import check_packable, group_packs, pack_key, parse_pack
-from formal_rope.training.train import (
-    build_model,
-    build_pack,
-    run_pack,
-    run_training,
-)
+from formal_rope.training.setup import build_model, build_pack
+from formal_rope.training.train import run_pack, run_training
 
 DATA = Path(__file__).parent / "data"
 
@@ -28,7 +25,7 @@ DATA = Path(__file__).parent / "data"
 def _tiny(pe: str = "rope", **changes) -> RunConfig:
     settings = dict(
         language="(ab)*", pe=pe, layers=2, d_model=16, heads=2, steps=50, batch_size=16, lr=3e-3,
-        test_min_length=41, test_max_length=46, n_per_length=8, periods=(2,) if pe in ("rope_p", "sipe_p") else None,
+        test_min_length=41, test_max_length=46, n_per_length=8, periods=(2,) if is_periodic(pe) else None,
     )
     settings.update(changes)
     return RunConfig(**settings)
@@ -283,8 +280,8 @@ def test_a_pack_that_fails_in_evaluation_drops_its_state_and_its_runs_finish_alo
 def test_a_packs_batches_are_walked_together_yet_each_is_its_runs_own():
     """training_batches walks every run's strings in one pass; each batch, and each generator
     afterwards, is exactly what the run's own training_batch call gives (near-misses included)."""
-    from formal_rope.training.data import training_batches
-    from formal_rope.training.train import resolve_dfa, run_data
+    from formal_rope.training.data import run_data, training_batches
+    from formal_rope.training.setup import resolve_dfa
 
     configs = [_tiny("rope", seed=s, train_near_miss_fraction=f) for s, f in ((0, 0.0), (1, 0.5), (2, 0.0), (3, 1.0))]
     dfa = resolve_dfa(configs[0])

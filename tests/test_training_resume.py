@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.packing import pack_key
 from formal_rope.training.state import StateOptions, open_state_store
 from formal_rope.training.train import run_pack
@@ -30,7 +31,7 @@ def tiny(pe: str = "rope", **changes) -> RunConfig:
     settings = dict(
         language="(ab)*", pe=pe, layers=1, d_model=16, heads=2, steps=40, batch_size=16, lr=3e-3,
         lr_schedule="cosine", warmup_steps=5, train_near_miss_fraction=0.5,
-        test_min_length=41, test_max_length=48, n_per_length=8, periods=(2,) if pe in ("rope_p", "sipe_p") else None,
+        test_min_length=41, test_max_length=48, n_per_length=8, periods=(2,) if is_periodic(pe) else None,
     )
     settings.update(changes)
     return RunConfig(**settings)

@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.training import data as training_data
+from formal_rope.training import setup
 from formal_rope.training import train as training
 from formal_rope.training.checkpoint import load_checkpoint, read_metadata
 from formal_rope.training.config import RunConfig, RunResult
@@ -159,10 +161,10 @@ def test_near_miss_training_negatives_are_real_near_misses():
     from formal_rope.automata import accepts
     from formal_rope.sampling import decode, training_batch
 
-    dfa = training.resolve_dfa(RunConfig(language="(ab)*"))
+    dfa = setup.resolve_dfa(RunConfig(language="(ab)*"))
     rng = np.random.default_rng(5)
     batch = training_batch(dfa, rng, 64, 0, 40)
-    mixed = training.mix_near_misses(batch, dfa, rng, 0.5, 0, 40)
+    mixed = training_data.mix_near_misses(batch, dfa, rng, 0.5, 0, 40)
     strings = decode(mixed.symbols, dfa.alphabet, mixed.lengths)
     assert np.array_equal(accepts(dfa, strings), mixed.labels)  # labels stay true
     changed = np.flatnonzero((mixed.lengths != batch.lengths) | np.any(mixed.symbols != batch.symbols, axis=1))
@@ -180,7 +182,7 @@ def test_test_lengths_are_generated_lazily():
     # Regression: the whole test range was materialised as a Python list before the first set was
     # sampled, so a huge --test-lengths range exhausted memory before evaluating anything.
     config = _tiny(test_min_length=41, test_max_length=10**13, n_per_length=2)
-    first = next(training.test_length_blocks(training.resolve_dfa(config), config))
+    first = next(training_data.test_length_blocks(setup.resolve_dfa(config), config))
     assert first.length == 41
 
 
@@ -196,8 +198,8 @@ def test_unwritable_checkpoint_fails_before_training(tmp_path):
 def test_periods_are_only_reported_for_periodic_encodings():
     # Regression: `train --pe rope --periods 2` reported "periods 2" although RoPE has no periods.
     config = _tiny(pe="rope", periods=(2,))
-    assert training.resolve_periods(config, training.resolve_dfa(config)) is None
-    assert training.resolve_periods(config.with_(pe="rope_p"), training.resolve_dfa(config)) == (2,)
+    assert setup.resolve_periods(config, setup.resolve_dfa(config)) is None
+    assert setup.resolve_periods(config.with_(pe="rope_p"), setup.resolve_dfa(config)) == (2,)
 
 
 @pytest.mark.parametrize("language", [".*", "∅"])

@@ -89,6 +89,16 @@ def trim_unreachable(dfa: DFA) -> DFA:
 
 
 # --------------------------------------------------------------------------- minimization
+def coaccessible_states(dfa: DFA) -> np.ndarray:
+    """Bool per state: some accepting state is reachable from it (a prefix ending there extends to a member)."""
+    live = np.asarray(dfa.accepting, dtype=bool).copy()
+    while True:
+        grown = live | live[dfa.transitions].any(axis=1)
+        if (grown == live).all():
+            return live
+        live = grown
+
+
 def minimize(dfa: DFA) -> DFA:
     """The minimal complete DFA of the same language, canonically numbered.
 

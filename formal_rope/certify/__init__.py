@@ -4,6 +4,6 @@
 """
 
 from formal_rope.certify.ideal import FirstViolation, first_violation
-from formal_rope.certify.range import MODES, CertifiedRange, certified_range
+from formal_rope.certify.range import MODES, CertifiedRange, certified_range, scale_overflows
 
-__all__ = ["CertifiedRange", "FirstViolation", "MODES", "certified_range", "first_violation"]
+__all__ = ["CertifiedRange", "FirstViolation", "MODES", "certified_range", "first_violation", "scale_overflows"]

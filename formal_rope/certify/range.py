@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from formal_rope.certify.ideal import first_violation
 from formal_rope.errors import FormalRopeError
-from formal_rope.precision.formats import FloatFormat, f_large, parse_format
+from formal_rope.precision.formats import FloatFormat, f_large, parse_format, round_to_format
 
 MODES = ("ideal", "realized")
 
@@ -54,8 +54,9 @@ class CertifiedRange:
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON values; a non-finite gap (overflowed realized scores) becomes None, since JSON
-        has no inf and json.dumps would write the invalid token Infinity."""
+        """Plain JSON values (the `certify --json` object, headline fields first); a non-finite gap
+        (overflowed realized scores) becomes None, since JSON has no inf and json.dumps would write
+        the invalid token Infinity."""
         data = asdict(self)
         data["convergent_denominators"] = list(self.convergent_denominators)
         return {key: None if isinstance(value, float) and not math.isfinite(value) else value
@@ -86,6 +87,12 @@ class CertifiedRange:
         )
 
 
+def scale_overflows(scale: float, fmt: FloatFormat) -> bool:
+    """Whether a positive scale C rounds to inf in `fmt`: ideal mode takes C exactly, but no model of
+    that format can store it (realized mode refuses such a C)."""
+    return scale > 0 and not abs(float(round_to_format(float(scale), fmt))) < math.inf
+
+
 def _validate(offset: int, freq: float, scale: float, mode: str) -> None:
     if mode not in MODES:
         raise FormalRopeError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -112,7 +119,9 @@ def certified_range(
     fmt = parse_format(fmt)
     margin = f_large(fmt)
     if mode == "realized":
-        from formal_rope.certify import realized as _realized  # noqa: F401  (torch import, outside the timing)
+        # The realized scan imports torch: loaded only in this mode (ideal mode stays torch-free),
+        # and before the clock starts.
+        from formal_rope.certify.realized import DEFAULT_REALIZED_MAX_LENGTH, realized_first_violation
     started = time.perf_counter()
     ideal = first_violation(freq, scale, margin)
     paper_bound = ideal.n - 1
@@ -145,8 +154,6 @@ def certified_range(
             seconds=time.perf_counter() - started,
             **common,
         )
-    from formal_rope.certify.realized import DEFAULT_REALIZED_MAX_LENGTH, realized_first_violation
-
     cap = DEFAULT_REALIZED_MAX_LENGTH if max_length is None else int(max_length)
     found = realized_first_violation(offset, freq, scale, fmt, cap, progress=progress)
     if found.query is None:

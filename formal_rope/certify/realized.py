@@ -13,8 +13,8 @@ from typing import Callable
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.precision import Emulated, f_large, parse_format, round_to_format
-from formal_rope.precision.formats import FloatFormat
+from formal_rope.precision.arith import Emulated
+from formal_rope.precision.formats import FloatFormat, f_large, round_to_format
 from formal_rope.precision.rotary import offset_query_bias, realized_offset_scores
 
 DEFAULT_REALIZED_MAX_LENGTH = 4096
@@ -49,13 +49,12 @@ def realized_first_violation(
     offset: int,
     freq: float,
     scale: float,
-    fmt: FloatFormat | str,
+    fmt: FloatFormat,
     max_length: int,
     block_rows: int = 256,
     progress: Callable[[int, int], None] | None = None,
 ) -> RealizedViolation:
     """Scan query positions i = k+1 .. max_length+1 in order and return the first margin failure."""
-    fmt = parse_format(fmt)
     if max_length < 1:
         raise FormalRopeError(f"max_length (--max-length) must be at least 1 (got {max_length})")
     if max_length > 2**24:

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
+from formal_rope.automata.membership import format_word as symbols_text
+from formal_rope.automata.ops import minimize
 from formal_rope.classes.monoid import (
     DEFAULT_MAX_MONOID_SIZE,
     TransitionMonoid,
@@ -97,8 +99,6 @@ class Classification:
 def format_word(word: tuple[int, ...] | list[int], alphabet: tuple[str, ...]) -> str:
     """Symbol indices -> the text `formalrope accepts` reads: concatenated, or blank-separated when
     some symbol is longer than one character (quoted where a symbol holds a blank: 'long name')."""
-    from formal_rope.automata.membership import format_word as symbols_text
-
     return symbols_text([alphabet[symbol] for symbol in word], alphabet)
 
 
@@ -123,8 +123,6 @@ def classify(
     Raises MonoidTooLargeError (a FormalRopeError) above `max_monoid_size` elements.
     """
     require_dfa(dfa, "classify", "dfa")
-    from formal_rope.automata import minimize  # lazy: keeps `import formal_rope.classes` light
-
     minimal = minimize(dfa)
     monoid = transition_monoid(minimal, max_monoid_size)
     sets = length_sets(monoid, max_stability_steps)

@@ -23,6 +23,8 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.errors import FormalRopeError
@@ -182,8 +184,6 @@ def _graph(size: int, tables: list[np.ndarray]):
     are merged: scipy's strong-components routine loops forever on a CSR matrix with duplicate
     entries (seen with scipy 1.17).
     """
-    from scipy.sparse import csr_matrix
-
     targets = np.concatenate([table.reshape(size, -1) for table in tables], axis=1)
     degree = targets.shape[1]
     indptr = np.arange(0, size * degree + 1, degree, dtype=np.int64) if degree else np.zeros(size + 1, np.int64)
@@ -195,8 +195,6 @@ def _graph(size: int, tables: list[np.ndarray]):
 
 def strongly_connected_labels(size: int, tables: list[np.ndarray]) -> np.ndarray:
     """SCC label per node of the graph with edges x → table[x, a] for every table and letter."""
-    from scipy.sparse.csgraph import connected_components
-
     if not tables or all(table.size == 0 for table in tables):
         return np.arange(size)
     _, labels = connected_components(_graph(size, tables), directed=True, connection="strong")
@@ -205,8 +203,6 @@ def strongly_connected_labels(size: int, tables: list[np.ndarray]) -> np.ndarray
 
 def reachable_from(table: np.ndarray, source: int) -> np.ndarray:
     """Boolean mask of the nodes reachable (≥ 0 steps) from `source` along x → table[x, a]."""
-    from scipy.sparse.csgraph import breadth_first_order
-
     size = table.shape[0]
     mask = np.zeros(size, dtype=bool)
     if table.size == 0:
@@ -219,8 +215,6 @@ def reachable_from(table: np.ndarray, source: int) -> np.ndarray:
 
 def shortest_path_letters(table: np.ndarray, source: int, target: int) -> tuple[int, ...]:
     """Letters of a shortest non-empty path source → target along x → table[x, a] (source ≠ target)."""
-    from scipy.sparse.csgraph import breadth_first_order
-
     if source == target:
         raise ValueError("source and target must differ")
     size = table.shape[0]

@@ -11,6 +11,7 @@ independent check of the monoid criteria in `formal_rope.classes.varieties`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
+from formal_rope.automata.membership import format_word
 from formal_rope.classes.monoid import nontrivial_pair, strongly_connected_labels
 
 
@@ -147,8 +149,6 @@ def k_automaton(dfa: DFA, k: int, max_symbols: int = 4096) -> DFA:
     inspection and cross-checks: the alphabet has |Σ|^k symbols (refused above `max_symbols`).
     """
     require_dfa(dfa, "k_automaton", "dfa")
-    import itertools
-
     if k < 1:
         raise ValueError("block length k must be at least 1")
     n_blocks = dfa.n_symbols**k
@@ -158,8 +158,6 @@ def k_automaton(dfa: DFA, k: int, max_symbols: int = 4096) -> DFA:
     states = np.broadcast_to(np.arange(dfa.n_states)[:, None], (dfa.n_states, n_blocks)).copy()
     for position in range(k):
         states = dfa.transitions[states, blocks[:, position][None, :]]
-    from formal_rope.automata.membership import format_word
-
     # Each block is named by its text as `accepts` reads it, so the names are distinct and readable.
     names = tuple(format_word([dfa.alphabet[s] for s in block], dfa.alphabet) for block in blocks.tolist())
     return DFA(names, states, dfa.start, dfa.accepting)

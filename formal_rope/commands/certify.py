@@ -6,14 +6,13 @@ Ideal mode never imports torch; realized mode does (it evaluates the scores in e
 from __future__ import annotations
 
 import json
+import sys
 from typing import Optional
 
 import typer
 
 from formal_rope.commands.terminal import stdout_console
-
-_JSON_KEYS = ("offset", "freq", "scale", "format", "f_large", "mode", "n_max", "paper_sufficient_bound")
-
+from formal_rope.errors import FormalRopeError
 
 def certify_command(
     offset: int = typer.Option(1, "--offset", "-k", help="Offset k >= 1 of the head (it attends to position i-k)."),
@@ -36,23 +35,20 @@ def certify_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a panel."),
 ) -> None:
     """Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."""
-    import sys
 
-    from formal_rope.certify import certified_range
-    from formal_rope.errors import FormalRopeError
+    # The library loads numpy and mpmath (torch in realized mode): kept off the CLI's start-up path.
+    from formal_rope.certify import certified_range, scale_overflows
+    from formal_rope.precision import parse_format
 
     if mode == "ideal" and max_length is not None:
         raise FormalRopeError("--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length")
-    if mode == "ideal":
-        from formal_rope.precision.formats import parse_format, round_to_format
-
-        fmt = parse_format(format_name)
-        if scale > 0 and not abs(float(round_to_format(float(scale), fmt))) < float("inf"):
-            print(
-                f"note: the scale C = {scale:g} overflows {fmt.name} (max finite {fmt.max_finite:g}), so no {fmt.name} "
-                "model can store it; the ideal range below assumes the exact C",
-                file=sys.stderr,
-            )
+    fmt = parse_format(format_name)
+    if mode == "ideal" and scale_overflows(scale, fmt):
+        print(
+            f"note: the scale C = {scale:g} overflows {fmt.name} (max finite {fmt.max_finite:g}), so no {fmt.name} "
+            "model can store it; the ideal range below assumes the exact C",
+            file=sys.stderr,
+        )
     if mode == "realized" and not json_output:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -70,17 +66,14 @@ def certify_command(
             bar.update(task, completed=done, total=total)
 
         try:
-            result = certified_range(offset, freq, scale, format_name, mode=mode, max_length=max_length, progress=report)
+            result = certified_range(offset, freq, scale, fmt, mode=mode, max_length=max_length, progress=report)
         finally:
             bar.stop()
     else:
-        result = certified_range(offset, freq, scale, format_name, mode=mode, max_length=max_length)
+        result = certified_range(offset, freq, scale, fmt, mode=mode, max_length=max_length)
 
     if json_output:
-        data = result.to_dict()
-        ordered = {key: data[key] for key in _JSON_KEYS}
-        ordered.update({key: value for key, value in data.items() if key not in ordered})
-        print(json.dumps(ordered))
+        print(json.dumps(result.to_dict()))
         return
     _render(result)
 

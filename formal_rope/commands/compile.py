@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
 from formal_rope.commands.terminal import input_strings, prepare_out, stdout_console
-
 from formal_rope.errors import FormalRopeError
 
 _MODE_HELP = (
@@ -53,67 +54,64 @@ def compile_command(
 
     Exit status 1 when the model disagrees with the DFA on a string inside its certified range.
     """
-    from formal_rope.compiler import compile_formula
+    # The library loads numpy, lark and the compiler: kept off the CLI's start-up path.
+    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report, verify_compiled
     from formal_rope.lang.source import resolve_language
-    from formal_rope.model.evaluate import check_mode
+    from formal_rope.model.forward import check_mode
     from formal_rope.model.io import save_model
 
-    # Options left at None were not given: options that cannot act on this formula or this
-    # verification are named in a note rather than silently ignored.
-    given_y = [name for name, value in (("--freq", freq), ("--scale", scale), ("--certify", certify_mode),
-                                         ("--certify-max-length", certify_max_length)) if value is not None]
-    given_sampling = [name for name, value in (("--per-length", per_length), ("--seed", seed), ("--max-states", max_states))
-                      if value is not None]
-    max_states = 10**6 if max_states is None else max_states
-    freq = 1.0 if freq is None else freq
-    per_length = 8 if per_length is None else per_length
-    certify_mode = certify_mode or "realized"
-    certify_max_length = 4096 if certify_max_length is None else certify_max_length
-    seed = 0 if seed is None else seed
-    if verify_to < 0 or exhaustive < 0 or per_length < 0 or certify_max_length < 1 or seed < 0:
-        raise FormalRopeError(
-            "--verify-to, --exhaustive, --per-length and --seed must be non-negative and --certify-max-length positive"
-        )
-    if per_length == 0 and verify_to > exhaustive:
-        # Sampling nothing per length would leave --verify-to without effect while the report still
-        # lists the sampled lengths it was meant to cover.
-        raise FormalRopeError(
-            f"--per-length 0 samples no strings, so --verify-to {verify_to} would verify nothing beyond the exhaustive "
-            f"part (length {exhaustive}); give --per-length 1 or more, or --verify-to 0 to skip the sampled part"
-        )
-    check_mode(mode, format_name)  # before compiling, which can take a while
+    # Options left at None were not given: the library's defaults apply, and options that cannot
+    # act on this formula or this verification are named in a note rather than silently ignored.
+    y_options = _given(freq=freq, scale=scale, certify_mode=certify_mode, certify_max_length=certify_max_length)
+    sampling_options = _given(per_length=per_length, seed=seed, max_states=max_states)
+    verify_options = VerificationOptions(mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to, **sampling_options)
+    compile_options = CompileOptions(fmt=format_name, **y_options)
+    check_mode(mode, compile_options.fmt)  # before compiling, which can take a while
     if out is not None:
         prepare_out(out, "model file")  # before compiling, which can take a while
     language = resolve_language(formula, alphabet, force_kind="ltl")
     if language.detected:  # a registry entry brought its alphabet: say which
         print(f"note: {formula!r} {language.detected}", file=sys.stderr)
-    compiled = compile_formula(language.ast, language.alphabet, fmt=format_name, freq=freq, scale=scale,
-                               certify_mode=certify_mode, certify_max_length=certify_max_length)
-    if given_y and compiled.y_scale is None:
-        print(f"note: {', '.join(given_y)} set the Y^k heads, and {compiled.formula_text} has none: no effect",
+    compiled = compile_formula(language.ast, language.alphabet, **compile_options.as_keywords())
+    if y_options and compiled.y_scale is None:
+        print(f"note: {', '.join(_flags(y_options))} set the Y^k heads, and {compiled.formula_text} has none: no effect",
               file=sys.stderr)
-    verification = _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states,
-                           show_progress=not json_output)
-    if given_sampling and not verification.sampled_lengths:
-        print(f"note: {', '.join(given_sampling)} set the sampled verification strings (and their DFA), and --verify-to {verify_to} "
-              f"samples none (only the exhaustive part up to length {verification.exhaustive_up_to}): no effect",
-              file=sys.stderr)
+    with _verification_progress(not json_output) as (on_total, on_progress):
+        verification = verify_compiled(compiled, **verify_options.as_keywords(), on_total=on_total,
+                                       on_progress=on_progress)
+    if sampling_options and not verification.sampled_lengths:
+        print(f"note: {', '.join(_flags(sampling_options))} set the sampled verification strings (and their DFA), and "
+              f"--verify-to {verify_to} samples none (only the exhaustive part up to length "
+              f"{verification.exhaustive_up_to}): no effect", file=sys.stderr)
     if out is not None:
         save_model(compiled.ir, out)
     if json_output:
-        print(json.dumps(_json_report(compiled, verification, out), ensure_ascii=False))
+        print(json.dumps(compile_report(compiled, verification, out), ensure_ascii=False))
     else:
         _print_report(compiled, verification, out)
     if not verification.ok:
         raise typer.Exit(1)
 
 
-def _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states, show_progress: bool):
-    from formal_rope.compiler.verify import verify_compiled
+def _given(**options) -> dict:
+    """The options the user gave (Typer leaves the others at None), in declaration order."""
+    return {name: value for name, value in options.items() if value is not None}
 
-    if not show_progress:
-        return verify_compiled(compiled, mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to,
-                               per_length=per_length, seed=seed, max_states=max_states)
+
+_FLAGS = {"certify_mode": "--certify"}  # the one keyword whose flag is not its name
+
+
+def _flags(options: dict) -> list[str]:
+    """The command-line flags of library keyword arguments: certify_max_length → --certify-max-length."""
+    return [_FLAGS.get(name, "--" + name.replace("_", "-")) for name in options]
+
+
+@contextmanager
+def _verification_progress(show: bool):
+    """(on_total, on_progress) for `verify_compiled`: a progress bar on stderr, or (None, None)."""
+    if not show:
+        yield None, None
+        return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     bar = Progress(TextColumn("verifying against the DFA"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -126,10 +124,7 @@ def _verify(compiled, mode, exhaustive, verify_to, per_length, seed, max_states,
         bar.update(task, total=total)
 
     try:
-        return verify_compiled(
-            compiled, mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to, per_length=per_length, seed=seed,
-            max_states=max_states, on_total=on_total, on_progress=lambda done: bar.advance(task, done),
-        )
+        yield on_total, lambda done: bar.advance(task, done)
     finally:
         bar.stop()
 
@@ -140,58 +135,17 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _json_report(compiled, verification, out: Path | None) -> dict:
-    from formal_rope.precision.formats import f_large
-
-    model = compiled.ir
-    return {
-        "formula": compiled.formula_text,
-        "alphabet": list(compiled.alphabet),
-        "format": compiled.options.fmt,
-        "f_large": f_large(compiled.options.fmt),
-        "layers": len(model.layers),
-        "heads": model.n_heads,
-        "d_model": model.d_model,
-        "coordinates": list(model.coordinates),
-        "freq": compiled.options.freq,
-        "y_scale": None if compiled.y_scale is None else compiled.y_scale.scale,
-        "certified_length": compiled.certified_length,
-        "certified_length_is_lower_bound": compiled.certified_length_is_lower_bound,
-        "constructs": [c.to_json() for c in compiled.constructs],
-        "mode": verification.mode,
-        # The certified length the verification judged "inside" by: in native mode it is recomputed
-        # for torch's arithmetic and can differ from certified_length (emulated, as compiled).
-        "verification_certified_length": verification.certified_length,
-        "verified_strings": verification.verified_strings,
-        "verified_max_length": verification.verified_max_length,
-        "exhaustive_up_to": verification.exhaustive_up_to,
-        "sampled_lengths": list(verification.sampled_lengths),
-        "disagreements": verification.disagreements,
-        "first_disagreement": None
-        if verification.first_disagreement is None
-        else {k: v for k, v in verification.first_disagreement.to_json().items()},
-        "first_disagreement_inside_certified_range": None
-        if verification.first_disagreement_inside is None
-        else verification.first_disagreement_inside.to_json(),
-        "ok": verification.ok,
-        "model_file": None if out is None else str(out),
-    }
-
-
 def _print_report(compiled, verification, out: Path | None) -> None:
     from rich.table import Table
 
-    from formal_rope.model.io import model_table
-    from formal_rope.precision.formats import f_large
-
     console = stdout_console()
     model = compiled.ir
-    large = f_large(compiled.options.fmt)
+    large = model.metadata["f_large"]  # what the compiler recorded for its format
     console.print(
-        f"[bold]{compiled.formula_text}[/bold] over {{{', '.join(compiled.alphabet)}}} in {compiled.options.fmt} "
+        f"[bold]{compiled.formula_text}[/bold] over {{{', '.join(compiled.alphabet)}}} in {compiled.options.fmt.name} "
         f"(f_large = {large:.9g}): {len(model.layers)} layers, {model.n_heads} heads, d_model = {model.d_model}"
     )
-    console.print(model_table(model))
+    console.print(_model_table(model))
     constructs = Table(title="constructs: score margins vs f_large")
     for column in ("construct", "formula", "layer", "scale C", "margin", "margin / f_large", "certified length"):
         constructs.add_column(column, overflow="fold")  # never cut a number short
@@ -239,6 +193,37 @@ def _print_report(compiled, verification, out: Path | None) -> None:
         console.print(f"model written to {out}")
 
 
+def _model_table(model, title: str | None = None):
+    """A Rich renderable: layers, heads (rotary schedules, dims), feed-forward widths, coordinates."""
+    from rich.console import Group
+    from rich.table import Table
+
+    layers = Table(title=title or "layers", show_lines=False)
+    layers.add_column("layer", justify="right")
+    layers.add_column("head")
+    layers.add_column("d_head×d_v", justify="right")
+    layers.add_column("rotary pairs")
+    layers.add_column("what")
+    for number, layer in enumerate(model.layers, start=1):
+        for head in layer.heads:
+            layers.add_row(
+                str(number),
+                head.name,
+                f"{head.d_head}×{head.d_value}",
+                ", ".join(pair.describe() for pair in head.rotary),
+                head.description,
+            )
+        hidden = 0 if layer.feed_forward is None else layer.feed_forward.d_hidden
+        layers.add_row(str(number), "FFN", f"{hidden} hidden", "", "ReLU block (snaps, Boolean connectives)")
+    coords = Table(title=f"residual coordinates (d_model = {model.d_model})")
+    coords.add_column("#", justify="right")
+    coords.add_column("coordinate")
+    for position, name in enumerate(model.coordinates):
+        marker = "  ← readout" if model.readout.kind == "coordinate" and model.readout.coordinate == position else ""
+        coords.add_row(str(position), name + marker)
+    return Group(layers, coords)
+
+
 def run_command(
     model_path: Path = typer.Argument(..., help="Model file (compiled by `formalrope compile --out`, or a trained checkpoint)."),
     strings: Optional[List[str]] = typer.Argument(
@@ -263,7 +248,13 @@ def run_command(
     A compiled model's verdicts are guaranteed only up to its certified length in the format and mode
     it runs in (recomputed when they are not the ones it was compiled for): longer inputs are flagged.
     """
-    from formal_rope.model.io import read_metadata
+    # The library loads numpy (and torch in native mode, or for a trained model): kept off the
+    # CLI's start-up path.
+    from formal_rope.automata.membership import split_symbols
+    from formal_rope.model.evaluate import evaluate
+    from formal_rope.model.forward import check_mode
+    from formal_rope.model.io import load_model, load_runnable, read_metadata
+    from formal_rope.precision import parse_format
 
     strings = input_strings(strings)
     metadata = read_metadata(model_path)
@@ -275,19 +266,23 @@ def run_command(
                 f"--mode {mode} applies to compiled models (emulated or native arithmetic); {model_path} is a "
                 f"{metadata['kind']} model, which always runs natively in torch (choose its dtype with --format fp32/bf16/fp16)"
             )
-        _run_trained(model_path, strings, format_name, json_output)
+        runnable = load_runnable(model_path)
+        verdicts = runnable.classify(list(strings), fmt=format_name)
+        if json_output:
+            lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
+            print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths,
+                                       verdicts, [None] * len(strings), None), ensure_ascii=False))
+            return
+        _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
         return
-    from formal_rope.model.evaluate import check_mode, evaluate
-    from formal_rope.model.io import load_model
-
     mode = mode or "emulated"
-    fmt = format_name or str(metadata.get("format", "fp32"))
+    fmt = parse_format(format_name or str(metadata.get("format", "fp32")))
     check_mode(mode, fmt)
     model = load_model(model_path)
     if trace:
         if len(strings) != 1:
             raise FormalRopeError(f"--trace shows one string; got {len(strings)}")
-        _trace(model, strings[0], fmt, mode, json_output)
+        _trace(model, strings[0], evaluate(model, strings[:1], fmt=fmt, mode=mode, trace=True), json_output)
         return
     result = evaluate(model, strings, fmt=fmt, mode=mode)
     _note_beyond_certified(result, metadata)
@@ -300,20 +295,6 @@ def run_command(
     caption = f"{mode} {result.format}; certified length {result.certificate.describe()}" if result.certificate.available \
         else f"{mode} {result.format}"
     _print_verdicts(model_path, metadata, strings, result.to_list(), result.beyond_certified_length.tolist(), caption)
-
-
-def _run_trained(model_path: Path, strings: list[str], format_name: str | None, json_output: bool) -> None:
-    from formal_rope.automata.membership import split_symbols
-    from formal_rope.model.io import load_runnable
-
-    runnable = load_runnable(model_path)
-    verdicts = runnable.classify(list(strings), fmt=format_name)
-    if json_output:
-        lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
-        print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths, verdicts,
-                                   [None] * len(strings), None), ensure_ascii=False))
-        return
-    _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
 
 
 def _run_json(model_path, kind, fmt, mode, strings, lengths, verdicts, beyond, certificate) -> dict:
@@ -372,12 +353,9 @@ def _note_beyond_certified(result, metadata: dict) -> None:
     )
 
 
-def _trace(model, string: str, fmt: str, mode: str, json_output: bool) -> None:
-    import numpy as np
-
-    from formal_rope.model.evaluate import evaluate
-
-    result = evaluate(model, [string], fmt=fmt, mode=mode, trace=True)
+def _trace(model, string: str, result, json_output: bool) -> None:
+    """`run --trace`: every shown coordinate of `result` (an evaluation of `string` with trace=True)."""
+    mode = result.mode
     _note_beyond_certified(result, model.metadata)
     residual = result.residuals[0]
     symbols = ["bos", *model.read(string), "eos"]  # read as `accepts` reads it (multi-character symbols)
@@ -392,7 +370,7 @@ def _trace(model, string: str, fmt: str, mode: str, json_output: bool) -> None:
             "beyond_certified_length": beyond,
             "positions": symbols,
             # JSON has no NaN/inf (overflowed scores): those values are null.
-            "coordinates": {name: [float(v) if np.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
+            "coordinates": {name: [float(v) if math.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
         }, ensure_ascii=False))
         return
     from rich.table import Table

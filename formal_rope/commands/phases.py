@@ -10,8 +10,6 @@ import typer
 
 from formal_rope.commands.terminal import stdout_console
 
-from formal_rope.errors import FormalRopeError
-
 _DEFAULT_TOP = 5
 
 
@@ -50,16 +48,23 @@ def phases_command(
     position phase φ_p(i) − φ_p(j) (the realized rotation angles), wrapped to (−π, π]. Also checks
     Lemma 1 of paper 003 at every (i, j) where all contributing |δ_p| ≤ ε.
     """
-    from formal_rope.diagnostics import capture_heads, load_model_any, model_layout, phases_summary, resolve_heads
-    from formal_rope.diagnostics.report import check_query
+    # The library loads numpy and torch: kept off the CLI's start-up path.
+    from formal_rope.diagnostics import (
+        capture_heads,
+        check_phase_options,
+        check_query,
+        load_model_any,
+        model_layout,
+        phases_summary,
+        resolve_heads,
+    )
+    from formal_rope.precision import parse_format
 
-    if top is not None and top < 1:
-        raise FormalRopeError(f"--top must be at least 1 (got {top})")
-    if not (epsilon >= 0 and epsilon < float("inf")):
-        raise FormalRopeError(f"--epsilon must be a finite non-negative angle in radians (got {epsilon})")
+    check_phase_options(top, epsilon)
+    fmt = None if format_name is None else parse_format(format_name)
     model = load_model_any(model_path)
     heads = resolve_heads(model_layout(model), layer, head)
-    captured = capture_heads(model, string, heads=heads, fmt=format_name)
+    captured = capture_heads(model, string, heads=heads, fmt=fmt)
     query = check_query(captured, query)  # before the progress bar, so a bad --query leaves none behind
     shown = top if (top is not None or json_output) else _DEFAULT_TOP
     if json_output or len(captured.heads) < 2:

@@ -18,6 +18,7 @@ import typer
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.train import check_positive, json_ready, parse_assignments, parse_periods
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.encodings import encoding_names
 
 
 def _split(text: str | None, option: str | None = None) -> list[str]:
@@ -242,7 +243,7 @@ class GridFlags(NamedTuple):
     """The grid's dedicated axes as `sweep` takes them."""
 
     lang: Optional[list[str]] = typer.Option(None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several.")
-    pe: Optional[str] = typer.Option(None, "--pe", help="Positional encodings, comma-separated (nope,sipe,sipe_p,rope,rope_p,partial_rope,jof_fixed,jof_learned,jof_projected).")
+    pe: Optional[str] = typer.Option(None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')}).")
     base: Optional[str] = typer.Option(None, "--base", help="Bases β, comma-separated (e.g. 1e-12,1,1e4). nope/rope_p/sipe_p have no base: their runs are the same at every β.")
     periods: Optional[str] = typer.Option(None, "--periods", help="'auto' (least k from classify; an error outside LTL[P,MOD]) or comma-separated periods for rope_p/sipe_p.")
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override for every language (e.g. a,b).")

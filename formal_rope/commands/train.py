@@ -12,6 +12,7 @@ import typer
 
 from formal_rope.commands import run_options as ro
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.encodings import encoding_names
 
 
 def parse_periods(text: str | None) -> tuple[int, ...] | None:
@@ -209,7 +210,7 @@ def _resolve_with_notes(config):
     stderr for each setting without effect on it, and return its DFA."""
     # function-local: the training stage imports torch, which the start-up path does without
     from formal_rope.training.context import context_notes, language_note
-    from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods
+    from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods
 
     read_as = language_note(config)
     if read_as:
@@ -283,7 +284,7 @@ def register(app: typer.Typer) -> None:
     def train(
         lang: Optional[str] = typer.Option(None, "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the data's labels are checked against it."),
         data: Optional[Path] = typer.Option(None, "--data", help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md)."),
-        pe: str = typer.Option("rope", "--pe", help="Positional encoding: nope, sipe, sipe_p, rope, rope_p, partial_rope, jof_fixed, jof_learned, jof_projected."),
+        pe: str = typer.Option("rope", "--pe", help=f"Positional encoding: {encoding_names()}."),
         settings: TrainSettings = None,
         set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5."),
         out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."),
@@ -302,7 +303,8 @@ def register(app: typer.Typer) -> None:
         from formal_rope.training.config import RunConfig
         from formal_rope.training.data import data_settings, fit_to_data
         from formal_rope.training.scales import scale_overrides
-        from formal_rope.training.train import run_training, validate_config
+        from formal_rope.training.setup import validate_config
+        from formal_rope.training.train import run_training
 
         check_positive(threads=threads)
         if lang is None and data is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.analysis import fold_ast
 from formal_rope.lang.ast import (
     And,
     Atom,
@@ -82,8 +83,6 @@ class _Builder:
 
     def build(self, formula: Formula) -> int:
         """The node index of `formula`, built bottom-up without recursion (formulas nest thousands deep)."""
-        from formal_rope.lang.analysis import fold_ast
-
         return fold_ast(formula, self._combine)
 
     def negate(self, child: int) -> int:

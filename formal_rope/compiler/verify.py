@@ -18,15 +18,59 @@ another format or native mode; always, for models without a certified length).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from formal_rope.compiler.pipeline import CompiledModel
+from formal_rope.automata import accepts, ltl_to_dfa
+from formal_rope.automata.ltl import ltl_accepts
+from formal_rope.automata.membership import format_word
+from formal_rope.compiler.compiling import CompiledModel
 from formal_rope.errors import FormalRopeError
+from formal_rope.model.evaluate import evaluate
+from formal_rope.model.forward import check_mode
+from formal_rope.precision import FloatFormat, f_large, parse_format
+from formal_rope.sampling import EmptyClassError, sample_strings
 
 EXHAUSTIVE_BUDGET = 4096
+
+
+@dataclass(frozen=True)
+class VerificationOptions:
+    """What `verify_compiled` checks: the arithmetic (`mode`), the exhaustive part, the sampled lengths
+    and strings, their seed and the size limit of the formula's DFA (None: the automata default).
+
+    Checked on construction, so a caller (the `compile` command) can refuse bad values before compiling.
+    """
+
+    mode: str = "emulated"
+    exhaustive_up_to: int = 10
+    verify_to: int = 2000
+    per_length: int = 8
+    seed: int = 0
+    max_states: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, flag, value in (("verify_to", "--verify-to", self.verify_to),
+                                  ("exhaustive_up_to", "--exhaustive", self.exhaustive_up_to),
+                                  ("per_length", "--per-length", self.per_length), ("seed", "--seed", self.seed)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise FormalRopeError(f"{name} ({flag}) must be a non-negative integer, got {value!r}")
+        if self.per_length == 0 and self.verify_to > self.exhaustive_up_to:
+            # Sampling nothing per length would leave --verify-to without effect while the report still
+            # lists the sampled lengths it was meant to cover.
+            raise FormalRopeError(
+                f"--per-length 0 samples no strings, so --verify-to {self.verify_to} would verify nothing beyond the "
+                f"exhaustive part (length {self.exhaustive_up_to}); give --per-length 1 or more, or --verify-to 0 to "
+                "skip the sampled part"
+            )
+        check_mode(self.mode)  # here, because the DFA and the samples come before the evaluation
+
+    def as_keywords(self) -> dict[str, Any]:
+        """The keyword arguments of `verify_compiled` that verify with these options."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -124,49 +168,86 @@ def _all_strings(alphabet: tuple[str, ...], up_to: int) -> list[tuple[str, ...]]
 def verify_compiled(
     compiled: CompiledModel,
     *,
-    fmt: str | None = None,
-    mode: str = "emulated",
-    exhaustive_up_to: int = 10,
-    verify_to: int = 2000,
-    per_length: int = 8,
-    seed: int = 0,
-    max_states: int | None = None,
+    fmt: FloatFormat | str | None = None,
+    mode: str = VerificationOptions.mode,
+    exhaustive_up_to: int = VerificationOptions.exhaustive_up_to,
+    verify_to: int = VerificationOptions.verify_to,
+    per_length: int = VerificationOptions.per_length,
+    seed: int = VerificationOptions.seed,
+    max_states: int | None = VerificationOptions.max_states,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
 ) -> VerificationResult:
     """Check the compiled model against the formula's minimal DFA (the module docstring lists the strings).
 
-    Returns the counts, the sampled lengths and the shortest disagreements; ``.ok`` is False when the
-    model is wrong on a string inside its certified range. Negative lengths or counts and unknown
-    modes raise FormalRopeError before any work.
+    `fmt` defaults to the compile format. Returns the counts, the sampled lengths and the shortest
+    disagreements; ``.ok`` is False when the model is wrong on a string inside its certified range.
+    Negative lengths or counts, ``per_length=0`` with sampled lengths, and unknown modes raise
+    FormalRopeError before any work (`VerificationOptions`).
     """
-    from formal_rope.automata import accepts, ltl_to_dfa
-    from formal_rope.automata.ltl import ltl_accepts
-    from formal_rope.automata.membership import format_word
-    from formal_rope.model.evaluate import check_mode, evaluate
-    from formal_rope.sampling import EmptyClassError, sample_strings
-
-    for name, flag, value in (("verify_to", "--verify-to", verify_to), ("exhaustive_up_to", "--exhaustive", exhaustive_up_to),
-                              ("per_length", "--per-length", per_length)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise FormalRopeError(f"{name} ({flag}) must be a non-negative integer, got {value!r}")
-    check_mode(mode)  # here, because the DFA and the samples come before the evaluation
-    fmt = fmt or compiled.options.fmt
+    options = VerificationOptions(mode=mode, exhaustive_up_to=exhaustive_up_to, verify_to=verify_to,
+                                  per_length=per_length, seed=seed, max_states=max_states)
+    fmt = compiled.options.fmt if fmt is None else parse_format(fmt)
     alphabet = compiled.alphabet
-    exhaustive_n = exhaustive_length(len(alphabet), exhaustive_up_to)
+    exhaustive_n = exhaustive_length(len(alphabet), options.exhaustive_up_to)
     words = _all_strings(alphabet, exhaustive_n)
     certified = compiled.certified_length
     extra = [] if certified is None else [certified, certified + 1, certified + 2]
-    lengths = sampled_lengths(exhaustive_n, verify_to, extra)
+    lengths = sampled_lengths(exhaustive_n, options.verify_to, extra)
     # Sampling needs the formula's DFA, which can be large (Y^k remembers k symbols); the
     # exhaustive part alone (at most EXHAUSTIVE_BUDGET short strings) is labelled straight from the
     # semantics, so --verify-to 0 never builds it.
     dfa = None
     if lengths:
-        dfa = ltl_to_dfa(compiled.formula, alphabet) if max_states is None else ltl_to_dfa(
-            compiled.formula, alphabet, max_states=max_states
+        dfa = ltl_to_dfa(compiled.formula, alphabet) if options.max_states is None else ltl_to_dfa(
+            compiled.formula, alphabet, max_states=options.max_states
         )
-    rng = np.random.default_rng(seed)
+    words.extend(_sampled_strings(dfa, alphabet, lengths, options))
+    if on_total is not None:
+        on_total(len(words))
+    if dfa is None:
+        expected = np.array([ltl_accepts(compiled.formula, word) for word in words], dtype=bool)
+    else:
+        expected = np.asarray(accepts(dfa, words), dtype=bool)
+    result = evaluate(compiled.ir, words, fmt=fmt, mode=options.mode, on_progress=on_progress)
+    if result.certificate is not None and result.certificate.recomputed:
+        # Another format or native arithmetic: the range the model is guaranteed in is the one
+        # recomputed for them (formal_rope.model.certificate), not the compile-time one.
+        certified = result.certificate.certified_length
+    wrong = np.nonzero(result.accepted != expected)[0]
+    per_length_failures: dict[int, int] = {}
+    first = first_inside = None
+    for index in sorted(wrong.tolist(), key=lambda i: (len(words[i]), i)):
+        length = len(words[index])
+        per_length_failures[length] = per_length_failures.get(length, 0) + 1
+        inside = certified is None or length <= certified
+        found = Disagreement(format_word(words[index], alphabet), length, bool(expected[index]), bool(result.accepted[index]), inside)
+        if first is None:
+            first = found
+        if inside and first_inside is None:
+            first_inside = found
+    return VerificationResult(
+        format=result.format,
+        mode=options.mode,
+        exhaustive_up_to=exhaustive_n,
+        sampled_lengths=lengths,
+        verified_strings=len(words),
+        verified_max_length=max(len(word) for word in words),
+        disagreements=int(len(wrong)),
+        first_disagreement=first,
+        first_disagreement_inside=first_inside,
+        certified_length=certified,
+        per_length_failures=per_length_failures,
+    )
+
+
+def _sampled_strings(dfa, alphabet: tuple[str, ...], lengths: Sequence[int],
+                     options: VerificationOptions) -> list[tuple[str, ...]]:
+    """`per_length` strings at each sampled length, half from L and half from its complement
+    (all from the non-empty one where the other has no string of that length), seeded."""
+    words: list[tuple[str, ...]] = []
+    per_length = options.per_length
+    rng = np.random.default_rng(options.seed)
     for length in lengths:
         blocks = []
         for accepted, count in ((True, per_length - per_length // 2), (False, per_length // 2)):
@@ -178,39 +259,41 @@ def verify_compiled(
                     blocks.append(other)
         for block in blocks:
             words.extend(tuple(alphabet[s] for s in row) for row in block)
-    if on_total is not None:
-        on_total(len(words))
-    if dfa is None:
-        expected = np.array([ltl_accepts(compiled.formula, word) for word in words], dtype=bool)
-    else:
-        expected = np.asarray(accepts(dfa, words), dtype=bool)
-    result = evaluate(compiled.ir, words, fmt=fmt, mode=mode, on_progress=on_progress)
-    if result.certificate is not None and result.certificate.recomputed:
-        # Another format or native arithmetic: the range the model is guaranteed in is the one
-        # recomputed for them (formal_rope.model.certificate), not the compile-time one.
-        certified = result.certificate.certified_length
-    wrong = np.nonzero(result.accepted != expected)[0]
-    per_length: dict[int, int] = {}
-    first = first_inside = None
-    for index in sorted(wrong.tolist(), key=lambda i: (len(words[i]), i)):
-        length = len(words[index])
-        per_length[length] = per_length.get(length, 0) + 1
-        inside = certified is None or length <= certified
-        found = Disagreement(format_word(words[index], alphabet), length, bool(expected[index]), bool(result.accepted[index]), inside)
-        if first is None:
-            first = found
-        if inside and first_inside is None:
-            first_inside = found
-    return VerificationResult(
-        format=result.format,
-        mode=mode,
-        exhaustive_up_to=exhaustive_n,
-        sampled_lengths=lengths,
-        verified_strings=len(words),
-        verified_max_length=max(len(word) for word in words),
-        disagreements=int(len(wrong)),
-        first_disagreement=first,
-        first_disagreement_inside=first_inside,
-        certified_length=certified,
-        per_length_failures=per_length,
-    )
+    return words
+
+
+def compile_report(compiled: CompiledModel, verification: VerificationResult,
+                   model_file: str | Path | None = None) -> dict[str, Any]:
+    """The JSON object of `formalrope compile --json`: the compiled model, its constructs and
+    certified length, and what the verification found (`model_file`: where the model was written)."""
+    model = compiled.ir
+    return {
+        "formula": compiled.formula_text,
+        "alphabet": list(compiled.alphabet),
+        "format": compiled.options.fmt.name,
+        "f_large": f_large(compiled.options.fmt),
+        "layers": len(model.layers),
+        "heads": model.n_heads,
+        "d_model": model.d_model,
+        "coordinates": list(model.coordinates),
+        "freq": compiled.options.freq,
+        "y_scale": None if compiled.y_scale is None else compiled.y_scale.scale,
+        "certified_length": compiled.certified_length,
+        "certified_length_is_lower_bound": compiled.certified_length_is_lower_bound,
+        "constructs": [c.to_json() for c in compiled.constructs],
+        "mode": verification.mode,
+        # The certified length the verification judged "inside" by: in native mode it is recomputed
+        # for torch's arithmetic and can differ from certified_length (emulated, as compiled).
+        "verification_certified_length": verification.certified_length,
+        "verified_strings": verification.verified_strings,
+        "verified_max_length": verification.verified_max_length,
+        "exhaustive_up_to": verification.exhaustive_up_to,
+        "sampled_lengths": list(verification.sampled_lengths),
+        "disagreements": verification.disagreements,
+        "first_disagreement": None if verification.first_disagreement is None else verification.first_disagreement.to_json(),
+        "first_disagreement_inside_certified_range": None
+        if verification.first_disagreement_inside is None
+        else verification.first_disagreement_inside.to_json(),
+        "ok": verification.ok,
+        "model_file": None if model_file is None else str(model_file),
+    }

@@ -23,7 +23,7 @@ from formal_rope.diagnostics.phases import (
     lemma1_arrays,
     wrap_phase,
 )
-from formal_rope.diagnostics.report import check_query, head_summary, phases_summary, resolve_heads
+from formal_rope.diagnostics.report import check_phase_options, check_query, head_summary, phases_summary, resolve_heads
 
 __all__ = [
     "CapturedHeads",
@@ -34,6 +34,7 @@ __all__ = [
     "capture_heads",
     "capture_trained",
     "check_lemma1",
+    "check_phase_options",
     "check_query",
     "compiled_forward",
     "decompose_head",

@@ -9,8 +9,8 @@ guard against drift from the model code, the layer's attention output is recompu
 reference kernel from those q, k, v, tables and compared with what the model produced
 (`HeadInputs.recompute_error`).
 
-Compiled models (`TransformerIR`) are run by a small torch forward that mirrors the evaluator's
-native mode (same parameter casts, same realized rotary tables from `rotary_cos_sin`, same
+Compiled models (`TransformerIR`) are run by the evaluator's native forward pass
+(`formal_rope.model.forward.NativeForward`: the same parameter casts, realized rotary tables and
 operation order), in fp64, fp32, bf16 or fp16. The emulated mode (rounding after every scalar
 operation) is not reproduced here; its scores differ from native ones only by rounding.
 """
@@ -24,10 +24,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from formal_rope.automata.membership import split_symbols
 from formal_rope.diagnostics.phases import HeadInputs
 from formal_rope.errors import FormalRopeError
+from formal_rope.model.certificate import model_certificate
+from formal_rope.model.forward import NativeForward, check_parameters_fit, rotary_cos_sin
+from formal_rope.model.io import load_model, read_metadata
+from formal_rope.model.ir import BOS, EOS, TransformerIR
+from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format
 
-_NATIVE_FORMATS = ("fp64", "fp32", "bf16", "fp16")
 TWO_PI = 2.0 * math.pi
 
 
@@ -60,8 +65,6 @@ class CapturedHeads:
 
 # ------------------------------------------------------------------------------------ helpers
 def _symbols(string: str, alphabet: Sequence[str]) -> list[str]:
-    from formal_rope.automata.membership import split_symbols
-
     return split_symbols(string, tuple(alphabet))
 
 
@@ -98,7 +101,7 @@ def _angles(cos, sin) -> np.ndarray:
 # ------------------------------------------------------------------------------------ trained
 def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str, ...], np.ndarray]:
     """(description, nominal θ_p) per pair for the trainer's positional encodings."""
-    from formal_rope.training import positional as pe
+    from formal_rope.training import positional as pe  # the trainer imports torch: trained models only
 
     nan = np.full(n_pairs, np.nan)
     # A trained model is a pack of one run: its per-run schedules are entry 0.
@@ -131,7 +134,7 @@ def capture_trained(
     """Per-head inputs of a trainer `Classifier` on one token sequence (T,) (bos … eos)."""
     import torch
 
-    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
+    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference  # torch: trained models only
 
     if getattr(model, "runs", 1) != 1:
         raise FormalRopeError(f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))")
@@ -262,22 +265,28 @@ def capture_trained(
 
 
 # ------------------------------------------------------------------------------------ compiled
-def _torch_dtype(fmt: str):
-    import torch
-
-    dtypes = {"fp64": torch.float64, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-    if fmt not in dtypes:
+def _torch_dtype(fmt: FloatFormat):
+    row = native_row(fmt)
+    if row is None:
         raise FormalRopeError(
-            f"phase diagnostics run compiled models natively; format {fmt!r} is not one of {', '.join(_NATIVE_FORMATS)}"
+            f"phase diagnostics run compiled models natively; format {fmt.name!r} is not one of "
+            f"{', '.join(native_format_names())}"
         )
-    return dtypes[fmt]
+    return row.torch_dtype()
 
 
-def _ir_tables(head, length: int, fmt: str, dtype):
+def _native_format(model: TransformerIR, fmt: FloatFormat | str | None) -> FloatFormat:
+    """The format to diagnose a compiled model in: `fmt`, else its compile format where that has a
+    torch dtype, else fp64."""
+    if fmt is not None:
+        return parse_format(fmt)
+    compiled = parse_format(str(model.metadata.get("format", "fp32")))
+    return compiled if native_row(compiled) is not None else parse_format("fp64")
+
+
+def _ir_tables(head, length: int, fmt: FloatFormat, dtype):
     """(cos, sin) (T, P) in `dtype` as the native evaluator realizes them; identity for 'none' pairs."""
     import torch
-
-    from formal_rope.model.evaluate import rotary_cos_sin
 
     cos = torch.ones(length, len(head.rotary), dtype=dtype)
     sin = torch.zeros(length, len(head.rotary), dtype=dtype)
@@ -298,64 +307,21 @@ def _ir_nominal(pair) -> tuple[str, float]:
     return pair.describe(), 0.0
 
 
-def compiled_forward(model, tokens: np.ndarray, fmt: str = "fp32"):
+def compiled_forward(model, tokens: np.ndarray, fmt: FloatFormat | str = "fp32"):
     """(per-layer residual inputs, final residual) of a TransformerIR in a native torch dtype.
 
-    Mirrors `formal_rope.model.evaluate`'s native mode operation by operation; returns the
-    residual stream entering each layer (T, d_model) and the final one.
+    The native evaluator's own forward pass (`formal_rope.model.forward.NativeForward`); returns the
+    residual stream entering each layer (T, d_model) and the final one, as tensors in the dtype.
     """
-    import torch
-
-    dtype = _torch_dtype(fmt)
-
-    def tensor(array):
-        return torch.as_tensor(np.array(array, dtype=np.float64)).to(dtype)
-
-    layer_inputs = []
-    with torch.no_grad():
-        x = tensor(model.embedding)[torch.as_tensor(np.asarray(tokens))][None]
-        length = x.shape[1]
-        for layer in model.layers:
-            layer_inputs.append(x[0])
-            if layer.heads:
-                total = None
-                for head in layer.heads:
-                    cos, sin = _ir_tables(head, length, fmt, dtype)
-                    query = x @ tensor(head.w_query).T + tensor(head.b_query)
-                    key = x @ tensor(head.w_key).T + tensor(head.b_key)
-                    query, key = _rotate_pairs(query, cos, sin, head), _rotate_pairs(key, cos, sin, head)
-                    value = x @ tensor(head.w_value).T + tensor(head.b_value)
-                    scores = query @ key.transpose(1, 2)
-                    if head.score_scale != 1.0:
-                        scores = scores * tensor(np.array(head.score_scale))
-                    visible = torch.ones(length, length, dtype=torch.bool).tril(-1)
-                    scores = scores.masked_fill(~visible, float("-inf"))
-                    rows = torch.softmax(scores[:, 1:, :], dim=-1) @ value
-                    output = torch.cat((torch.zeros_like(rows[:, :1, :]), rows), dim=1)
-                    projected = output @ tensor(head.w_out).T
-                    total = projected if total is None else total + projected
-                x = x + total
-            block = layer.feed_forward
-            if block is not None:
-                hidden = torch.relu(x @ tensor(block.w_in).T + tensor(block.b_in))
-                x = x + (hidden @ tensor(block.w_out).T + tensor(block.b_out))
-    return layer_inputs, x[0]
-
-
-def _rotate_pairs(vectors, cos, sin, head):
-    """The evaluator's per-pair rotation (identity pairs untouched), `cos·a − sin·b`, `sin·a + cos·b`."""
-    out = vectors.clone()
-    for index, pair in enumerate(head.rotary):
-        if pair.kind == "none":
-            continue
-        a, b = vectors[..., 2 * index], vectors[..., 2 * index + 1]
-        out[..., 2 * index] = cos[:, index] * a - sin[:, index] * b
-        out[..., 2 * index + 1] = sin[:, index] * a + cos[:, index] * b
-    return out
+    fmt = parse_format(fmt)
+    _torch_dtype(fmt)  # the diagnostics' own message for formats without a torch dtype
+    layer_inputs: list = []
+    final = NativeForward(model, fmt).forward(np.asarray(tokens)[None], layer_inputs=layer_inputs)
+    return [x[0] for x in layer_inputs], final[0]
 
 
 def capture_compiled(
-    model, string: str, *, heads: Sequence[tuple[int, int]] | None = None, fmt: str | None = None
+    model, string: str, *, heads: Sequence[tuple[int, int]] | None = None, fmt: FloatFormat | str | None = None
 ) -> CapturedHeads:
     """Per-head inputs of a compiled TransformerIR on `string`, computed natively in `fmt`.
 
@@ -363,17 +329,9 @@ def capture_compiled(
     """
     import torch
 
-    from formal_rope.model.ir import BOS, EOS
-
-    if fmt is None:
-        fmt = str(model.metadata.get("format", "fp32"))
-        fmt = fmt if fmt in _NATIVE_FORMATS else "fp64"
+    fmt = _native_format(model, fmt)
     dtype = _torch_dtype(fmt)
-    from formal_rope.model.evaluate import check_parameters_fit
-
     check_parameters_fit(model, fmt)  # an overflowed weight would make every score NaN
-    from formal_rope.model.certificate import model_certificate
-
     symbols = model.read(string)  # read as `accepts` reads it
     tokens = model.encode(symbols)
     certificate = model_certificate(model, fmt, "native", up_to=len(symbols))
@@ -384,23 +342,21 @@ def capture_compiled(
         for h, head in enumerate(layer.heads)
     }
     chosen = _select_heads(layout, heads, rotary)
-    layer_inputs, _ = compiled_forward(model, tokens, fmt)
+    runner = NativeForward(model, fmt)
+    layer_inputs: list = []
+    runner.forward(tokens[None], layer_inputs=layer_inputs)
     length = len(tokens)
-
-    def tensor(array):
-        return torch.as_tensor(np.array(array, dtype=np.float64)).to(dtype)
+    tensor = runner.tensor
 
     captured = []
     with torch.no_grad():
         for layer, index in chosen:
             head = model.layers[layer].heads[index]
-            x = layer_inputs[layer][None]
+            x = layer_inputs[layer]
             cos, sin = _ir_tables(head, length, fmt, dtype)
-            query = x @ tensor(head.w_query).T + tensor(head.b_query)
+            query = x @ tensor(head.w_query).T + tensor(head.b_query)  # before the rotation
             key = x @ tensor(head.w_key).T + tensor(head.b_key)
-            scores = _rotate_pairs(query, cos, sin, head) @ _rotate_pairs(key, cos, sin, head).transpose(1, 2)
-            if head.score_scale != 1.0:
-                scores = scores * tensor(np.array(head.score_scale))
+            scores = runner.scores(x, head)
             n_pairs = len(head.rotary)
             kinds, nominal = zip(*(_ir_nominal(pair) for pair in head.rotary))
             captured.append(
@@ -417,7 +373,7 @@ def capture_compiled(
                     pair_kinds=tuple(kinds),
                     frequencies=np.array(nominal, dtype=np.float64),
                     rotated=np.array([pair.kind != "none" for pair in head.rotary]),
-                    dtype=fmt,
+                    dtype=fmt.name,
                 )
             )
     return CapturedHeads(
@@ -426,7 +382,7 @@ def capture_compiled(
         positions=(BOS, *symbols, EOS),
         heads=tuple(captured),
         layout=layout,
-        dtype=fmt,
+        dtype=fmt.name,
         description=str(model.metadata.get("formula", "compiled model")),
         certificate=certificate,
         beyond_certified_length=bool(certificate.beyond([len(symbols)])[0]),
@@ -439,7 +395,7 @@ def capture_heads(
     string: str,
     *,
     heads: Sequence[tuple[int, int]] | None = None,
-    fmt: str | None = None,
+    fmt: FloatFormat | str | None = None,
     alphabet: Sequence[str] | None = None,
 ) -> CapturedHeads:
     """Per-head inputs of any model on one string.
@@ -449,8 +405,6 @@ def capture_heads(
     `heads`: 0-based (layer, head) pairs; None = every head that rotates some pair.
     `fmt`: compiled models only (native fp64/fp32/bf16/fp16); trained models run in their dtype.
     """
-    from formal_rope.model.ir import TransformerIR
-
     if isinstance(model, (str, Path)):
         model = load_model_any(model)
     if isinstance(model, TransformerIR):
@@ -461,11 +415,12 @@ def capture_heads(
         raise FormalRopeError(f"phase diagnostics cannot read a {type(model).__name__}: expected a compiled or trained model")
     if not alphabet:
         raise FormalRopeError("a bare trained Classifier needs its alphabet to encode the string")
-    if fmt not in (None, "fp32"):
-        raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt!r}")
+    fmt_name = None if fmt is None else parse_format(fmt).name
+    if fmt_name not in (None, "fp32"):
+        raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt_name!r}")
     if len(alphabet) != classifier.n_symbols:
         raise FormalRopeError(f"the alphabet has {len(alphabet)} symbols but the model reads {classifier.n_symbols}")
-    from formal_rope.training.model import special_tokens
+    from formal_rope.training.model import special_tokens  # the trainer imports torch: trained models only
 
     symbols = _symbols(string, alphabet)
     index = {symbol: position for position, symbol in enumerate(alphabet)}
@@ -480,13 +435,11 @@ def capture_heads(
 
 def load_model_any(path: str | Path):
     """A compiled TransformerIR or a TrainedClassifier from a model file (dispatch on its kind)."""
-    from formal_rope.model.io import load_model, read_metadata
-
     metadata = read_metadata(path)
     if metadata["kind"] == "compiled":
         return load_model(path)
     if metadata["kind"] == "trained":
-        from formal_rope.training.checkpoint import load_checkpoint
+        from formal_rope.training.checkpoint import load_checkpoint  # the trainer imports torch
 
         return load_checkpoint(path)
     raise FormalRopeError(f"{path}: unknown model kind {metadata['kind']!r} (expected 'compiled' or 'trained')")
@@ -494,8 +447,6 @@ def load_model_any(path: str | Path):
 
 def model_layout(model) -> tuple[tuple[str, ...], ...]:
     """Head names per layer of a compiled IR, a trained checkpoint or a bare Classifier."""
-    from formal_rope.model.ir import TransformerIR
-
     if isinstance(model, TransformerIR):
         return tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
     classifier = getattr(model, "model", model)

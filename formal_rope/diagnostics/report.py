@@ -60,6 +60,15 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
     return partial
 
 
+def check_phase_options(top: int | None, epsilon: float) -> None:
+    """FormalRopeError for a key count below 1 or a phase tolerance that is negative or not finite
+    (checked before any work: the CLI calls it before loading the model)."""
+    if top is not None and top < 1:
+        raise FormalRopeError(f"top (--top) must be at least 1 (got {top})")
+    if not (epsilon >= 0 and epsilon < float("inf")):
+        raise FormalRopeError(f"epsilon (--epsilon) must be a finite non-negative angle in radians (got {epsilon})")
+
+
 def check_query(captured: CapturedHeads, query: int | None) -> int:
     """The query position to show: default the readout (eos); bos (0) attends to nothing."""
     if query is None:
@@ -188,6 +197,7 @@ def phases_summary(
 
     `on_head(k)` is called after the k-th head (1-based) is summarized (progress reporting).
     """
+    check_phase_options(top, epsilon)
     query = check_query(captured, query)
     heads = []
     for number, inputs in enumerate(captured.heads, start=1):

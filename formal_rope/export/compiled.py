@@ -13,8 +13,11 @@ import math
 
 import numpy as np
 
+from formal_rope import precision
 from formal_rope.errors import FormalRopeError
+from formal_rope.model.forward import check_parameters_fit
 from formal_rope.model.ir import BOS, EOS, TransformerIR
+from formal_rope.precision import FloatFormat, native_row, parse_format
 
 _HEAD_ARRAYS = ("w_query", "b_query", "w_key", "b_key", "w_value", "b_value", "w_out")
 _FFN_ARRAYS = ("w_in", "b_in", "w_out", "b_out")
@@ -35,26 +38,22 @@ def _json_value(value):
     return value
 
 
-def compiled_export(model: TransformerIR, dtype: str | None = None) -> tuple[dict, dict]:
+def compiled_export(model: TransformerIR, dtype: FloatFormat | str | None = None) -> tuple[dict, dict]:
     """(tensors, config) of a compiled model computing natively in `dtype` (default: its format)."""
-    import torch
-
-    from formal_rope.model.evaluate import check_parameters_fit
-    from formal_rope.precision.arith import Native
-    from formal_rope.precision.formats import native_dtype, parse_format
-    from formal_rope.precision.rotary import periodic_rotation_entries
+    import torch  # the export alone needs torch: the export package imports without it
 
     fmt = parse_format(dtype or str(model.metadata.get("format", "fp32")))
-    torch_dtype = native_dtype(fmt)
-    if torch_dtype is None:
+    native = native_row(fmt)
+    if native is None:
         raise FormalRopeError(
             f"{fmt.name} has no torch dtype; export with --dtype fp32, "
             "fp64, bf16 or fp16 (the exported module computes natively in that dtype)"
         )
+    torch_dtype = native.torch_dtype()
     check_parameters_fit(model, fmt)
-    arith = Native(torch_dtype)
+    arith = precision.Native(torch_dtype)
 
-    def cast(array) -> torch.Tensor:  # exactly _NativeForward.tensor
+    def cast(array) -> torch.Tensor:  # exactly model.forward.NativeForward.tensor
         return torch.as_tensor(np.array(array, dtype=np.float64)).to(torch_dtype)
 
     tensors: dict[str, torch.Tensor] = {"embedding": cast(model.embedding)}
@@ -71,7 +70,7 @@ def compiled_export(model: TransformerIR, dtype: str | None = None) -> tuple[dic
                 if pair.kind == "angle":
                     tensors[f"{prefix}.rotary.{pair_index}.angle"] = arith.asarray(float(pair.angle))
                 elif pair.kind == "periodic":
-                    cos, sin = periodic_rotation_entries(int(pair.period), fmt)
+                    cos, sin = precision.periodic_rotation_entries(int(pair.period), fmt)
                     tensors[f"{prefix}.rotary.{pair_index}.cos"] = arith.asarray(torch.from_numpy(cos.copy()))
                     tensors[f"{prefix}.rotary.{pair_index}.sin"] = arith.asarray(torch.from_numpy(sin.copy()))
             heads.append({
@@ -92,7 +91,7 @@ def compiled_export(model: TransformerIR, dtype: str | None = None) -> tuple[dic
     config = {
         "kind": "compiled",
         "producer": "formal-rope export",
-        "dtype": str(torch_dtype).removeprefix("torch."),
+        "dtype": native.torch,
         "format": fmt.name,
         "vocabulary": list(model.vocabulary),
         "alphabet": list(model.alphabet),

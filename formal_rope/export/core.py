@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.export.compiled import compiled_export
+from formal_rope.model.io import load_model, read_metadata
 
 EXPORT_FORMATS = ("safetensors", "transformer-lens")
 WEIGHTS_NAME = "model.safetensors"
@@ -63,7 +65,7 @@ def transformer_lens_obstacles(kind: str) -> tuple[str, ...]:
 
 def _save_safetensors(tensors: dict, path: Path, metadata: dict[str, str]) -> None:
     try:
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # torch: only when writing, never on the package import
     except ImportError:
         raise FormalRopeError(
             "exporting needs the safetensors package: pip install 'formal-rope[export]' (or pip install safetensors)"
@@ -99,8 +101,6 @@ def export_model(model_path: str | Path, out: str | Path, *, fmt: str = "safeten
     for. The exported network then computes in that dtype as `formalrope run --mode native` does.
     Trained models are exported in fp32 (their training precision). fmt "transformer-lens" raises
     FormalRopeError saying why no exact HookedTransformer exists."""
-    from formal_rope.model.io import read_metadata
-
     if fmt not in EXPORT_FORMATS:
         raise FormalRopeError(f"unknown export format {fmt!r}; expected safetensors")
     metadata = read_metadata(model_path)
@@ -114,12 +114,9 @@ def export_model(model_path: str | Path, out: str | Path, *, fmt: str = "safeten
             f"offered: {reasons}. Use --format safetensors: its model.py is a plain torch.nn.Module with the same verdicts."
         )
     if kind == "compiled":
-        from formal_rope.export.compiled import compiled_export
-        from formal_rope.model.io import load_model
-
         tensors, config = compiled_export(load_model(model_path), dtype)
     else:
-        from formal_rope.export.trained import trained_export
+        from formal_rope.export.trained import trained_export  # imports torch: off the torch-free package import
 
         if dtype not in (None, "fp32"):
             raise FormalRopeError(f"trained models are exported in fp32 (their training precision), not {dtype}")

@@ -8,30 +8,22 @@ are stored in float64 and the phases rebuilt from them.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.checkpoint import load_checkpoint
+from formal_rope.training.config import period_pairs
+from formal_rope.training.encodings import encoding
+from formal_rope.training.positional import assign_periods, periodic_tables
 
-_POSITIONAL_KINDS = {
-    "nope": "none",
-    "sipe": "additive_fixed",
-    "sipe_p": "additive_periodic",
-    "rope": "rotary_fixed",
-    "partial_rope": "rotary_fixed",
-    "jof_fixed": "rotary_fixed",
-    "rope_p": "rotary_periodic",
-    "jof_learned": "rotary_learned",
-    "jof_projected": "rotary_projected",
-}
 _BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
 
 
 def _periodic_tables(periods, n_pairs: int):
     """(cos (P, longest), sin, pair periods (P,)) with the trainer's own table entries."""
-    import torch
-
-    from formal_rope.training.positional import assign_periods, periodic_tables
-
     pair_periods, _ = assign_periods(periods, n_pairs)
     longest = int(pair_periods.max())
     # Positions 0..longest-1 visit every residue r < m_p of every pair: row r, column p is T_p(r).
@@ -42,8 +34,6 @@ def _periodic_tables(periods, n_pairs: int):
 def _network_state(model) -> dict:
     """The classifier's weights under the standalone file's names, as CPU tensors without the run
     axis (a checkpoint is a pack of one run); learned frequencies stay float64."""
-    import torch
-
     if model.runs != 1:
         raise FormalRopeError(f"a checkpoint holds one run; this model packs {model.runs}")
     parameters = dict(model.named_parameters())
@@ -76,21 +66,14 @@ def _network_state(model) -> dict:
 
 def trained_export(path) -> tuple[dict, dict]:
     """(tensors, config) of the trained checkpoint at `path`."""
-    from formal_rope.training.checkpoint import load_checkpoint
-
     loaded = load_checkpoint(path)
     config = loaded.config
     model = loaded.model
-    if config.pe not in _POSITIONAL_KINDS:
-        raise FormalRopeError(f"{path}: positional encoding {config.pe!r} has no standalone export")
+    row = encoding(config.pe)
     tensors = _network_state(model)
     periods = loaded.metadata.get("periods")
-    head_dim = config.d_model // config.heads
-    if config.pe == "rope_p":
-        cos, sin, pair_periods = _periodic_tables(periods, head_dim // 2)
-    elif config.pe == "sipe_p":
-        cos, sin, pair_periods = _periodic_tables(periods, config.d_model // 2)
-    if config.pe in ("rope_p", "sipe_p"):
+    if row.periodic:
+        cos, sin, pair_periods = _periodic_tables(periods, period_pairs(config.pe, config.d_model, config.heads))
         tensors.update({"positional.cos_table": cos, "positional.sin_table": sin, "positional.pair_periods": pair_periods})
     rotate_values = bool(getattr(model.positional, "rotate_values", False))
     summary = loaded.result.to_dict() if loaded.result is not None else None
@@ -107,7 +90,7 @@ def trained_export(path) -> tuple[dict, dict]:
         "layer_norm_eps": float(model.final_norm.eps),
         "pe": config.pe,
         "positional": {
-            "kind": _POSITIONAL_KINDS[config.pe],
+            "kind": row.export_kind,
             "phase_precision": config.phase_precision,
             "rotate_values": rotate_values,
             "periods": list(periods) if periods is not None else None,
@@ -125,6 +108,4 @@ def trained_export(path) -> tuple[dict, dict]:
 
 
 def _finite(value):
-    import math
-
     return value if isinstance(value, (int, float)) and math.isfinite(value) else None

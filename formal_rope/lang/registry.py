@@ -14,6 +14,7 @@ import functools
 from dataclasses import dataclass
 
 from formal_rope.lang.ast import Formula, Regex
+from formal_rope.lang.parser import parse_ltl, parse_regex
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,6 @@ def _by_name() -> dict[str, RegistryEntry]:
 
 @functools.lru_cache(maxsize=None)
 def _entry_ast(name: str) -> Formula | Regex:
-    from formal_rope.lang.parser import parse_ltl, parse_regex
-
     entry = _by_name()[name]
     parse = parse_ltl if entry.kind == "ltl" else parse_regex
     return parse(entry.expression, entry.alphabet)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from formal_rope.lang import ast as ast_module
 from formal_rope.lang.analysis import fold_ast
 from formal_rope.lang.ast import FORMULA_TYPES, REGEX_TYPES, Formula, Regex
 
@@ -91,4 +90,4 @@ def json_text(value, indent: int | None = 2) -> str:
     return "".join(out)
 
 
-__all__ = ["ast_to_dict", "ast_from_dict", "ast_module", "json_text"]
+__all__ = ["ast_to_dict", "ast_from_dict", "json_text"]

@@ -3,8 +3,9 @@
 Importing this package does not import torch (the evaluator imports it lazily in native mode).
 """
 
-from formal_rope.model.evaluate import MODES, EvaluationResult, evaluate
-from formal_rope.model.io import load_model, load_runnable, model_table, read_metadata, save_model
+from formal_rope.model.evaluate import EvaluationResult, evaluate
+from formal_rope.model.forward import MODES
+from formal_rope.model.io import load_model, load_runnable, read_metadata, save_model
 from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
 
 __all__ = [
@@ -21,7 +22,6 @@ __all__ = [
     "evaluate",
     "load_model",
     "load_runnable",
-    "model_table",
     "read_metadata",
     "save_model",
 ]

@@ -33,8 +33,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from formal_rope.certify import certified_range
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.parser import parse_ltl
+from formal_rope.model.forward import EmulatedForward, NativeForward, check_mode, check_parameters_fit
 from formal_rope.model.ir import BOS, EOS, TransformerIR
+from formal_rope.precision import FloatFormat, f_large, ones_sum_overflow, parse_format, round_to_format
 
 DEFAULT_MAX_LENGTH = 4096
 # Query rows per block of a realized scan (block × length float64 scores at a time).
@@ -120,7 +124,7 @@ class ModelCertificate:
 
 def model_certificate(
     model: TransformerIR,
-    fmt=None,
+    fmt: FloatFormat | str | None = None,
     mode: str = "emulated",
     up_to: int | None = None,
     max_length: int = DEFAULT_MAX_LENGTH,
@@ -130,9 +134,6 @@ def model_certificate(
     `up_to`: the longest input that will be classified; scans need not look further. See the
     module docstring for how each construct is certified.
     """
-    from formal_rope.model.evaluate import check_mode, check_parameters_fit
-    from formal_rope.precision.formats import parse_format
-
     metadata = model.metadata
     compiled_format = metadata.get("format")
     fmt = parse_format(fmt if fmt is not None else (compiled_format or "fp32"))
@@ -180,8 +181,6 @@ def model_certificate(
 
 # ------------------------------------------------------------------------------------ helpers
 def _subformula(text: str):
-    from formal_rope.lang.parser import parse_ltl
-
     return parse_ltl(text)
 
 
@@ -197,14 +196,12 @@ def at_least(a: np.ndarray, b: np.ndarray, bound: float) -> np.ndarray:
     return decided & np.isfinite(a) & np.isfinite(b)
 
 
-def position_scores(model: TransformerIR, layer: int, head: int, length: int, fmt, mode: str, rows: slice | None = None) -> np.ndarray:
+def position_scores(model: TransformerIR, layer: int, head: int, length: int, fmt: FloatFormat, mode: str,
+                    rows: slice | None = None) -> np.ndarray:
     """Realized scores S[i, j] (positions 0..length+1) of a head whose query and key read only the
     constant coordinates, computed by the evaluator's forward pass in (fmt, mode); `rows` picks
     the query positions. The embedding stands in for the layer's input: those coordinates are
     never written by any layer."""
-    from formal_rope.model.evaluate import _EmulatedForward, _NativeForward
-    from formal_rope.precision.formats import parse_format
-
     target = model.layers[layer].heads[head]
     allowed = {model.coordinates.index(name) for name in _POSITION_ONLY_INPUTS if name in model.coordinates}
     read = set(np.flatnonzero(np.any(target.w_query != 0, axis=0) | np.any(target.w_key != 0, axis=0)).tolist())
@@ -213,24 +210,12 @@ def position_scores(model: TransformerIR, layer: int, head: int, length: int, fm
     index = {symbol: position for position, symbol in enumerate(model.vocabulary)}
     filler = index[model.alphabet[0]]
     tokens = np.array([[index[BOS], *([filler] * length), index[EOS]]], dtype=np.int64)
-    fmt = parse_format(fmt)
+    runner = EmulatedForward(model, fmt) if mode == "emulated" else NativeForward(model, fmt)
     with np.errstate(over="ignore", invalid="ignore"):
-        if mode == "emulated":
-            runner = _EmulatedForward(model, fmt)
-            x = runner.param(model.embedding)[tokens]
-            return np.asarray(runner.scores(x, target, rows)[0], dtype=np.float64)
-        runner = _NativeForward(model, fmt)
-        import torch
-
-        with torch.no_grad():
-            x = runner.tensor(model.embedding)[torch.as_tensor(tokens)]
-            return runner.scores(x, target, rows)[0].to(torch.float64).numpy()
+        return runner.head_scores(runner.embed(tokens), target, rows)[0]
 
 
-def _offset_head(model, layer, head, formula, fmt, mode, up_to, max_length) -> tuple[int, bool, str]:
-    from formal_rope.certify import certified_range
-    from formal_rope.precision.formats import f_large
-
+def _offset_head(model, layer, head, formula, fmt: FloatFormat, mode, up_to, max_length) -> tuple[int, bool, str]:
     node = _subformula(formula)
     k = int(node.k)
     # As far as the compiler scans (just past the ideal range, at most max_length), and at least
@@ -258,9 +243,7 @@ def _offset_head(model, layer, head, formula, fmt, mode, up_to, max_length) -> t
     return max(scan_to, k - 1), True, f"realized scan in {fmt.name} ({mode}) found no failure up to length {scan_to}"
 
 
-def _mod_head(model, layer, head, formula, fmt, mode, up_to) -> tuple[int | None, bool, str]:
-    from formal_rope.precision.formats import f_large
-
+def _mod_head(model, layer, head, formula, fmt: FloatFormat, mode, up_to) -> tuple[int | None, bool, str]:
     node = _subformula(formula)
     m, r = int(node.m), int(node.r)
     # Query i = 1 sees only bos (the compiler fixes MOD(1) by construction); i = 2..m+1 meet
@@ -282,10 +265,7 @@ def _mod_head(model, layer, head, formula, fmt, mode, up_to) -> tuple[int | None
     return None, False, f"realized scores in {fmt.name} ({mode}) separate every residue mod {m} by f_large"
 
 
-def _past_head(model, layer, head, fmt) -> tuple[int | None, bool, str]:
-    from formal_rope.compiler.build import ones_sum_overflow
-    from formal_rope.precision.formats import f_large, round_to_format
-
+def _past_head(model, layer, head, fmt: FloatFormat) -> tuple[int | None, bool, str]:
     target = model.layers[layer].heads[head]
     gap = -float(round_to_format(float(target.b_key[0]), fmt))  # losing keys score −gap, the others 0
     margin = f_large(fmt)

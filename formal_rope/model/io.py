@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any, Protocol, Sequence
@@ -19,7 +20,11 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.parser import parse_ltl
+from formal_rope.model.certificate import BeyondCertifiedLengthWarning
+from formal_rope.model.evaluate import evaluate
 from formal_rope.model.ir import AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
+from formal_rope.precision import parse_format
 
 FORMAT_VERSION = 1
 _HEAD_ARRAYS = ("w_query", "b_query", "w_key", "b_key", "w_value", "b_value", "w_out")
@@ -179,9 +184,6 @@ def load_model(path: str | Path) -> TransformerIR:
 def _check_certificate_records(metadata: dict[str, Any]) -> None:
     """The compiler's records that certificates are recomputed from (formal_rope.model.certificate):
     raise ValueError/TypeError when present but unusable, so a damaged file is reported on loading."""
-    from formal_rope.lang.parser import parse_ltl
-    from formal_rope.precision.formats import parse_format
-
     constructs = metadata.get("constructs")
     if constructs is None:
         return  # a hand-built model: no certificate
@@ -222,11 +224,6 @@ class CompiledRunnable:
     def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]:
         """Verdicts in input order; a BeyondCertifiedLengthWarning when some input is longer than the
         model's certified length in this format and mode (`evaluate` gives the per-string flags)."""
-        import warnings
-
-        from formal_rope.model.certificate import BeyondCertifiedLengthWarning
-        from formal_rope.model.evaluate import evaluate
-
         result = evaluate(self.model, strings, fmt=fmt or self.default_format, mode=self.mode)
         if result.n_beyond_certified:
             warnings.warn(
@@ -245,40 +242,9 @@ def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:
     if kind == "compiled":
         return CompiledRunnable(load_model(path), mode=mode)
     if kind == "trained":
-        try:
+        try:  # the trainer imports torch: loaded only for a trained checkpoint
             from formal_rope.training.checkpoint import load_checkpoint
         except ImportError as error:
             raise FormalRopeError(f"{path} is a trained checkpoint, but the trainer is not available: {error}") from None
         return load_checkpoint(path)
     raise FormalRopeError(f"{path}: unknown model kind {kind!r} (expected 'compiled' or 'trained')")
-
-
-def model_table(model: TransformerIR, title: str | None = None):
-    """A Rich renderable: layers, heads (rotary schedules, dims), feed-forward widths, coordinates."""
-    from rich.console import Group
-    from rich.table import Table
-
-    layers = Table(title=title or "layers", show_lines=False)
-    layers.add_column("layer", justify="right")
-    layers.add_column("head")
-    layers.add_column("d_head×d_v", justify="right")
-    layers.add_column("rotary pairs")
-    layers.add_column("what")
-    for number, layer in enumerate(model.layers, start=1):
-        for head in layer.heads:
-            layers.add_row(
-                str(number),
-                head.name,
-                f"{head.d_head}×{head.d_value}",
-                ", ".join(pair.describe() for pair in head.rotary),
-                head.description,
-            )
-        hidden = 0 if layer.feed_forward is None else layer.feed_forward.d_hidden
-        layers.add_row(str(number), "FFN", f"{hidden} hidden", "", "ReLU block (snaps, Boolean connectives)")
-    coords = Table(title=f"residual coordinates (d_model = {model.d_model})")
-    coords.add_column("#", justify="right")
-    coords.add_column("coordinate")
-    for position, name in enumerate(model.coordinates):
-        marker = "  ← readout" if model.readout.kind == "coordinate" and model.readout.coordinate == position else ""
-        coords.add_row(str(position), name + marker)
-    return Group(layers, coords)

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from formal_rope.automata.membership import split_symbols
 from formal_rope.errors import FormalRopeError
 
 BOS = "<bos>"
@@ -255,8 +256,6 @@ class TransformerIR:
         and possibly quoted symbols when some symbol is longer than one character); a sequence of
         symbols is taken as is. An unknown symbol raises FormalRopeError naming it."""
         if isinstance(string, str):
-            from formal_rope.automata.membership import split_symbols
-
             return tuple(split_symbols(string, self.alphabet))
         symbols = tuple(string)
         known = set(self.alphabet)

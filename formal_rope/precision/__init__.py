@@ -1,4 +1,5 @@
-"""Finite-precision arithmetic: formats, exact rounding, f_large, emulated/native arithmetic, rotations.
+"""Finite-precision arithmetic: formats, exact rounding, f_large, the native dtypes, emulated/native
+arithmetic (torch and numpy), rotations.
 
 Importing this package does not import torch: the torch-based names (Emulated, Native,
 make_arithmetic, correctly_rounded, the rotary helpers) load on first access.
@@ -12,12 +13,21 @@ from formal_rope.precision.formats import (
     f_large,
     f_large_threshold,
     is_representable,
-    native_dtype,
     parse_format,
     round_mpf_to_format,
     round_to_format,
     valid_format_names,
 )
+from formal_rope.precision.native import (
+    NATIVE_DTYPES,
+    NativeDtype,
+    format_of_torch_dtype,
+    native_dtype,
+    native_format_names,
+    native_row,
+    numpy_dtype,
+)
+from formal_rope.precision.numpy_arith import FormatOps, make_rounder, ones_sum_overflow
 
 _LAZY = {
     "Emulated": "formal_rope.precision.arith",
@@ -33,11 +43,20 @@ _LAZY = {
 }
 
 __all__ = [
+    "NATIVE_DTYPES",
     "FloatFormat",
+    "FormatOps",
+    "NativeDtype",
     "f_large",
     "f_large_threshold",
+    "format_of_torch_dtype",
     "is_representable",
+    "make_rounder",
     "native_dtype",
+    "native_format_names",
+    "native_row",
+    "numpy_dtype",
+    "ones_sum_overflow",
     "parse_format",
     "round_mpf_to_format",
     "round_to_format",

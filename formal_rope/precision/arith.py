@@ -23,14 +23,9 @@ from typing import Callable
 
 import torch
 
-from formal_rope.precision.formats import (
-    FloatFormat,
-    f_large,
-    native_dtype,
-    parse_format,
-    round_mpf_to_format,
-    round_to_format,
-)
+from formal_rope.errors import FormalRopeError
+from formal_rope.precision.formats import FloatFormat, f_large, parse_format, round_mpf_to_format, round_to_format
+from formal_rope.precision.native import format_of_torch_dtype, native_row
 
 # Relative half-width of the interval that must contain the true value of exp/cos/sin around torch's
 # float64 result: 2^-46 is 64 float64 ulps, far above the ~1 ulp error of libm/SLEEF double routines.
@@ -210,22 +205,15 @@ class Native:
     def __init__(self, dtype: torch.dtype | str | FloatFormat, device: torch.device | str | None = None):
         if isinstance(dtype, torch.dtype):
             self.dtype = dtype
-            formats = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
-            if dtype not in formats:
-                from formal_rope.errors import FormalRopeError
-
-                raise FormalRopeError(f"no native arithmetic for dtype {dtype}; use fp64, fp32, bf16 or fp16")
-            self.format = parse_format(formats[dtype])
+            self.format = format_of_torch_dtype(dtype)
         else:
             self.format = parse_format(dtype)
-            native = native_dtype(self.format)
+            native = native_row(self.format)
             if native is None:
-                from formal_rope.errors import FormalRopeError
-
                 raise FormalRopeError(
                     f"format {self.format.describe()} has no native torch dtype; use the emulated mode"
                 )
-            self.dtype = native
+            self.dtype = native.torch_dtype()
         self.device = torch.device(device) if device is not None else torch.device("cpu")
 
     def __repr__(self) -> str:
@@ -323,10 +311,8 @@ def _stable_softmax(arith: Emulated | Native, scores: torch.Tensor, mask: torch.
 
 def make_arithmetic(fmt: FloatFormat | str, mode: str = "emulated", device=None) -> Emulated | Native:
     """`mode` "emulated" (any format) or "native" (fp64/fp32/bf16/fp16)."""
-    from formal_rope.errors import FormalRopeError
-
     if mode == "emulated":
         return Emulated(fmt, device=device)
     if mode == "native":
-        return Native(parse_format(fmt), device=device)
+        return Native(fmt, device=device)
     raise FormalRopeError(f"unknown arithmetic mode {mode!r}; use 'emulated' or 'native'")

@@ -135,22 +135,6 @@ def parse_format(name: str | FloatFormat) -> FloatFormat:
     )
 
 
-def native_dtype(fmt: FloatFormat | str):
-    """The torch dtype whose arithmetic is exactly this format (fp64/fp32/bf16/fp16), else None.
-
-    fp8 formats have no native arithmetic in torch (and torch's float8_e4m3fn is not IEEE-style).
-    """
-    import torch
-
-    fmt = parse_format(fmt)
-    return {
-        (11, 52): torch.float64,
-        (8, 23): torch.float32,
-        (8, 7): torch.bfloat16,
-        (5, 10): torch.float16,
-    }.get((fmt.exponent_bits, fmt.mantissa_bits))
-
-
 # ---------------------------------------------------------------------------------------------
 # Exact rounding of float64 values into a format.
 #

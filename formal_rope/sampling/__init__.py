@@ -1,82 +1,35 @@
 """Sampling stage: exact uniform strings of a given length inside/outside a regular language,
-labelled test sets (with near-misses) and balanced training batches, all vectorized over strings."""
+labelled test sets (with near-misses) and balanced training batches, all vectorized over strings.
 
-from formal_rope.sampling.counts import (
-    CountingGraph,
-    LogCounts,
-    count_near_misses,
-    count_paths,
-    count_strings,
-    dfa_graph,
-    exact_counts,
-    log_counts,
-    near_miss_graph,
-)
-from formal_rope.sampling.datasets import (
-    EmptyClassError,
-    LabeledSet,
-    TrainingBatch,
-    count_table,
-    sample_strings,
-    test_set,
-    test_sets,
-    TrainingDraw,
-    draw_training_batch,
-    training_batch,
-    walk_training_batches,
-)
-from formal_rope.sampling.formats import (
-    DataFormatError,
-    Dataset,
-    StringFile,
-    check_labels,
-    load_dataset,
-    read_flare_split,
-    read_mlregtest_file,
-    read_parquet_strings,
-    write_flare_split,
-    write_mlregtest_file,
-    write_parquet_file,
-    write_sets,
-)
-from formal_rope.sampling.text import decode, encode
-from formal_rope.sampling.walker import PAD, walk
+The names below load on first use, so that the CLI can read the dataset-format registry
+(`sampling.formats.registry`) and the distributions (`sampling.distributions`) at start-up without
+importing numpy."""
 
-__all__ = [
-    "PAD",
-    "CountingGraph",
-    "DataFormatError",
-    "Dataset",
-    "EmptyClassError",
-    "LabeledSet",
-    "LogCounts",
-    "StringFile",
-    "TrainingBatch",
-    "check_labels",
-    "count_near_misses",
-    "count_paths",
-    "count_strings",
-    "count_table",
-    "decode",
-    "dfa_graph",
-    "encode",
-    "exact_counts",
-    "load_dataset",
-    "log_counts",
-    "near_miss_graph",
-    "read_flare_split",
-    "read_mlregtest_file",
-    "read_parquet_strings",
-    "sample_strings",
-    "test_set",
-    "test_sets",
-    "TrainingDraw",
-    "draw_training_batch",
-    "training_batch",
-    "walk_training_batches",
-    "walk",
-    "write_flare_split",
-    "write_mlregtest_file",
-    "write_parquet_file",
-    "write_sets",
-]
+from __future__ import annotations
+
+from formal_rope._lazy import lazy_exports
+
+_MODULES = {
+    "formal_rope.sampling.counts": [
+        "CountingGraph", "LogCounts", "count_near_misses", "count_paths", "count_strings", "dfa_graph",
+        "exact_counts", "log_counts", "near_miss_graph",
+    ],
+    "formal_rope.sampling.datasets": [
+        "EmptyClassError", "LabeledSet", "TrainingBatch", "TrainingDraw", "count_table", "draw_training_batch",
+        "sample_strings", "test_set", "test_sets", "training_batch", "walk_training_batches",
+    ],
+    "formal_rope.sampling.distributions": ["DISTRIBUTIONS", "positive_distribution"],
+    "formal_rope.sampling.formats.dataset": ["Dataset", "check_labels", "load_dataset"],
+    "formal_rope.sampling.formats.flare": ["read_flare_split", "write_flare_split"],
+    "formal_rope.sampling.formats.folders": ["write_language_folder"],
+    "formal_rope.sampling.formats.mlregtest": ["read_mlregtest_file", "write_mlregtest_file"],
+    "formal_rope.sampling.formats.parquet": ["read_parquet_strings", "write_parquet_file"],
+    "formal_rope.sampling.formats.registry": ["DATASET_FORMATS", "write_sets"],
+    "formal_rope.sampling.formats.strings": ["DataFormatError", "StringFile"],
+    "formal_rope.sampling.text": ["decode", "encode"],
+    "formal_rope.sampling.walker": ["PAD", "walk"],
+}
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -23,6 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
+from formal_rope.automata.ops import coaccessible_states
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,17 +221,24 @@ class LogCounts:
         return np.isfinite(self.shifted[np.asarray(lengths), node])
 
 
-def log_counts(graph: CountingGraph, max_length: int) -> LogCounts:
-    """Log-space path counts for every remaining length 0..max_length (one vectorized step per length)."""
+def log_counts(graph: CountingGraph, max_length: int, node_log_weight: np.ndarray | None = None) -> LogCounts:
+    """Log-space path counts for every remaining length 0..max_length (one vectorized step per length).
+
+    With `node_log_weight` (one log weight per node) a path's weight is the product of the weights
+    of the nodes it visits, its last node included, and the table holds log sums of path weights:
+    the walker then draws each path with probability proportional to its weight (a node's weight
+    multiplies all of its edges alike, so it only matters through the nodes after it)."""
     if max_length < 0:
         raise ValueError("max_length must be >= 0")
     shifted = np.empty((max_length + 1, graph.n_nodes), dtype=np.float64)
     row_peak = np.zeros(max_length + 1, dtype=np.float64)
-    shifted[0] = np.where(graph.final, 0.0, -np.inf)
+    shifted[0] = np.where(graph.final, 0.0 if node_log_weight is None else node_log_weight, -np.inf)
     targets = graph.edge_target
     with np.errstate(invalid="ignore"):
         for length in range(1, max_length + 1):
             row = np.logaddexp.reduce(shifted[length - 1][targets], axis=1)
+            if node_log_weight is not None:
+                row = row + node_log_weight
             peak = row.max()
             if np.isfinite(peak):
                 row -= peak
@@ -239,6 +247,18 @@ def log_counts(graph: CountingGraph, max_length: int) -> LogCounts:
     shifted.setflags(write=False)
     row_peak.setflags(write=False)
     return LogCounts(graph, shifted, row_peak)
+
+
+def flare_move_log_weights(dfa: DFA) -> np.ndarray:
+    """Per state, -log(its number of moves) in FLaRe's sampler (rycolab/neural-network-recognizers,
+    string_sampling/prepare_sampler.py `lift_finite_automaton`): FLaRe's automata keep only states
+    from which acceptance is reachable, so a state's moves are its transitions into such states plus
+    stopping when it accepts, each equally likely. States without moves get 0 (they are never on a
+    member's path)."""
+    require_dfa(dfa, "flare_move_log_weights", "dfa")
+    live = coaccessible_states(dfa)
+    moves = live[dfa.transitions].sum(axis=1) + np.asarray(dfa.accepting, dtype=np.int64)
+    return -np.log(np.maximum(moves, 1).astype(np.float64))
 
 
 def exact_counts(graph: CountingGraph, max_length: int) -> np.ndarray:

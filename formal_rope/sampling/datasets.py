@@ -17,18 +17,26 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
+from formal_rope.automata.membership import accepts_encoded
 from formal_rope.errors import FormalRopeError
 from formal_rope.sampling.counts import (
     LogCounts,
     dfa_graph,
+    flare_move_log_weights,
     labelled_graph,
     log_counts,
     near_miss_graph,
     reachable_pairs,
 )
+from formal_rope.sampling.distributions import (
+    ACCEPTED,
+    DEFAULT_DISTRIBUTION,
+    FLARE_ACCEPTED,
+    positive_distribution,
+)
 from formal_rope.sampling.walker import PAD, walk, walk_sorted
 
-ACCEPTED, REJECTED, NEAR_MISS, LABELLED = "accepted", "rejected", "near_miss", "labelled"
+REJECTED, NEAR_MISS, LABELLED = "rejected", "near_miss", "labelled"
 
 # Uniform draws materialised at once by test_sets (per graph kind); bounds peak memory to ~64 MiB.
 _CHUNK_DRAWS = 8_000_000
@@ -57,17 +65,20 @@ def count_table(dfa: DFA, kind: str, max_length: int) -> LogCounts:
     per_dfa = _TABLE_CACHE.setdefault(dfa, {})
     table = per_dfa.get(kind)
     if table is None or table.max_length < max_length:
+        weights = None
         if kind == NEAR_MISS:
             graph = near_miss_graph(dfa)
         elif kind == LABELLED:
             graph = labelled_graph(dfa)
         elif kind in (ACCEPTED, REJECTED):
             graph = dfa_graph(dfa, accepted=kind == ACCEPTED)
+        elif kind == FLARE_ACCEPTED:
+            graph, weights = dfa_graph(dfa, accepted=True), flare_move_log_weights(dfa)
         else:
             raise ValueError(f"unknown count table kind {kind!r}")
         # Grow geometrically so a sequence of slightly longer requests stays linear overall.
         grown = max_length if table is None else max(max_length, 2 * table.max_length)
-        table = log_counts(graph, grown)
+        table = log_counts(graph, grown, weights)
         per_dfa[kind] = table
     return table
 
@@ -207,8 +218,6 @@ def _near_misses_by_rejection(
 ) -> np.ndarray:
     """Up to `count` near-misses: uniform positives, one uniform position changed to a uniform other
     symbol, kept when the result leaves L (vectorized per round; rounds grow with the observed rate)."""
-    from formal_rope.automata.membership import accepts_encoded
-
     n_symbols = dfa.n_symbols
     budget = _REJECTION_TRIES_PER_NEAR_MISS * count
     found: list[np.ndarray] = []
@@ -236,6 +245,7 @@ def test_sets(
     seed: int = 0,
     near_miss_fraction: float = 0.5,
     progress=None,
+    distribution: str = DEFAULT_DISTRIBUTION,
 ) -> list[LabeledSet]:
     """One LabeledSet per entry of `lengths` (the paper's test set: lengths 41..500, 512 each).
 
@@ -243,8 +253,13 @@ def test_sets(
     the existing class (recorded in `note`). Negatives are (1 - near_miss_fraction) uniform negatives
     and near_miss_fraction near-misses: uniform over (positive w, position, other symbol) triples whose
     substitution leaves L. Count tables are shared across lengths and strings of many lengths are
-    sampled in one vectorized pass. `progress(done_lengths)` is called after each chunk if given."""
+    sampled in one vectorized pass. `progress(done_lengths)` is called after each chunk if given.
+
+    `distribution` says how the positives of a length are drawn (DISTRIBUTIONS: "uniform", or
+    "flare" as FLaRe's sampler draws them); it draws the same uniforms, so the negatives and
+    near-misses are the same under both."""
     require_dfa(dfa, "test_sets", "dfa")
+    positive_table = positive_distribution(distribution).table
     lengths = [int(length) for length in lengths]
     if any(length < 0 for length in lengths):
         raise FormalRopeError(f"test lengths must be non-negative, got {min(lengths)}")
@@ -269,6 +284,9 @@ def test_sets(
         # With two or more symbols, the Hamming graph on Σ^n is connected, so when both classes are
         # non-empty some single substitution crosses from L to its complement.
         has_near_miss = has_positive & has_negative & (dfa.n_symbols > 1)
+    walk_tables = dict(tables)
+    if positive_table != ACCEPTED:  # same support, other weights: emptiness still read from tables
+        walk_tables[ACCEPTED] = count_table(dfa, positive_table, longest)
     plans = [
         _plan(length, n_per_length, near_miss_fraction, pos, neg, near)
         for length, pos, neg, near in zip(lengths, has_positive, has_negative, has_near_miss)
@@ -288,7 +306,7 @@ def test_sets(
             n_walked = plan.n_near_miss if exact_near_misses else 0
             blocks[NEAR_MISS].append((plan.length, rng.random((plan.length, n_walked))))
         sampled = {
-            kind: _walk_many(tables[kind], kind_blocks) if kind in tables else [
+            kind: _walk_many(walk_tables[kind], kind_blocks) if kind in walk_tables else [
                 np.empty((0, length), dtype=np.int64) for length, _ in kind_blocks
             ]
             for kind, kind_blocks in blocks.items()
@@ -323,11 +341,12 @@ def test_sets(
 
 
 def test_set(
-    dfa: DFA, length: int, n_per_length: int = 512, seed: int = 0, near_miss_fraction: float = 0.5
+    dfa: DFA, length: int, n_per_length: int = 512, seed: int = 0, near_miss_fraction: float = 0.5,
+    distribution: str = DEFAULT_DISTRIBUTION,
 ) -> LabeledSet:
     """The LabeledSet for one length; identical to the corresponding entry of `test_sets`."""
     require_dfa(dfa, "test_set", "dfa")
-    return test_sets(dfa, [length], n_per_length, seed, near_miss_fraction)[0]
+    return test_sets(dfa, [length], n_per_length, seed, near_miss_fraction, distribution=distribution)[0]
 
 
 # pytest would otherwise collect these public functions as tests when imported into test modules.

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
+from formal_rope.automata.membership import encode_strings, format_word, symbol_token
 from formal_rope.sampling.walker import PAD
 
 
@@ -36,8 +37,6 @@ def decode(symbols: np.ndarray, alphabet: Sequence[str], lengths: np.ndarray | N
         if width == 0:
             return [""] * n_rows
         return np.ascontiguousarray(characters).view(f"<U{width}").ravel().tolist()
-    from formal_rope.automata.membership import format_word, symbol_token
-
     if all(len(symbol) == 1 for symbol in alphabet):  # e.g. NUL among the symbols: still concatenated
         names = np.array(list(alphabet), dtype=object)
         return [format_word(names[row[mask]], alphabet) for row, mask in zip(symbols, present)]
@@ -51,8 +50,6 @@ def encode(texts: Sequence[str], alphabet: Sequence[str]) -> tuple[np.ndarray, n
 
     Tokenisation and unknown-symbol errors (FormalRopeError naming the symbol and its column) come
     from `formal_rope.automata.encode_strings`; only the padding value differs (PAD instead of 0)."""
-    from formal_rope.automata.membership import encode_strings
-
     symbols, lengths = encode_strings(list(texts), alphabet)
     symbols[np.arange(symbols.shape[1])[None, :] >= lengths[:, None]] = PAD
     return symbols, lengths

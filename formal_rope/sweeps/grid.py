@@ -28,6 +28,7 @@ from formal_rope.training.config import (
     field_kind,
 )
 from formal_rope.training.context import context_notes, language_note
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.scales import SCALES
 
 BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_ENCODINGS)
@@ -114,7 +115,7 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     )
     for (_, variant), language, pe, base, seed, lr, *axis_values in points:
         settings = {**spec.overrides, **variant, **dict(zip(axis_names, axis_values))}
-        if "periods" not in settings and pe in ("rope_p", "sipe_p"):
+        if "periods" not in settings and is_periodic(pe):
             if spec.periods == "auto" or spec.periods is None:
                 settings["periods"] = resolve_periods(language, spec.alphabet) if resolve_periods else None
             else:
@@ -133,7 +134,7 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each."""
-    from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods, validate_config
+    from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods, validate_config  # torch: not on the sweeps import
 
     dfas: dict = {}
     notes: list[str] = []

@@ -14,19 +14,10 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_path
 from formal_rope.sweeps.results import CONFIG_COLUMNS, read_results
 from formal_rope.training.config import BASE_ENCODINGS, RunConfig
+from formal_rope.training.encodings import report_labels
 from formal_rope.training.scales import scale_overrides
 
-PE_LABELS = {
-    "nope": "NoPE",
-    "rope": "RoPE_NP",
-    "rope_p": "RoPE_P",
-    "sipe": "SiPE_NP",
-    "sipe_p": "SiPE_P",
-    "partial_rope": "partial RoPE",
-    "jof_fixed": "JoFormer (fixed)",
-    "jof_learned": "JoFormer (learned)",
-    "jof_projected": "JoFormer (projected)",
-}
+PE_LABELS = report_labels()  # encoding -> the paper's name, in the paper's order (training.encodings)
 
 
 DEFAULT_GROUPING = ("language", "pe", "base")

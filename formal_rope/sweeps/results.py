@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -57,20 +56,6 @@ def finished_run_ids(out: str | Path) -> set[str]:
             if status != "failed":
                 finished.add(_stored_config(path, config_text).run_id())
     return finished
-
-
-def git_commit() -> str | None:
-    try:
-        completed = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return completed.stdout.strip() or None if completed.returncode == 0 else None
 
 
 def _column_value(value):

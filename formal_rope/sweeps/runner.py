@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, make_backend, options_row
 from formal_rope.sweeps.backends.base import WorkerDied
-from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, git_commit, write_run
+from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, write_run
 from formal_rope.sweeps.units import (
     Unit,
     UnitTask,
@@ -28,6 +28,7 @@ from formal_rope.sweeps.units import (
     unit_key,
 )
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.provenance import source_commit
 from formal_rope.training.state import StateOptions, absolute_location, check_state_dir, is_uri
 
 EventCallback = Callable[[str, RunConfig, "RunResult | None"], None]
@@ -126,7 +127,7 @@ def run_sweep(
             notify("skip", config, None)
     task = UnitTask(runner=runner, pack_runner=pack_runner, threads=options.threads, workers=options.workers,
                     state=state)
-    commit = git_commit()
+    commit = source_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()
     counts = {"retries": 0}

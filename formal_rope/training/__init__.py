@@ -5,43 +5,51 @@
     evaluate_model(model, config.with_(test_max_length=1000), resolve_dfa(config))   # re-evaluate
     load_checkpoint(path).classify(["abab"])                 # what `formalrope run` does for checkpoints
 
-Importing this package does not import torch: the config and scale values load eagerly (the sweeps
-stage uses them without training), the torch-based names load on first access.
+Importing this package does not import torch: every name loads on first access (the config, scale
+and registry values without torch, which the sweeps stage and the CLI use without training).
 """
 
 from __future__ import annotations
 
 from formal_rope._lazy import lazy_exports
-from formal_rope.training.config import (
-    FIELD_APPLIES_TO,
-    POSITIONAL_ENCODINGS,
-    LengthResult,
-    RunConfig,
-    RunResult,
-    legacy_run_id,
-    lengths_fields,
-    parse_field_text,
-)
-from formal_rope.training.context import context_notes
-from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale, scale_overrides
-from formal_rope.training.workload import Workload, check_workload
 
-# name -> module it lives in; imported on first access because each of these imports torch.
+# name -> module it lives in, imported on first access: the torch-based names because they import
+# torch, the others so that importing a submodule (the CLI reads `training.encodings` at start-up)
+# costs no more than that submodule.
 _LAZY = {
+    "FIELD_APPLIES_TO": "formal_rope.training.config",
+    "POSITIONAL_ENCODINGS": "formal_rope.training.config",
+    "LengthResult": "formal_rope.training.config",
+    "RunConfig": "formal_rope.training.config",
+    "RunResult": "formal_rope.training.config",
+    "legacy_run_id": "formal_rope.training.config",
+    "lengths_fields": "formal_rope.training.config",
+    "parse_field_text": "formal_rope.training.config",
+    "context_notes": "formal_rope.training.context",
+    "QUICK_SHRINKS": "formal_rope.training.scales",
+    "SCALES": "formal_rope.training.scales",
+    "apply_scale": "formal_rope.training.scales",
+    "scale_overrides": "formal_rope.training.scales",
+    "Workload": "formal_rope.training.workload",
+    "check_workload": "formal_rope.training.workload",
+    "ENCODINGS": "formal_rope.training.encodings",
+    "Encoding": "formal_rope.training.encodings",
     "TrainingProgress": "formal_rope.training.train",
-    "validate_config": "formal_rope.training.train",
-    "validate_device": "formal_rope.training.train",
-    "resolve_dfa": "formal_rope.training.train",
-    "resolve_periods": "formal_rope.training.train",
-    "build_model": "formal_rope.training.train",
+    "validate_config": "formal_rope.training.setup",
+    "validate_device": "formal_rope.training.setup",
+    "resolve_dfa": "formal_rope.training.setup",
+    "resolve_periods": "formal_rope.training.setup",
+    "check_trainable": "formal_rope.training.setup",
+    "build_model": "formal_rope.training.setup",
     "train_model": "formal_rope.training.train",
     "evaluate_model": "formal_rope.training.train",
     "run_training": "formal_rope.training.train",
-    "EVAL_MODES": "formal_rope.training.evaluate",
-    "Evaluation": "formal_rope.training.evaluate",
-    "n_star": "formal_rope.training.evaluate",
-    "evaluate_sets": "formal_rope.training.evaluate",
-    "predict_fixed_length": "formal_rope.training.evaluate",
+    "run_pack": "formal_rope.training.train",
+    "EVAL_MODES": "formal_rope.training.length_generalization",
+    "Evaluation": "formal_rope.training.length_generalization",
+    "n_star": "formal_rope.training.length_generalization",
+    "evaluate_sets": "formal_rope.training.length_generalization",
+    "predict_fixed_length": "formal_rope.training.length_generalization",
     "Classifier": "formal_rope.training.model",
     "PositionalSpec": "formal_rope.training.positional",
     "build_positional": "formal_rope.training.positional",
@@ -50,24 +58,7 @@ _LAZY = {
     "save_checkpoint": "formal_rope.training.checkpoint",
 }
 
-__all__ = [
-    "FIELD_APPLIES_TO",
-    "LengthResult",
-    "POSITIONAL_ENCODINGS",
-    "QUICK_SHRINKS",
-    "RunConfig",
-    "RunResult",
-    "SCALES",
-    "Workload",
-    "apply_scale",
-    "check_workload",
-    "context_notes",
-    "legacy_run_id",
-    "lengths_fields",
-    "parse_field_text",
-    "scale_overrides",
-    *_LAZY,
-]
+__all__ = [*_LAZY]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

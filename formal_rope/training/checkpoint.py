@@ -22,16 +22,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import PERIODIC_ENCODINGS, RunConfig, RunResult, period_pairs
+from formal_rope.precision import native_dtype, parse_format
+from formal_rope.training.config import RunConfig, RunResult, period_pairs
+from formal_rope.training.encodings import is_periodic
 from formal_rope.training.model import Classifier, encode_fixed_length
+from formal_rope.training.provenance import software_versions
+from formal_rope.training.setup import build_model
 
 CHECKPOINT_KIND = "trained"
 CHECKPOINT_FORMAT = 2
-READABLE_FORMATS = (1, 2)
 METADATA_NAME = "metadata.json"
 STATE_NAME = "state_dict.pt"
-CLASSIFY_FORMATS = {None: torch.float32, "fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CLASSIFY_FORMATS = ("fp32", "bf16", "fp16")  # native formats a trained (fp32) model classifies in
 
 
 def _temporary_path(path: Path) -> Path:
@@ -61,8 +65,6 @@ def check_checkpoint_path(path: str | Path) -> Path:
 
 def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, result: RunResult) -> Path:
     """Write the archive atomically (temporary file + rename). Returns the path."""
-    from formal_rope.training.train import software_versions
-
     if model.runs != 1:
         raise FormalRopeError(f"a checkpoint holds one run; this model packs {model.runs} (save model.select_runs([r]))")
     path = check_checkpoint_path(path)
@@ -130,14 +132,13 @@ class TrainedClassifier:
         Strings are split into symbols as everywhere else (single characters, or whitespace-separated
         names when the alphabet has multi-character symbols); unknown symbols raise FormalRopeError.
         """
-        from formal_rope.automata import encode_strings
-
-        if fmt not in CLASSIFY_FORMATS:
+        name = "fp32" if fmt is None else parse_format(fmt).name  # aliases (e8m23) read as everywhere
+        if name not in CLASSIFY_FORMATS:
             raise FormalRopeError(f"unknown number format {fmt!r} for a trained model; expected fp32, bf16 or fp16")
         if len(strings) == 0:
             return []
         symbols, lengths = encode_strings(list(strings), self.alphabet)
-        model = self._model_in(CLASSIFY_FORMATS[fmt])
+        model = self._model_in(native_dtype(name))
         decisions = np.empty(len(lengths), dtype=bool)
         with torch.no_grad():
             for length in np.unique(lengths):
@@ -162,8 +163,6 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
 
     Its `.classify(strings)` is what `formalrope run` prints; `.config` and `.result` are the run's.
     """
-    from formal_rope.training.train import build_model
-
     metadata = read_metadata(path)
     if not isinstance(metadata, dict) or metadata.get("kind") != CHECKPOINT_KIND:
         kind = metadata.get("kind") if isinstance(metadata, dict) else None
@@ -172,7 +171,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         config = RunConfig.from_dict(metadata["config"])
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
-        if periods is not None and config.pe in PERIODIC_ENCODINGS:
+        if is_periodic(config.pe) and periods is not None:
             # Files written before more periods than pairs became an error trained the first
             # `pairs` periods only (pair p got period p); those are the tables the weights belong to.
             periods = periods[: period_pairs(config.pe, config.d_model, config.heads)]

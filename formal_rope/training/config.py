@@ -17,48 +17,40 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 
 from formal_rope.errors import FormalRopeError
-
-
-POSITIONAL_ENCODINGS = (
-    "nope",
-    "sipe",
-    "sipe_p",
-    "rope",
-    "rope_p",
-    "partial_rope",
-    "jof_fixed",
-    "jof_learned",
-    "jof_projected",
+from formal_rope.lang.source import parse_alphabet, resolve_language
+from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS: the config's public name)
+    BASE_ENCODINGS,
+    PERIODIC_ENCODINGS,
+    POSITIONAL_ENCODINGS,
+    ROPE_FRACTION_ENCODINGS,
+    encoding,
 )
-
-# Encodings that form phases theta*i from a base beta (the others have no base and no phase precision).
-BASE_ENCODINGS = ("sipe", "rope", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
-PERIODIC_ENCODINGS = ("rope_p", "sipe_p")
 
 
 def period_pairs(pe: str, d_model: int, heads: int) -> int:
     """How many rotary pairs a periodic encoding spreads its periods over: rope_p rotates each head's
-    (d_model / heads) / 2 pairs (every head gets the same schedule), sipe_p writes d_model / 2
-    sin/cos pairs into the embedding. A period tuple longer than this would leave periods unused."""
-    return d_model // 2 if pe == "sipe_p" else (d_model // heads) // 2
+    (d_model / heads) / 2 pairs (every head gets the same schedule), sipe_p (an additive encoding)
+    writes d_model / 2 sin/cos pairs into the embedding. A period tuple longer than this would leave
+    periods unused."""
+    return d_model // 2 if encoding(pe).additive else (d_model // heads) // 2
 
 
 def describe_period_pairs(pe: str, d_model: int, heads: int) -> str:
     """'rope_p with d_model 16 and 2 heads has 4 rotary pairs per head (head dimension 8)': what an
     error about too many periods names."""
     pairs = period_pairs(pe, d_model, heads)
-    if pe == "sipe_p":
-        return f"sipe_p with d_model {d_model} has {pairs} sin/cos pairs"
+    if encoding(pe).additive:
+        return f"{pe} with d_model {d_model} has {pairs} sin/cos pairs"
     return (f"{pe} with d_model {d_model} and {heads} head{'s' if heads != 1 else ''} has {pairs} rotary "
             f"pair{'s' if pairs != 1 else ''} per head (head dimension {d_model // heads})")
 
 
-# field -> the encodings it applies to; every other field applies to every run.
+# field -> the encodings it applies to (from the registry's rows); every other field applies to every run.
 FIELD_APPLIES_TO: dict[str, tuple[str, ...]] = {
     "base": BASE_ENCODINGS,
     "phase_precision": BASE_ENCODINGS,
     "periods": PERIODIC_ENCODINGS,
-    "rope_fraction": ("partial_rope",),
+    "rope_fraction": ROPE_FRACTION_ENCODINGS,
 }
 # field -> what it does that files cannot take (`SampledData` reads it, `FileData` cannot): a run on
 # data files (`data` set) draws its training batches from the training file and tests on the test
@@ -222,8 +214,6 @@ def _is_own_alphabet(language: str, alphabet: tuple[str, ...]) -> bool:
     (a typo, an alphabet it needs) keeps its alphabet: validation reports it later, with context."""
     if language.startswith(DATA_LANGUAGE_PREFIX):
         return False  # the files' alphabet: `training.data.fit_to_data` canonicalises it
-    from formal_rope.lang.source import resolve_language
-
     try:
         own, given = resolve_language(language), resolve_language(language, alphabet)
     except FormalRopeError:
@@ -330,8 +320,6 @@ def parse_field_text(name: str, text: str):
         if kind in ("str", "optional_str"):
             return text
         if kind == "symbols":
-            from formal_rope.lang.source import parse_alphabet
-
             return parse_alphabet(inner)
         if name == "test_lengths":
             return lengths_fields(inner, name, as_list=True)["test_lengths"]

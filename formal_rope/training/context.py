@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from formal_rope.training.config import PERIODIC_ENCODINGS, RunConfig
+from formal_rope.lang.source import resolve_language
+from formal_rope.sampling import count_table
+from formal_rope.training.config import RunConfig
+from formal_rope.training.data import is_data_language
+from formal_rope.training.encodings import is_periodic
 
 
 def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> list[str]:
     """Notes for `config` on the language `dfa` with its resolved `periods` (`resolve_periods`)."""
     notes = []
-    if config.pe in PERIODIC_ENCODINGS and periods is not None and set(periods) == {1}:
+    if is_periodic(config.pe) and periods is not None and set(periods) == {1}:
         how = "periods auto resolved to 1 (the language is in LTL[P]: no modular counting is needed)" if (
             config.periods is None
         ) else "every period is 1"
@@ -39,8 +43,6 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> li
 
 def has_training_near_misses(config: RunConfig, dfa) -> bool:
     """Whether some training length has a near-miss (a positive with one symbol substituted out of L)."""
-    from formal_rope.sampling import count_table
-
     counts = count_table(dfa, "near_miss", config.train_max_length)
     lengths = np.arange(config.train_min_length, config.train_max_length + 1)
     return bool(np.any(counts.nonempty(lengths)))
@@ -49,11 +51,7 @@ def has_training_near_misses(config: RunConfig, dfa) -> bool:
 def language_note(config: RunConfig) -> str | None:
     """How the run's language text was read (a bare expression as a formula or regex, a registry
     entry's alphabet), as `classify` and `accepts` say it on stderr; None for files of strings."""
-    from formal_rope.training.data import is_data_language
-
     if is_data_language(config.language):
         return None
-    from formal_rope.lang.source import resolve_language
-
     detected = resolve_language(config.language, config.alphabet).detected
     return f"{config.language!r} {detected}" if detected else None

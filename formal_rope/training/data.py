@@ -16,6 +16,20 @@ from typing import Protocol
 
 import numpy as np
 
+from formal_rope.automata import language_dfa
+from formal_rope.errors import FormalRopeError
+from formal_rope.lang.source import resolve_language
+from formal_rope.sampling import (
+    PAD,
+    TrainingBatch,
+    count_table,
+    decode,
+    draw_training_batch,
+    test_sets,
+    walk,
+    walk_training_batches,
+)
+from formal_rope.sampling.formats import check_labels, load_dataset
 from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
 
 TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
@@ -40,8 +54,6 @@ def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_l
     """Replace round(fraction * #negatives) negatives by near-misses (a positive with one symbol
     substituted so that it leaves L), uniform over such strings at a length drawn uniformly from
     the lengths in [min_length, max_length] where near-misses exist. Returns a new batch."""
-    from formal_rope.sampling import PAD, TrainingBatch, count_table, walk
-
     negatives = np.flatnonzero(~np.asarray(batch.labels, dtype=bool))
     count = int(round(fraction * len(negatives)))
     if count == 0:
@@ -65,8 +77,6 @@ def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_l
 def test_length_blocks(dfa, config: RunConfig) -> Iterator:
     """Labelled test sets in increasing length (`config.tested_lengths()`: the range or the sparse
     list), sampled lazily in blocks (bounded memory)."""
-    from formal_rope.sampling import test_sets
-
     block: list[int] = []
     size = 0
     for length in config.tested_lengths():  # lazy: ranges may be huge
@@ -92,15 +102,11 @@ class SampledData:
         return tuple(self.dfa.alphabet)
 
     def training_batch(self, rng: np.random.Generator, batch_size: int):
-        from formal_rope.sampling import walk_training_batches
-
         batch = walk_training_batches(self.dfa, [self.draw(rng, batch_size)], self.config.train_max_length)[0]
         return self.finish(batch, rng)
 
     def draw(self, rng: np.random.Generator, batch_size: int):
         """The draws of `training_batch` up to its walk (`sampling.draw_training_batch`)."""
-        from formal_rope.sampling import draw_training_batch
-
         config = self.config
         return draw_training_batch(self.dfa, rng, batch_size, config.train_min_length, config.train_max_length)
 
@@ -117,8 +123,6 @@ class SampledData:
         return test_length_blocks(self.dfa, self.config)
 
     def decode(self, symbols: np.ndarray) -> str:
-        from formal_rope.sampling import decode
-
         return decode(np.asarray(symbols)[None, :], self.dfa.alphabet)[0]
 
 
@@ -127,8 +131,6 @@ def training_batches(data: Sequence, rngs: Sequence[np.random.Generator], batch_
     the DFA walks of runs sampling the same language (a pack's runs) done in one pass
     (`sampling.walk_training_batches`). Every run's batch and generator state are exactly what
     its own `training_batch` call gives: walking draws nothing, and each run's draws stay in order."""
-    from formal_rope.sampling import walk_training_batches
-
     batches: list = [None] * len(data)
     groups: dict = {}
     for run, source in enumerate(data):
@@ -158,8 +160,6 @@ def is_data_language(language: str) -> bool:
 @lru_cache(maxsize=4)
 def _load(path: str, alphabet: tuple[str, ...] | None):
     """The dataset at `path` (memoised: the runs of a pack share one copy; callers check the hash)."""
-    from formal_rope.sampling.formats import load_dataset
-
     return load_dataset(path, alphabet)
 
 
@@ -169,9 +169,6 @@ def load_data(path: str, *, alphabet=None, dfa=None, expected_hash: str | None =
     With `dfa` the strings are read over its alphabet and every label is checked against its
     language (DataFormatError at the first disagreeing line); `expected_hash` (a run's data_hash)
     must match the files' current content."""
-    from formal_rope.errors import FormalRopeError
-    from formal_rope.sampling.formats import check_labels
-
     chosen = tuple(dfa.alphabet) if dfa is not None else (tuple(alphabet) if alphabet is not None else None)
     dataset = _load(str(path), chosen)
     if expected_hash is not None and dataset.content_hash != expected_hash:
@@ -196,14 +193,9 @@ def data_settings(path, *, language: str | None = None, alphabet=None, test_rang
 
     These are the defaults of a run on the files; other training or test lengths select part of
     the files' strings, and `fit_to_data` fits a config's lengths to what the files hold."""
-    from formal_rope.errors import FormalRopeError
-
     _load.cache_clear()  # configuring reads the files as they are now
     dfa = None
     if language is not None and not is_data_language(language):
-        from formal_rope.automata import language_dfa
-        from formal_rope.lang.source import resolve_language
-
         dfa = language_dfa(resolve_language(language, alphabet))
     dataset = load_data(str(path), alphabet=alphabet, dfa=dfa)
     train_lengths = dataset.train.lengths
@@ -244,8 +236,6 @@ class FileData:
         return (s for s in self.dataset.test_sets() if _is_tested(self.config, s.length))
 
     def decode(self, symbols: np.ndarray) -> str:
-        from formal_rope.sampling import decode
-
         return decode(np.asarray(symbols)[None, :], self.alphabet)[0]
 
 
@@ -276,8 +266,6 @@ def _training_rows(config: RunConfig, dataset) -> np.ndarray | None:
     """Indices of the training strings within the run's training lengths (None: every string, so
     a run on all of the file draws exactly the batches it drew before lengths could be chosen).
     FormalRopeError when they hold no positive or no negative (no balanced batch exists)."""
-    from formal_rope.errors import FormalRopeError
-
     lengths, labels = dataset.train.lengths, dataset.train.labels
     low, high = config.train_min_length, config.train_max_length
     inside = (lengths >= low) & (lengths <= high)
@@ -293,8 +281,6 @@ def _training_rows(config: RunConfig, dataset) -> np.ndarray | None:
 
 def _check_test_lengths(config: RunConfig, dataset) -> None:
     """FormalRopeError when the run would test nothing, or lists a length the test files lack."""
-    from formal_rope.errors import FormalRopeError
-
     held = {int(s.length) for s in dataset.test_sets()}
     if config.test_lengths is not None:
         missing = [length for length in config.test_lengths if length not in held]
@@ -315,8 +301,6 @@ def _dataset_of(config: RunConfig, dfa=None):
     """The run's files read as the run reads them: over the language's alphabet (dfa, or resolved
     from the config), else over config.alphabet or the files' own symbols."""
     if dfa is None and not is_data_language(config.language):
-        from formal_rope.lang.source import resolve_language
-
         return load_data(config.data, alphabet=resolve_language(config.language, config.alphabet).alphabet,
                          expected_hash=config.data_hash)
     return load_data(config.data, alphabet=config.alphabet, dfa=dfa, expected_hash=config.data_hash)

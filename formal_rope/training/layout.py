@@ -31,6 +31,11 @@ import numpy as np
 import torch
 
 
+def special_tokens(n_symbols: int) -> tuple[int, int, int]:
+    """(bos, eos, pad) ids for an alphabet of n_symbols: the alphabet's symbols are 0..n_symbols-1."""
+    return n_symbols, n_symbols + 1, n_symbols + 2
+
+
 @dataclass(frozen=True, eq=False)
 class TokenLayout:
     """The tokens of one forward pass of a pack, and how to move between run-major and pooled order.
@@ -154,8 +159,6 @@ def ragged_layout(symbols, lengths, n_symbols: int, widths, device="cpu") -> Tok
     """The layout of a training step: run r's strings `symbols[r]` ((B, >= its longest), padded) of
     `lengths[r]` (B,), each in the first bucket of `widths` (token widths, increasing) that holds
     it. Every run has B strings; empty buckets are left out."""
-    from formal_rope.training.model import special_tokens
-
     bos, eos, pad = special_tokens(n_symbols)
     lengths = np.asarray(lengths, dtype=np.int64)  # (R, B)
     runs, batch = lengths.shape

@@ -22,14 +22,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from formal_rope.kernels import causal_attention, readout_attention, rotate_by
-from formal_rope.training.layout import TokenLayout, rectangular_layout
-from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear
-from formal_rope.training.positional import PositionalEncoding, _select_module
-
-
-def special_tokens(n_symbols: int) -> tuple[int, int, int]:
-    """(bos, eos, pad) ids for an alphabet of n_symbols."""
-    return n_symbols, n_symbols + 1, n_symbols + 2
+from formal_rope.training.layout import TokenLayout, rectangular_layout, special_tokens
+from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear, select_runs_of
+from formal_rope.training.positional import PositionalEncoding
 
 
 def encode_fixed_length(symbols: np.ndarray, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -299,10 +294,10 @@ class Classifier(nn.Module):
         selected.n_symbols = self.n_symbols
         selected.runs = len(index)
         selected.attention_impl = self.attention_impl
-        selected.embedding = _select_module(self.embedding, index)
+        selected.embedding = select_runs_of(self.embedding, index)
         selected.positional = positional
-        selected.blocks = _select_module(self.blocks, index)
-        selected.final_norm = _select_module(self.final_norm, index)
-        selected.readout = _select_module(self.readout, index)
+        selected.blocks = select_runs_of(self.blocks, index)
+        selected.final_norm = select_runs_of(self.final_norm, index)
+        selected.readout = select_runs_of(self.readout, index)
         selected.train(self.training)
         return selected

@@ -13,6 +13,7 @@ the pack it trains in.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -96,8 +97,12 @@ class PackedEmbedding(nn.Module):
         self.weight[run].normal_(generator=generator)
 
 
-def runs_of(module: nn.Module) -> int:
-    """The size of the run axis of a packed module (the leading dimension of its parameters)."""
-    for parameter in module.parameters():
-        return int(parameter.shape[0])
-    raise ValueError("module has no parameters")
+def select_runs_of(module: nn.Module, index: torch.Tensor) -> nn.Module:
+    """A deep copy of a packed module (packed layers, lists, sequences of them) keeping runs `index`."""
+    selected = copy.deepcopy(module)
+    with torch.no_grad():
+        for name, parameter in list(selected.named_parameters()):
+            owner = selected.get_submodule(name.rsplit(".", 1)[0]) if "." in name else selected
+            leaf = name.rsplit(".", 1)[-1]
+            owner._parameters[leaf] = nn.Parameter(parameter[index.to(parameter.device)].clone(), parameter.requires_grad)
+    return selected

@@ -16,6 +16,7 @@ from dataclasses import fields
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import RunConfig
+from formal_rope.training.encodings import ENCODINGS
 
 PER_RUN_FIELDS = frozenset(
     {"seed", "lr", "lr_schedule", "warmup_steps", "weight_decay", "grad_clip", "base", "periods",
@@ -54,7 +55,8 @@ def estimate_pack_bytes(config: RunConfig, runs: int) -> int:
     weights, gradients and two AdamW moments, plus the saved activations of one step."""
     d, layers, ffn = config.d_model, config.layers, config.ffn_mult
     parameters = layers * (4 * d * d + 2 * ffn * d * d + 10 * d) + (config.train_max_length + 8) * d + 4 * d
-    if config.pe == "jof_projected":
+    row = ENCODINGS.get(config.pe)  # None for an unknown encoding (validation names it)
+    if row is not None and row.content_angles:  # the content projectors (jof_projected: W1, W2 per layer)
         parameters += layers * (2 * d * d + 4 * d)
     tokens = config.batch_size * (config.train_max_length + 2)
     # per layer and token: ~ (12 + 2*ffn) * d floats saved for backward, plus attention scores

@@ -32,14 +32,16 @@ a = 1 + (c mod max(1, m // 2)), so the pairs of one period cover its distinct ha
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from torch import nn
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.packed import PackedLayerNorm, PackedLinear
+from formal_rope.training.config import describe_period_pairs, period_pairs
+from formal_rope.training.encodings import encoding
+from formal_rope.training.packed import PackedLayerNorm, PackedLinear, select_runs_of
 
 TWO_PI = 2.0 * math.pi
 PHASE_PRECISIONS = ("fp64", "fp32")
@@ -208,7 +210,7 @@ class PositionalEncoding(nn.Module):
             data = parameter.detach()[index.to(parameter.device)].clone()
             copy._parameters[name] = nn.Parameter(data, requires_grad=parameter.requires_grad)
         for name, module in self._modules.items():
-            copy._modules[name] = _select_module(module, index)
+            copy._modules[name] = select_runs_of(module, index)
         for name in self._per_run_fields():
             value = getattr(self, name)
             setattr(copy, name, value[chosen] if isinstance(value, np.ndarray) else tuple(value[i] for i in chosen))
@@ -217,19 +219,6 @@ class PositionalEncoding(nn.Module):
     def _per_run_fields(self) -> tuple[str, ...]:
         """Attributes holding one entry per run (numpy arrays or tuples), indexed by `select`."""
         return ()
-
-
-def _select_module(module: nn.Module, index: torch.Tensor) -> nn.Module:
-    """A deep copy of a packed module (packed layers, lists, sequences of them) keeping runs `index`."""
-    import copy as copying
-
-    selected = copying.deepcopy(module)
-    with torch.no_grad():
-        for name, parameter in list(selected.named_parameters()):
-            owner = selected.get_submodule(name.rsplit(".", 1)[0]) if "." in name else selected
-            leaf = name.rsplit(".", 1)[-1]
-            owner._parameters[leaf] = nn.Parameter(parameter[index.to(parameter.device)].clone(), parameter.requires_grad)
-    return selected
 
 
 class _CachedTables(PositionalEncoding):
@@ -455,10 +444,7 @@ class PositionalSpec:
 
 def _check_spec(spec: PositionalSpec) -> int:
     """Validate one spec; returns its number of rotary pairs per head."""
-    from formal_rope.training.config import POSITIONAL_ENCODINGS
-
-    if spec.pe not in POSITIONAL_ENCODINGS:
-        raise FormalRopeError(f"unknown positional encoding {spec.pe!r}; expected one of {', '.join(POSITIONAL_ENCODINGS)}")
+    row = encoding(spec.pe)
     if spec.phase_precision not in PHASE_PRECISIONS:
         raise FormalRopeError(
             f"unknown phase precision {spec.phase_precision!r}; expected one of {', '.join(PHASE_PRECISIONS)}"
@@ -468,24 +454,17 @@ def _check_spec(spec: PositionalSpec) -> int:
     head_dim = spec.d_model // spec.heads
     if head_dim % 2 or spec.d_model % 2:
         raise FormalRopeError(f"the head dimension must be even for rotary pairs, got {head_dim}")
-    if spec.pe == "partial_rope" and not 0.0 <= spec.rope_fraction <= 1.0:
+    if row.takes_rope_fraction and not 0.0 <= spec.rope_fraction <= 1.0:
         raise FormalRopeError(f"rope_fraction must lie in [0, 1], got {spec.rope_fraction}")
     return head_dim // 2
-
-
-def _partial_frequencies(base: float, n_pairs: int, fraction: float) -> np.ndarray:
-    rotated = int(round(fraction * n_pairs))
-    # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
-    partial = np.zeros(n_pairs, dtype=np.float64)
-    if rotated:
-        partial[:rotated] = rope_frequencies(base, rotated)
-    return partial
 
 
 def build_positional(specs) -> PositionalEncoding:
     """The positional-encoding module for one run's spec, or for a pack of runs (a sequence of specs).
 
     The runs of a pack must agree on everything but `base` and `periods` (each run keeps its own).
+    The module comes from the encoding's builder (its row in `training.encodings`), after the
+    periods of a periodic encoding are checked against the pairs that carry them.
     Raises FormalRopeError for an unknown encoding, a head dimension that cannot hold rotary pairs,
     or specs that cannot share a pack.
     """
@@ -500,30 +479,70 @@ def build_positional(specs) -> PositionalEncoding:
             first.pe, first.d_model, first.heads, first.layers, first.rope_fraction, first.phase_precision
         ):
             raise FormalRopeError("runs of one pack must share the encoding, its shape, rope_fraction and phase precision")
-    pe = first.pe
-    bases = [spec.base for spec in specs]
-    if pe == "nope":
-        return PositionalEncoding(len(specs))
-    if pe == "sipe":
-        return SinusoidalEmbedding(first.d_model, bases, first.phase_precision)
-    if pe in ("sipe_p", "rope_p"):
-        from formal_rope.training.config import describe_period_pairs, period_pairs
+    row = encoding(first.pe)
+    if row.periodic:
+        pairs = period_pairs(first.pe, first.d_model, first.heads)
+        text = describe_period_pairs(first.pe, first.d_model, first.heads)
+        specs = tuple(replace(spec, periods=check_period_count(spec.periods, pairs, text)) for spec in specs)
+    return row.load_builder()(specs, n_pairs)
 
-        pairs, text = period_pairs(pe, first.d_model, first.heads), describe_period_pairs(pe, first.d_model, first.heads)
-        periods = [check_period_count(spec.periods, pairs, text) for spec in specs]
-        return PeriodicEmbedding(first.d_model, periods) if pe == "sipe_p" else PeriodicRotary(n_pairs, periods)
-    if pe == "jof_learned":
-        return LearnedRotary(first.layers, n_pairs, bases, first.phase_precision)
-    if pe == "partial_rope":
-        frequencies = np.stack([_partial_frequencies(base, n_pairs, first.rope_fraction) for base in bases])
-    else:
-        frequencies = np.stack([rope_frequencies(base, n_pairs) for base in bases])
-    if pe == "rope":
-        return FixedRotary(frequencies, first.phase_precision)
-    if pe == "partial_rope":
-        return FixedRotary(frequencies, first.phase_precision)
-    if pe == "jof_fixed":
-        return FixedRotary(frequencies, first.phase_precision, rotate_values=True)
-    if pe == "jof_projected":
-        return ProjectedRotary(first.layers, first.d_model, first.heads, frequencies, first.phase_precision)
-    raise AssertionError(pe)  # every name in POSITIONAL_ENCODINGS is handled above
+
+# ----------------------------------------------------------------------------------------------
+# Builders: (specs of a pack, rotary pairs per head) -> module; each encoding's row names its own.
+
+
+def _bases(specs) -> list[float]:
+    return [spec.base for spec in specs]
+
+
+def _rope_ladders(specs, n_pairs: int) -> np.ndarray:
+    """RoPE's frequencies at each run's base, (R, P)."""
+    return np.stack([rope_frequencies(base, n_pairs) for base in _bases(specs)])
+
+
+def _partial_frequencies(base: float, n_pairs: int, fraction: float) -> np.ndarray:
+    rotated = int(round(fraction * n_pairs))
+    # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
+    partial = np.zeros(n_pairs, dtype=np.float64)
+    if rotated:
+        partial[:rotated] = rope_frequencies(base, rotated)
+    return partial
+
+
+def build_nope(specs, n_pairs: int) -> PositionalEncoding:
+    return PositionalEncoding(len(specs))
+
+
+def build_sipe(specs, n_pairs: int) -> PositionalEncoding:
+    return SinusoidalEmbedding(specs[0].d_model, _bases(specs), specs[0].phase_precision)
+
+
+def build_sipe_p(specs, n_pairs: int) -> PositionalEncoding:
+    return PeriodicEmbedding(specs[0].d_model, [spec.periods for spec in specs])
+
+
+def build_rope(specs, n_pairs: int) -> PositionalEncoding:
+    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision)
+
+
+def build_rope_p(specs, n_pairs: int) -> PositionalEncoding:
+    return PeriodicRotary(n_pairs, [spec.periods for spec in specs])
+
+
+def build_partial_rope(specs, n_pairs: int) -> PositionalEncoding:
+    fraction = specs[0].rope_fraction
+    frequencies = np.stack([_partial_frequencies(base, n_pairs, fraction) for base in _bases(specs)])
+    return FixedRotary(frequencies, specs[0].phase_precision)
+
+
+def build_jof_fixed(specs, n_pairs: int) -> PositionalEncoding:
+    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision, rotate_values=True)
+
+
+def build_jof_learned(specs, n_pairs: int) -> PositionalEncoding:
+    return LearnedRotary(specs[0].layers, n_pairs, _bases(specs), specs[0].phase_precision)
+
+
+def build_jof_projected(specs, n_pairs: int) -> PositionalEncoding:
+    first = specs[0]
+    return ProjectedRotary(first.layers, first.d_model, first.heads, _rope_ladders(specs, n_pairs), first.phase_precision)

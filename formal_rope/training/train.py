@@ -21,9 +21,8 @@ work, so the CLI can report it.
 
 from __future__ import annotations
 
+import io
 import math
-import platform
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,23 +33,29 @@ import torch
 from torch.nn import functional as F
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig, RunResult, describe_period_pairs, period_pairs
-from formal_rope.training.data import RunData, mix_near_misses, run_data, test_length_blocks, training_batches  # noqa: F401 (re-exported)
-from formal_rope.training.evaluate import EVAL_MODES, Evaluation, evaluate_pack_sets, evaluate_sets
+from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
+from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
+from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
-from formal_rope.training.positional import (
-    PHASE_PRECISIONS,
-    PositionalSpec,
-    build_positional,
-    check_period_count,
-    validate_periods,
+from formal_rope.training.packing import pack_key
+from formal_rope.training.provenance import software_versions, source_commit
+from formal_rope.training.setup import (  # noqa: F401 (the names docs/training.md listed here before setup.py)
+    PackIngredients,
+    build_model,
+    build_pack,
+    check_trainable,
+    make_optimizer,
+    pack_ingredients,
+    resolve_dfa,
+    resolve_periods,
+    validate_config,
+    validate_device,
+    validate_pack,
 )
-
-PERIODIC_ENCODINGS = ("rope_p", "sipe_p")
-ATTENTION_IMPLS = ("auto", "triton", "torch")
-LR_SCHEDULES = ("constant", "cosine")
+from formal_rope.training.state import check_state_dir, open_state_store
 
 
 @dataclass(frozen=True)
@@ -69,215 +74,7 @@ ProgressArg = bool | Callable[[TrainingProgress], None]
 
 
 # ----------------------------------------------------------------------------------------------
-# Resolution of the config's symbolic parts
-
-
-def validate_config(config: RunConfig) -> None:
-    """Raise FormalRopeError for any option a run cannot use, and for a run that cannot finish or fit
-    (`formal_rope.training.workload.check_workload`)."""
-    from formal_rope.training.config import MAX_LENGTH_LIST
-    from formal_rope.training.workload import check_workload
-
-    if config.pe not in POSITIONAL_ENCODINGS:
-        raise FormalRopeError(f"unknown positional encoding {config.pe!r}; expected one of {', '.join(POSITIONAL_ENCODINGS)}")
-    if not (config.base > 0 and math.isfinite(config.base)):
-        raise FormalRopeError(f"the base must be a positive finite number, got {config.base!r}")
-    if config.phase_precision not in PHASE_PRECISIONS:
-        raise FormalRopeError(f"unknown phase precision {config.phase_precision!r}; expected fp64 or fp32")
-    if config.attention not in ATTENTION_IMPLS:
-        raise FormalRopeError(f"unknown attention implementation {config.attention!r}; expected auto, triton or torch")
-    if config.eval_mode not in EVAL_MODES:
-        raise FormalRopeError(f"unknown eval mode {config.eval_mode!r}; expected full or nstar")
-    if config.lr_schedule not in LR_SCHEDULES:
-        raise FormalRopeError(f"unknown lr schedule {config.lr_schedule!r}; expected constant or cosine")
-    if config.periods is not None:
-        validate_periods(config.periods)
-    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed"):
-        if getattr(config, name) < 0:
-            raise FormalRopeError(f"{name} must be non-negative, got {getattr(config, name)}")
-    for name in ("batch_size", "layers", "d_model", "heads", "ffn_mult", "n_per_length"):
-        if getattr(config, name) <= 0:
-            raise FormalRopeError(f"{name} must be positive, got {getattr(config, name)}")
-    for name in ("lr", "weight_decay", "grad_clip", "rope_fraction", "train_near_miss_fraction"):
-        if not math.isfinite(getattr(config, name)):
-            raise FormalRopeError(f"{name} must be a finite number, got {getattr(config, name)}")
-    if not config.lr > 0:
-        raise FormalRopeError(f"the learning rate must be positive, got {config.lr}")
-    if config.weight_decay < 0 or config.grad_clip < 0:
-        raise FormalRopeError("weight_decay and grad_clip must be non-negative (grad_clip 0: no clipping)")
-    if not 0.0 <= config.train_near_miss_fraction <= 1.0:
-        raise FormalRopeError(f"train_near_miss_fraction must lie in [0, 1], got {config.train_near_miss_fraction}")
-    if config.train_min_length > config.train_max_length:
-        raise FormalRopeError("train_min_length must not exceed train_max_length")
-    if config.test_min_length > config.test_max_length:
-        raise FormalRopeError("test_min_length must not exceed test_max_length")
-    if config.test_lengths is not None and len(config.test_lengths) > MAX_LENGTH_LIST:
-        raise FormalRopeError(
-            f"test_lengths lists {len(config.test_lengths):,} lengths, more than {MAX_LENGTH_LIST:,}; "
-            "use a range (test_min_length..test_max_length) or fewer lengths"
-        )
-    if config.pe == "partial_rope" and not 0.0 <= config.rope_fraction <= 1.0:
-        raise FormalRopeError(f"partial_rope: the rotated fraction must lie in [0, 1], got {config.rope_fraction}")
-    if config.d_model % config.heads or (config.d_model // config.heads) % 2:
-        raise FormalRopeError(
-            f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
-        )
-    if config.periods is not None and config.pe in PERIODIC_ENCODINGS:
-        # Periods are given to pairs one each; a surplus would be dropped without a word.
-        check_period_count(config.periods, period_pairs(config.pe, config.d_model, config.heads),
-                           describe_period_pairs(config.pe, config.d_model, config.heads))
-    check_workload(config)
-
-
-def validate_device(config: RunConfig, device: str | torch.device) -> None:
-    """Raise FormalRopeError when the torch device or the attention implementation cannot run here
-    (checked before any work, so the CLI reports it as a user error rather than a failed run)."""
-    from formal_rope.kernels import resolve_impl
-
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise FormalRopeError(f"unknown torch device {str(device)!r}: {error}") from None
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise FormalRopeError(f"device {str(device)!r} was requested but torch sees no CUDA device; use --device cpu")
-    resolve_impl(config.attention, on_cuda=resolved.type == "cuda")
-
-
-def resolve_dfa(config: RunConfig):
-    """The language's DFA (over config.alphabet when given); None for a run on data files without a
-    language (language `data:PATH`: the labels are all there is)."""
-    from formal_rope.automata import language_dfa
-    from formal_rope.lang.source import resolve_language
-    from formal_rope.training.data import is_data_language
-
-    if config.data is not None and is_data_language(config.language):
-        return None
-    return language_dfa(resolve_language(config.language, config.alphabet))
-
-
-def check_trainable(config: RunConfig, dfa) -> None:
-    """FormalRopeError when balanced training batches cannot exist: the language (e.g. Σ* or ∅) has
-    no positive or no negative string of any training length. (Runs on data files: the files' own
-    check, in `training.data.file_data`.)"""
-    from formal_rope.sampling import training_batch
-
-    if config.data is not None:
-        return
-    try:
-        training_batch(dfa, np.random.default_rng(0), 2, config.train_min_length, config.train_max_length)
-    except FormalRopeError as error:
-        raise FormalRopeError(f"cannot train on {config.language!r}: {error}") from None
-
-
-def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
-    """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k such that
-    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs; 1
-    for LTL[P] languages, where rope_p/sipe_p rotate nothing and equal NoPE).
-
-    Outside LTL[P,MOD] there is no such k, so "auto" is a FormalRopeError that names the language's
-    stability period as a candidate for explicit periods (the periodic construction is not
-    guaranteed to express such a language with any period)."""
-    if config.pe not in PERIODIC_ENCODINGS:
-        return None  # other encodings have no periods; never report ones given by mistake as used
-    if config.periods is not None:
-        return validate_periods(config.periods)
-    if dfa is None:
-        raise FormalRopeError(
-            f"periods 'auto' come from the language's class, and {config.language!r} names none; "
-            "give --periods (e.g. 2,3) or --lang with --data"
-        )
-    from formal_rope.classes import classify
-
-    classification = classify(dfa)
-    if classification.mod_k is None:
-        period = classification.stability_period
-        hint = (
-            f"--periods {period} (its length structure repeats with period {period})" if period > 1
-            else "--periods 2 (its length structure has period 1, so nothing suggests a period)"
-        )
-        raise FormalRopeError(
-            f"periods auto: {config.language!r} is not in LTL[P,MOD] (no k-automaton A_k is partially "
-            f"ordered), so the periodic construction has no least period for {config.pe}; give the periods "
-            f"explicitly, e.g. {hint}"
-        )
-    return (max(1, int(classification.mod_k)),)
-
-
-def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> PositionalSpec:
-    return PositionalSpec(
-        pe=config.pe,
-        d_model=config.d_model,
-        heads=config.heads,
-        layers=config.layers,
-        base=config.base,
-        periods=periods,
-        rope_fraction=config.rope_fraction,
-        phase_precision=config.phase_precision,
-    )
-
-
-def build_pack(configs, n_symbols: int, periods) -> Classifier:
-    """A classifier holding one freshly initialised run per config (run r seeded with configs[r].seed).
-
-    `periods[r]` are run r's resolved rope_p / sipe_p periods (`resolve_periods`); other encodings
-    ignore them. The configs must share the architecture (`packing.check_packable`).
-    """
-    configs = list(configs)
-    first = configs[0]
-    positional = build_positional([positional_spec(c, p) for c, p in zip(configs, periods)])
-    model = Classifier(
-        n_symbols,
-        positional,
-        d_model=first.d_model,
-        heads=first.heads,
-        layers=first.layers,
-        ffn_mult=first.ffn_mult,
-        attention=first.attention,
-    )
-    return model.initialize([c.seed for c in configs])
-
-
-def build_model(config: RunConfig, n_symbols: int, periods: tuple[int, ...] | None) -> Classifier:
-    """A freshly initialised single-run classifier for `config` over `n_symbols` symbols (a pack of one,
-    its weights drawn from a generator seeded with config.seed).
-
-    `periods` are the resolved rope_p / sipe_p periods (`resolve_periods`); other encodings ignore them.
-    """
-    return build_pack([config], n_symbols, [periods])
-
-
-def software_versions() -> dict:
-    import formal_rope
-
-    return {
-        "formal_rope": formal_rope.__version__,
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
-
-
-def source_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-# ----------------------------------------------------------------------------------------------
 # Optimisation
-
-
-def make_optimizer(model: Classifier, configs) -> PackedAdamW:
-    """AdamW for every run of `model` (configs[r] gives run r's weight decay; one config for a pack of
-    one); weight decay only on weight matrices (not biases, norms, embeddings or frequencies). The
-    model's parameters move into the optimizer's flat buffers (`optim.PackedAdamW`): build it once
-    the model is on its device."""
-    configs = [configs] if isinstance(configs, RunConfig) else list(configs)
-    return PackedAdamW(model.named_parameters(), [c.weight_decay for c in configs])
 
 
 def learning_rate(config: RunConfig, step: int) -> float:
@@ -298,6 +95,7 @@ class _Reporter:
         self.callback = progress if callable(progress) else None
         self.bar = None
         if progress is True:
+            # rich only when a bar is drawn: library callers with a callback or silence never load it
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -447,8 +245,6 @@ class PackTrainingState:
 
 
 def _save_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState) -> None:
-    import io
-
     buffer = io.BytesIO()
     torch.save(
         {
@@ -464,8 +260,6 @@ def _save_state(store, key: str, configs, model: Classifier, optimizer: PackedAd
 
 
 def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW) -> PackTrainingState | None:
-    import io
-
     blob = store.load(key)
     if blob is None:
         return None
@@ -511,8 +305,6 @@ def train_pack(
     store = None
     progress = None
     if state is not None:
-        from formal_rope.training.state import open_state_store
-
         store = open_state_store(state.uri)
         progress = _load_state(store, state_key, configs, model, optimizer)
     if progress is None:
@@ -672,35 +464,22 @@ def run_pack(
     threads than its packs (a sweep: `packing.default_threads`) passes theirs, and such a run ends
     bit-identical to the same run trained alone.
     """
-    from formal_rope.training.packing import check_packable, pack_key
-
     configs = list(configs)
     if not configs:
         raise FormalRopeError("run_pack needs at least one run")
-    for config in configs:
-        validate_config(config)
-        validate_device(config, device)
-    check_packable(configs)
+    validate_pack(configs, device)
     paths = list(checkpoint_paths) if checkpoint_paths is not None else [None] * len(configs)
     if len(paths) != len(configs):
         raise FormalRopeError(f"need one checkpoint path (or None) per run: {len(configs)} runs, {len(paths)} paths")
-    if any(path is not None for path in paths):
-        from formal_rope.training.checkpoint import check_checkpoint_path
-
-        for path in paths:
-            if path is not None:
-                check_checkpoint_path(path)  # before training: an unwritable path must not cost a run
+    for path in paths:
+        if path is not None:
+            check_checkpoint_path(path)  # before training: an unwritable path must not cost a run
     if state is not None:
-        from formal_rope.training.state import check_state_dir
-
         check_state_dir(state.uri)
-    if dfa is None:
-        dfa = resolve_dfa(configs[0])
-    check_trainable(configs[0], dfa)
-    periods = [resolve_periods(config, dfa) for config in configs]
-    # Before the try: unreadable or mislabelled data files are the user's error, not a failed run.
-    data = [run_data(config, dfa) for config in configs]
-    alphabet = tuple(data[0].alphabet)
+    # Before the try: a language without balanced batches, unreadable or mislabelled data files are
+    # the user's error, not a failed run.
+    ingredients = pack_ingredients(configs, dfa)
+    data = ingredients.data
     if threads is not None and str(device).startswith("cpu"):
         torch.set_num_threads(threads)
     runs = len(configs)
@@ -715,7 +494,7 @@ def run_pack(
     error: str | None = None
     pack_failed = False
     try:
-        model = build_pack(configs, len(alphabet), periods).to(device)
+        model = build_pack(configs, len(ingredients.alphabet), ingredients.periods).to(device)
         reporter.stage("train", first.steps)
         outcomes = train_pack(
             model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step
@@ -741,9 +520,24 @@ def run_pack(
     if pack_failed:
         model = None  # the pack's half-trained weights are no run's result; free them first
         alone = threads if threads_alone is None else threads_alone
-        return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone, dfa=dfa,
-                          state=state, on_step=on_step), None
-    wall = time.perf_counter() - started
+        return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone,
+                          dfa=ingredients.dfa, state=state, on_step=on_step), None
+    results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
+                            error=error)
+    if model is not None:
+        for run, path in enumerate(paths):
+            if path is not None:
+                single = model if runs == 1 else model.select_runs([run])
+                save_checkpoint(path, single, configs[run], results[run])
+    if state is not None and not state.keep and error is None:
+        open_state_store(state.uri).delete(key)
+    return results, model
+
+
+def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, *, key: str, wall: float,
+                  error: str | None) -> list[RunResult]:
+    """One RunResult per run of a pack that did not raise as a pack: its outcome, its evaluation (None
+    when it was not evaluated) and the pack's provenance."""
     versions, commit = software_versions(), source_commit()
     results = []
     for run, config in enumerate(configs):
@@ -766,25 +560,14 @@ def run_pack(
                 versions=versions,
                 commit=commit,
                 error=error,
-                alphabet=alphabet,
-                resolved_periods=periods[run],
+                alphabet=ingredients.alphabet,
+                resolved_periods=ingredients.periods[run],
                 eval_complete=evaluation.complete if evaluation else False,
                 pack_id=key,
-                pack_size=runs,
+                pack_size=len(configs),
             )
         )
-    if model is not None:
-        for run, path in enumerate(paths):
-            if path is not None:
-                from formal_rope.training.checkpoint import save_checkpoint
-
-                single = model if runs == 1 else model.select_runs([run])
-                save_checkpoint(path, single, configs[run], results[run])
-    if state is not None and not state.keep and error is None:
-        from formal_rope.training.state import open_state_store
-
-        open_state_store(state.uri).delete(key)
-    return results, model
+    return results
 
 
 def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step) -> list[RunResult]:
@@ -803,8 +586,6 @@ def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, stat
                                 dfa=dfa, state=state, on_step=step)
         results.append(result)
     if state is not None and not state.keep:
-        from formal_rope.training.state import open_state_store
-
         open_state_store(state.uri).delete(key)
     return results
 

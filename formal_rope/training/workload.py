@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig
+from formal_rope.training.config import RunConfig, period_pairs
+from formal_rope.training.encodings import is_periodic
 
 FLOP_LIMIT = 1e20  # ~300 years on one CPU core, ~10 days on a GPU sustaining 1e14 FLOP/s
 CPU_FLOPS = 1e10  # what one core of this project's CPU sustains on these models (measured, rounded)
@@ -84,9 +85,7 @@ def estimate(config: RunConfig) -> Workload:
 def periodic_table_bytes(config: RunConfig) -> float:
     """Memory of the rope_p / sipe_p lookup tables while they are built: one entry per residue of the
     largest period for each pair (0 for other encodings and for periods auto, resolved later and small)."""
-    from formal_rope.training.config import PERIODIC_ENCODINGS, period_pairs
-
-    if config.pe not in PERIODIC_ENCODINGS or not config.periods:
+    if not (is_periodic(config.pe) and config.periods):
         return 0.0
     pairs = period_pairs(config.pe, config.d_model, config.heads)
     # Capped before float(): an int beyond float range (validate_periods refuses it first) must not raise here.

@@ -1,4 +1,5 @@
-"""Stages 3–4: ``schedule_to_coordinates`` (residual layout) and ``schedule_to_ir`` (weights).
+"""Stages 3–4, the scheduled DAG → the model: ``schedule_to_coordinates`` (residual layout) and
+``schedule_to_ir`` (the weights, as a TransformerIR, with one ConstructReport per attention construct).
 
 Invariant kept by every construct: a subformula coordinate is exactly 0 or 1 at every string
 position and at eos, and exactly 0 at bos (Boolean blocks are gated by the ``true`` coordinate,
@@ -29,18 +30,29 @@ Constructs (margins are reported in ``ConstructReport``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import numbers
+from dataclasses import dataclass, field, fields
 from itertools import product
 from typing import Any
 
 import numpy as np
 
-from formal_rope.compiler.dag import BOOLEAN_KINDS, FormulaDag
+from formal_rope import precision
+from formal_rope.compiler.dag import BOOLEAN_KINDS, TEMPORAL_KINDS, FormulaDag
 from formal_rope.compiler.schedule import Schedule
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import Atom
 from formal_rope.lang.printer import format_ltl
 from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
+from formal_rope.precision import (
+    FloatFormat,
+    f_large,
+    make_rounder,
+    ones_sum_overflow,
+    parse_format,
+    round_mpf_to_format,
+    round_to_format,
+)
 
 ONE = "const:1"
 BOS_FLAG = "flag:bos"
@@ -60,7 +72,7 @@ class ConstructReport:
     margin: float | None  # smallest realized winner-vs-loser score gap (None: not a hard-selection head)
     f_large: float
     detail: str = ""
-    certified_length: int | None = None  # Y heads: N_max^(k)(g, C, F); P heads in narrow formats (ones_sum_overflow)
+    certified_length: int | None = None  # Y heads: N_max^(k)(g, C, F); P heads in narrow formats (precision.ones_sum_overflow)
     certified_mode: str | None = None
     certified_ideal: int | None = None
     certified_is_lower_bound: bool = False
@@ -69,15 +81,41 @@ class ConstructReport:
         return dict(self.__dict__)
 
 
+CERTIFY_MODES = ("realized", "ideal")
+
+
 @dataclass(frozen=True)
 class CompileOptions:
-    """The settings `compile_formula` was called with (format, MOD/Y frequency, Y scale, certification mode and cap)."""
+    """The settings of one compilation: format, MOD/Y frequency, Y scale, certification mode and cap.
 
-    fmt: str = "fp32"
+    Checked on construction (FormalRopeError naming the argument and its option), so a caller can
+    refuse bad values before any work; a format name is parsed here, once, into a FloatFormat.
+    """
+
+    fmt: FloatFormat = parse_format("fp32")
     freq: float = 1.0
     scale: float | None = None  # Y heads; None = choose for the format
     certify_mode: str = "realized"  # realized where feasible, else ideal
-    certify_max_length: int = 4096
+    certify_max_length: int = 4096  # realized scans of the Y heads stop at this length
+
+    def __post_init__(self) -> None:
+        fmt = parse_format(self.fmt)
+        f_large(fmt)  # raises for formats without a finite f_large
+        if not (math.isfinite(self.freq) and self.freq > 0):
+            raise FormalRopeError(f"freq (--freq) must be a positive finite angle in radians (got {self.freq})")
+        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
+            raise FormalRopeError(f"scale (--scale) must be a positive finite number (got {self.scale})")
+        if self.certify_mode not in CERTIFY_MODES:
+            raise FormalRopeError(f"unknown certify mode {self.certify_mode!r}; use realized or ideal")
+        limit = self.certify_max_length
+        if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
+            raise FormalRopeError(f"certify_max_length (--certify-max-length) must be a positive integer, got {limit!r}")
+        object.__setattr__(self, "fmt", fmt)
+        object.__setattr__(self, "freq", float(self.freq))
+
+    def as_keywords(self) -> dict[str, Any]:
+        """The keyword arguments of `compile_formula` that compile with these options."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass
@@ -113,7 +151,7 @@ def schedule_to_coordinates(schedule: Schedule) -> tuple[str, ...]:
     if schedule.needs_first_flag:
         names.append(FIRST_RAW)
     for index, node in enumerate(dag.nodes):
-        if node.kind in ("past", "mod", "yesterday"):
+        if node.kind in TEMPORAL_KINDS:
             names.append(f"raw:{node.text}")
     if len(set(names)) != len(names):
         raise FormalRopeError("a symbol name collides with an internal coordinate name; rename the symbol")
@@ -170,18 +208,12 @@ def _symbol_truth(dag: FormulaDag, symbol: str | None) -> dict[int, bool]:
     return values
 
 
-def _round(value: float, fmt) -> float:
-    from formal_rope.precision.formats import round_to_format
-
+def _round(value: float, fmt: FloatFormat) -> float:
     return float(round_to_format(value, fmt))
 
 
-def _round_up(value: float, fmt) -> float:
-    import mpmath
-
-    from formal_rope.precision.formats import round_mpf_to_format
-
-    return round_mpf_to_format(mpmath.mpf(value), fmt, direction="up")
+def _round_up(value: float, fmt: FloatFormat) -> float:
+    return round_mpf_to_format(value, fmt, direction="up")  # a float converts to mpmath exactly
 
 
 def _head(name: str, d_model: int, index: dict[str, int], *, query_bias, key_weights, key_bias, value_coord: str,
@@ -209,21 +241,16 @@ def _head(name: str, d_model: int, index: dict[str, int], *, query_bias, key_wei
 
 
 # -------------------------------------------------------------------------------- MOD scale
-def mod_parameters(m: int, r: int, fmt) -> dict[str, float]:
+def mod_parameters(m: int, r: int, fmt: FloatFormat) -> dict[str, float]:
     """Stored parameters of the MODₘʳ head in ``fmt`` and its realized margin (winner − loser ≥ …).
 
     C starts at 2·f_large/δ_m (rounded up into F) and grows by 1/8 until the realized scores of all
     m residues separate bos from the baseline by at least f_large; overflow is an error.
     """
-    from formal_rope.model.evaluate import make_rounder
-    from formal_rope.precision.formats import f_large, parse_format
-    from formal_rope.precision.rotary import periodic_rotation_entries
-
-    fmt = parse_format(fmt)
     R = make_rounder(fmt)
     margin_needed = f_large(fmt)
     delta = 1.0 - math.cos(2.0 * math.pi / m)
-    cos_table, sin_table = periodic_rotation_entries(m, fmt)
+    cos_table, sin_table = precision.periodic_rotation_entries(m, fmt)  # (precision's rotary names load torch)
     q0, q1 = float(cos_table[r]), -float(sin_table[r])
     scale = _round_up(2.0 * margin_needed / delta, fmt)
     residues = np.arange(m)
@@ -248,36 +275,13 @@ def mod_parameters(m: int, r: int, fmt) -> dict[str, float]:
     )
 
 
-# ------------------------------------------------------------------------ softmax denominator
-def ones_sum_overflow(fmt) -> int | None:
-    """The least n for which a left-to-right sum of n ones overflows to inf in ``fmt``, or None.
-
-    Each key that ties at the row maximum contributes exp(0) = 1 to the softmax denominator. Where
-    2^(M+1) <= max_finite the running sum stalls at 2^(M+1) (adding 1 is then a tie that rounds to
-    even) and never overflows. Narrow formats (max_finite < 2^(M+1): e3m4, e4m10, e5m15, …) count
-    exactly up to max_finite and the next integer rounds to inf, so 1/inf = 0 wipes the weights.
-    """
-    from formal_rope.model.evaluate import make_rounder
-
-    if 2.0 ** (fmt.mantissa_bits + 1) <= fmt.max_finite:
-        return None
-    n = math.floor(fmt.max_finite) + 1  # every integer below 2^(M+1) is exact, so the sum reaches n
-    rounder = make_rounder(fmt)
-    while not math.isinf(rounder(np.asarray([float(n)]))[0]):  # n rounds to inf: it is past max_finite
-        n += 1
-    return n
-
-
 # ----------------------------------------------------------------------------------- build IR
 def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float | None) -> tuple[TransformerIR, list[ConstructReport]]:
     """Stage 4: the weights of every head and feed-forward, as a TransformerIR, with one report per construct.
 
     `y_scale` is the score scale C of the Y heads (None when the formula has none).
     """
-    from formal_rope.precision.formats import f_large, parse_format
-    from formal_rope.precision.rotary import offset_query_bias
-
-    fmt = parse_format(options.fmt)
+    fmt = options.fmt
     large = f_large(fmt)
     dag = schedule.dag
     coordinates = schedule_to_coordinates(schedule)
@@ -368,7 +372,7 @@ def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float |
             k = int(node.offset)
             if y_scale is None:
                 raise AssertionError("a Y head needs a scale")
-            bias0, bias1 = offset_query_bias(k, options.freq, y_scale, fmt)
+            bias0, bias1 = precision.offset_query_bias(k, options.freq, y_scale, fmt)
             plan.heads.append(
                 _head(name, d_model, index, query_bias=(bias0, bias1), key_weights={}, key_bias=(1.0, 0.0),
                       value_coord=child, out_coord=raw, rotary=(RotaryPair("angle", angle=float(options.freq)),),

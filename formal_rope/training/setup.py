@@ -1,0 +1,254 @@
+"""Everything that turns RunConfigs into the pieces of a run, before the first training step.
+
+Validation (`validate_config`, `validate_device`, `validate_pack`, `check_trainable`: every user
+error is a FormalRopeError raised before any work, so the CLI can report it), resolution of the
+config's symbolic parts (`resolve_dfa`, `resolve_periods`; a pack's `pack_ingredients`), and the
+factories for a pack's model and optimizer (`build_pack`, `build_model`, `make_optimizer`). The
+training loop (`training.train`), the checkpoint loader and the sweeps' grid validation all take
+their ingredients from here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from formal_rope.automata import language_dfa
+from formal_rope.classes import classify
+from formal_rope.errors import FormalRopeError
+from formal_rope.kernels import resolve_impl
+from formal_rope.lang.source import resolve_language
+from formal_rope.sampling import training_batch
+from formal_rope.training.config import MAX_LENGTH_LIST, RunConfig, describe_period_pairs, period_pairs
+from formal_rope.training.data import is_data_language, run_data
+from formal_rope.training.encodings import encoding, is_periodic
+from formal_rope.training.length_generalization import EVAL_MODES
+from formal_rope.training.model import Classifier
+from formal_rope.training.optim import PackedAdamW
+from formal_rope.training.packing import check_packable
+from formal_rope.training.positional import (
+    PHASE_PRECISIONS,
+    PositionalSpec,
+    build_positional,
+    check_period_count,
+    validate_periods,
+)
+from formal_rope.training.workload import check_workload
+
+ATTENTION_IMPLS = ("auto", "triton", "torch")
+LR_SCHEDULES = ("constant", "cosine")
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation and the config's symbolic parts
+
+
+def validate_config(config: RunConfig) -> None:
+    """Raise FormalRopeError for any option a run cannot use, and for a run that cannot finish or fit
+    (`formal_rope.training.workload.check_workload`)."""
+    row = encoding(config.pe)  # an unknown encoding is the first error named
+    if not (config.base > 0 and math.isfinite(config.base)):
+        raise FormalRopeError(f"the base must be a positive finite number, got {config.base!r}")
+    if config.phase_precision not in PHASE_PRECISIONS:
+        raise FormalRopeError(f"unknown phase precision {config.phase_precision!r}; expected fp64 or fp32")
+    if config.attention not in ATTENTION_IMPLS:
+        raise FormalRopeError(f"unknown attention implementation {config.attention!r}; expected auto, triton or torch")
+    if config.eval_mode not in EVAL_MODES:
+        raise FormalRopeError(f"unknown eval mode {config.eval_mode!r}; expected full or nstar")
+    if config.lr_schedule not in LR_SCHEDULES:
+        raise FormalRopeError(f"unknown lr schedule {config.lr_schedule!r}; expected constant or cosine")
+    if config.periods is not None:
+        validate_periods(config.periods)
+    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed"):
+        if getattr(config, name) < 0:
+            raise FormalRopeError(f"{name} must be non-negative, got {getattr(config, name)}")
+    for name in ("batch_size", "layers", "d_model", "heads", "ffn_mult", "n_per_length"):
+        if getattr(config, name) <= 0:
+            raise FormalRopeError(f"{name} must be positive, got {getattr(config, name)}")
+    for name in ("lr", "weight_decay", "grad_clip", "rope_fraction", "train_near_miss_fraction"):
+        if not math.isfinite(getattr(config, name)):
+            raise FormalRopeError(f"{name} must be a finite number, got {getattr(config, name)}")
+    if not config.lr > 0:
+        raise FormalRopeError(f"the learning rate must be positive, got {config.lr}")
+    if config.weight_decay < 0 or config.grad_clip < 0:
+        raise FormalRopeError("weight_decay and grad_clip must be non-negative (grad_clip 0: no clipping)")
+    if not 0.0 <= config.train_near_miss_fraction <= 1.0:
+        raise FormalRopeError(f"train_near_miss_fraction must lie in [0, 1], got {config.train_near_miss_fraction}")
+    if config.train_min_length > config.train_max_length:
+        raise FormalRopeError("train_min_length must not exceed train_max_length")
+    if config.test_min_length > config.test_max_length:
+        raise FormalRopeError("test_min_length must not exceed test_max_length")
+    if config.test_lengths is not None and len(config.test_lengths) > MAX_LENGTH_LIST:
+        raise FormalRopeError(
+            f"test_lengths lists {len(config.test_lengths):,} lengths, more than {MAX_LENGTH_LIST:,}; "
+            "use a range (test_min_length..test_max_length) or fewer lengths"
+        )
+    if row.takes_rope_fraction and not 0.0 <= config.rope_fraction <= 1.0:
+        raise FormalRopeError(f"{config.pe}: the rotated fraction must lie in [0, 1], got {config.rope_fraction}")
+    if config.d_model % config.heads or (config.d_model // config.heads) % 2:
+        raise FormalRopeError(
+            f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
+        )
+    if is_periodic(config.pe) and config.periods is not None:
+        # Periods are given to pairs one each; a surplus would be dropped without a word.
+        check_period_count(config.periods, period_pairs(config.pe, config.d_model, config.heads),
+                           describe_period_pairs(config.pe, config.d_model, config.heads))
+    check_workload(config)
+
+
+def validate_device(config: RunConfig, device: str | torch.device) -> None:
+    """Raise FormalRopeError when the torch device or the attention implementation cannot run here
+    (checked before any work, so the CLI reports it as a user error rather than a failed run)."""
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise FormalRopeError(f"unknown torch device {str(device)!r}: {error}") from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise FormalRopeError(f"device {str(device)!r} was requested but torch sees no CUDA device; use --device cpu")
+    resolve_impl(config.attention, on_cuda=resolved.type == "cuda")
+
+
+def resolve_dfa(config: RunConfig):
+    """The language's DFA (over config.alphabet when given); None for a run on data files without a
+    language (language `data:PATH`: the labels are all there is)."""
+    if config.data is not None and is_data_language(config.language):
+        return None
+    return language_dfa(resolve_language(config.language, config.alphabet))
+
+
+def check_trainable(config: RunConfig, dfa) -> None:
+    """FormalRopeError when balanced training batches cannot exist: the language (e.g. Σ* or ∅) has
+    no positive or no negative string of any training length. (Runs on data files: the files' own
+    check, in `training.data.file_data`.)"""
+    if config.data is not None:
+        return
+    try:
+        training_batch(dfa, np.random.default_rng(0), 2, config.train_min_length, config.train_max_length)
+    except FormalRopeError as error:
+        raise FormalRopeError(f"cannot train on {config.language!r}: {error}") from None
+
+
+def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
+    """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k such that
+    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs; 1
+    for LTL[P] languages, where rope_p/sipe_p rotate nothing and equal NoPE).
+
+    Outside LTL[P,MOD] there is no such k, so "auto" is a FormalRopeError that names the language's
+    stability period as a candidate for explicit periods (the periodic construction is not
+    guaranteed to express such a language with any period)."""
+    if not is_periodic(config.pe):
+        return None  # other encodings have no periods; never report ones given by mistake as used
+    if config.periods is not None:
+        return validate_periods(config.periods)
+    if dfa is None:
+        raise FormalRopeError(
+            f"periods 'auto' come from the language's class, and {config.language!r} names none; "
+            "give --periods (e.g. 2,3) or --lang with --data"
+        )
+    classification = classify(dfa)
+    if classification.mod_k is None:
+        period = classification.stability_period
+        hint = (
+            f"--periods {period} (its length structure repeats with period {period})" if period > 1
+            else "--periods 2 (its length structure has period 1, so nothing suggests a period)"
+        )
+        raise FormalRopeError(
+            f"periods auto: {config.language!r} is not in LTL[P,MOD] (no k-automaton A_k is partially "
+            f"ordered), so the periodic construction has no least period for {config.pe}; give the periods "
+            f"explicitly, e.g. {hint}"
+        )
+    return (max(1, int(classification.mod_k)),)
+
+
+def validate_pack(configs, device: str | torch.device) -> None:
+    """Raise FormalRopeError for any run of a pack that cannot run here (`validate_config`,
+    `validate_device`) and for runs that cannot share a pack (`packing.check_packable`)."""
+    for config in configs:
+        validate_config(config)
+        validate_device(config, device)
+    check_packable(configs)
+
+
+@dataclass(frozen=True, eq=False)
+class PackIngredients:
+    """What a pack's runs are built and trained from, resolved from their configs before any work."""
+
+    dfa: object  # the language's DFA; None for runs on data files without a language
+    periods: list  # per run: its resolved periods (`resolve_periods`; None for other encodings)
+    data: list  # per run: its RunData (`training.data.run_data`)
+
+    @property
+    def alphabet(self) -> tuple[str, ...]:
+        """The symbols the runs read (their shared alphabet)."""
+        return tuple(self.data[0].alphabet)
+
+
+def pack_ingredients(configs, dfa=None) -> PackIngredients:
+    """The DFA (`dfa`, or resolved from the first config), each run's periods and data; a
+    FormalRopeError when the language has no balanced training batches (`check_trainable`), its
+    periods cannot be resolved, or its data files cannot be read."""
+    if dfa is None:
+        dfa = resolve_dfa(configs[0])
+    check_trainable(configs[0], dfa)
+    periods = [resolve_periods(config, dfa) for config in configs]
+    return PackIngredients(dfa, periods, [run_data(config, dfa) for config in configs])
+
+
+def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> PositionalSpec:
+    """What `positional.build_positional` needs of `config`, with its resolved `periods`."""
+    return PositionalSpec(
+        pe=config.pe,
+        d_model=config.d_model,
+        heads=config.heads,
+        layers=config.layers,
+        base=config.base,
+        periods=periods,
+        rope_fraction=config.rope_fraction,
+        phase_precision=config.phase_precision,
+    )
+
+
+def build_pack(configs, n_symbols: int, periods) -> Classifier:
+    """A classifier holding one freshly initialised run per config (run r seeded with configs[r].seed).
+
+    `periods[r]` are run r's resolved rope_p / sipe_p periods (`resolve_periods`); other encodings
+    ignore them. The configs must share the architecture (`packing.check_packable`).
+    """
+    configs = list(configs)
+    first = configs[0]
+    positional = build_positional([positional_spec(c, p) for c, p in zip(configs, periods)])
+    model = Classifier(
+        n_symbols,
+        positional,
+        d_model=first.d_model,
+        heads=first.heads,
+        layers=first.layers,
+        ffn_mult=first.ffn_mult,
+        attention=first.attention,
+    )
+    return model.initialize([c.seed for c in configs])
+
+
+def build_model(config: RunConfig, n_symbols: int, periods: tuple[int, ...] | None) -> Classifier:
+    """A freshly initialised single-run classifier for `config` over `n_symbols` symbols (a pack of one,
+    its weights drawn from a generator seeded with config.seed).
+
+    `periods` are the resolved rope_p / sipe_p periods (`resolve_periods`); other encodings ignore them.
+    """
+    return build_pack([config], n_symbols, [periods])
+
+
+# ----------------------------------------------------------------------------------------------
+# Optimisation
+
+
+def make_optimizer(model: Classifier, configs) -> PackedAdamW:
+    """AdamW for every run of `model` (configs[r] gives run r's weight decay; one config for a pack of
+    one); weight decay only on weight matrices (not biases, norms, embeddings or frequencies). The
+    model's parameters move into the optimizer's flat buffers (`optim.PackedAdamW`): build it once
+    the model is on its device."""
+    configs = [configs] if isinstance(configs, RunConfig) else list(configs)
+    return PackedAdamW(model.named_parameters(), [c.weight_decay for c in configs])
