@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from formal_rope.sweeps.grid import build_spec, expand_grid
-from formal_rope.sweeps.ray_backend import RayBackend
+from formal_rope.sweeps.backends import RayBackend, RayOptions
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.state import StateOptions
 
@@ -87,7 +87,7 @@ def main() -> None:
                     rounds[backend].append(time_sweep(configs, scratch / f"{backend}-{index}", workers=2, backend=backend))
             local = min(rounds["local"], key=lambda r: r["wall_s"])
             on_ray = min(rounds["ray"], key=lambda r: r["wall_s"])
-            fixed = RayBackend(workers=2)
+            fixed = RayBackend(RayOptions(workers=2))
             started = time.perf_counter()
             fixed.open(lambda _note: None)
             opened = time.perf_counter()

@@ -20,16 +20,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import ray
+import sweeps_support
+from cli_support import run_main
+from sweeps_support import fake_runner, spec
 
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.state import StateOptions
-
-import test_sweeps
-from cli_support import run_main
-from test_sweeps import fake_runner, spec
 
 REPO = Path(__file__).resolve().parents[1]
 RESULT_COLUMNS = ["run_id", "status", "n_star", "accuracy", "final_loss", "steps_done", "first_failure", "error"]
@@ -41,11 +40,11 @@ def ray_instance():
     ask for a GPU get one assigned, which is what the backend's device choice reads)."""
     saved = os.environ.get("RAY_AUTH_MODE")
     ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, logging_level="ERROR")
-    # The workers do not have tests/ on their path: ship this module's and test_sweeps' helpers by value.
-    for module in (sys.modules[__name__], test_sweeps):
+    # The workers do not have tests/ on their path: ship this module's and sweeps_support's helpers by value.
+    for module in (sys.modules[__name__], sweeps_support):
         ray.cloudpickle.register_pickle_by_value(module)
     yield
-    for module in (sys.modules[__name__], test_sweeps):
+    for module in (sys.modules[__name__], sweeps_support):
         ray.cloudpickle.unregister_pickle_by_value(module)
     ray.shutdown()
     if saved is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from formal_rope.errors import FormalRopeError
@@ -20,7 +21,7 @@ PIPED_WIDTH = 10_000
 
 def stdout_console(**options):
     """A rich Console on stdout: the terminal's width on a terminal, unlimited when piped."""
-    from rich.console import Console
+    from rich.console import Console  # function-local: rich, off the start-up path
 
     console = Console(**options)
     if not console.is_terminal and "COLUMNS" not in os.environ and "width" not in options:
@@ -45,8 +46,6 @@ def input_strings(strings: Sequence[str] | None) -> list[str]:
 def prepare_out(path, what: str):
     """Check an --out file path before the work that fills it: not a directory, and its folder
     exists or can be created (every --out creates missing parent folders) and takes a file."""
-    from pathlib import Path
-
     text = str(path)
     path = Path(path)
     if path.is_dir() or text.endswith(("/", "\\")):
@@ -65,8 +64,6 @@ def prepare_out(path, what: str):
 def prepare_out_folder(path, what: str):
     """Check an --out folder path before the work that fills it: not an existing file, no file in
     the way of its parent folders, and it can be created and written."""
-    from pathlib import Path
-
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise FormalRopeError(f"cannot write {what} {path}: it is a file, and this format writes a folder")

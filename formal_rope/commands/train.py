@@ -6,7 +6,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
 
@@ -30,7 +30,7 @@ def parse_periods(text: str | None) -> tuple[int, ...] | None:
 
 def parse_length_range(text: str, option: str = "--test-lengths") -> tuple[int, int]:
     """'41..500' -> (41, 500); a single number n -> (n, n); a list is a user error here."""
-    from formal_rope.training.config import lengths_fields
+    from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
 
     fields = lengths_fields(text, option, prefix="range")
     return fields["range_min_length"], fields["range_max_length"]
@@ -42,7 +42,7 @@ def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[st
     Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
     the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
     wrong type is a user error naming it."""
-    from formal_rope.training.config import field_kind, parse_field_text
+    from formal_rope.training.config import field_kind, parse_field_text  # function-local: numpy, off the start-up path
 
     assignments: dict[str, list] = {}
     for text in texts or ():
@@ -113,7 +113,7 @@ def _length_runs(per_length) -> list[tuple[int, int, float]]:
 
 
 def _render(result, checkpoint: Path | None) -> None:
-    from rich.console import Console
+    from rich.console import Console  # function-local: rich, off the start-up path
     from rich.table import Table
 
     console = Console()
@@ -170,26 +170,6 @@ _EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": 
                    "--train-near-miss": "train_near_miss_fraction"}
 
 
-def _option_fields(plain: dict, *, periods: str | None, alphabet: str | None, test_lengths: str | None,
-                   train_lengths: str | None) -> dict:
-    """RunConfig fields of the options given explicitly: `plain` values as they are (None = not
-    given), the text options parsed."""
-    from formal_rope.training.config import lengths_fields
-
-    fields = {key: value for key, value in plain.items() if value is not None}
-    if periods is not None:
-        fields["periods"] = parse_periods(periods)
-    if alphabet is not None:
-        from formal_rope.lang.source import parse_alphabet
-
-        fields["alphabet"] = tuple(parse_alphabet(alphabet))
-    if test_lengths is not None:
-        fields.update(lengths_fields(test_lengths, "--test-lengths"))
-    if train_lengths is not None:
-        fields.update(lengths_fields(train_lengths, "--train-lengths", prefix="train"))
-    return fields
-
-
 def _merge_set(fields: dict, assignments: dict[str, list]) -> dict:
     """`train --set FIELD=VALUE` on top of the dedicated options (one value each, no field twice)."""
     for name, values in assignments.items():
@@ -206,7 +186,7 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS
+    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS  # function-local: numpy, off the start-up path
 
     useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
     if useless:
@@ -228,53 +208,90 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
 def _resolve_with_notes(config):
     """Resolve the language once (checking it can be trained on and its periods), print a note on
     stderr for each setting without effect on it, and return its DFA."""
+    # function-local: the training stage imports torch, which the start-up path does without
     from formal_rope.training.context import context_notes, language_note
-    from formal_rope.training.train import check_trainable, resolve_dfa, resolve_periods
+    from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods
 
     read_as = language_note(config)
     if read_as:
-        print(f"note: {read_as}", file=sys.stderr)
+        _note(read_as)
     dfa = resolve_dfa(config)
     check_trainable(config, dfa)
     for note in context_notes(config, dfa, resolve_periods(config, dfa)):
-        print(f"note: {note}", file=sys.stderr)
+        _note(note)
     return dfa
+
+
+def _note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
+
+
+class TrainSettings(NamedTuple):
+    """The run's settings as `train` takes them (None: not given; the scale's, the data's or
+    RunConfig's default)."""
+
+    periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error outside LTL[P,MOD]) or e.g. 2 or 2,3.")
+    base: Optional[float] = typer.Option(None, "--base", help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p.")
+    rope_fraction: Optional[float] = typer.Option(None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5).")
+    alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b.")
+    scale: Optional[str] = typer.Option(None, "--scale", help="Defaults from a named scale: quick (about a minute on one core), medium (the paper's model, batch and negatives, 2,000 steps) or paper (appendix E).")
+    steps: Optional[int] = typer.Option(None, "--steps", help="Training steps.")
+    lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate.")
+    lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant (default) or cosine (decay to 10% of --lr).")
+    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default 0).")
+    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW weight decay on weight matrices (default 0.01).")
+    train_near_miss: Optional[float] = typer.Option(None, "--train-near-miss", help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives).")
+    train_lengths: Optional[str] = typer.Option(None, "--train-lengths", help="Training length range, e.g. 0..40 (the default; with --data: the training file's lengths, and a range trains on its strings of those lengths).")
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed for initialisation and training batches.")
+    batch_size: ro.BatchSize = None
+    layers: ro.Layers = None
+    d_model: ro.DModel = None
+    heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (head dimension must be even).")
+    eval_mode: Optional[str] = typer.Option(None, "--eval", help="full: every test length; nstar: stop at the first imperfect length.")
+    phase_precision: Optional[str] = typer.Option(None, "--phase-precision", help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. Only for encodings with a base.")
+    attention: Optional[str] = typer.Option(None, "--attention", help="Attention implementation: auto, triton or torch.")
+    n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length (default 512; quick scale 16). An error with --data (the test files' strings are used).")
+    test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With --data: the test files' strings in the range, or of each listed length.")
+
+    def fields(self) -> dict:
+        """RunConfig fields of the options given explicitly (None: not given), the text options parsed."""
+        # function-local: numpy and the parsers, off the start-up path
+        from formal_rope.lang.source import parse_alphabet
+        from formal_rope.training.config import lengths_fields
+
+        plain = {
+            "base": self.base, "rope_fraction": self.rope_fraction, "steps": self.steps, "lr": self.lr,
+            "lr_schedule": self.lr_schedule, "warmup_steps": self.warmup_steps, "weight_decay": self.weight_decay,
+            "train_near_miss_fraction": self.train_near_miss, "seed": self.seed, "batch_size": self.batch_size,
+            "layers": self.layers, "d_model": self.d_model, "heads": self.heads, "eval_mode": self.eval_mode,
+            "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
+        }
+        fields = {key: value for key, value in plain.items() if value is not None}
+        if self.periods is not None:
+            fields["periods"] = parse_periods(self.periods)
+        if self.alphabet is not None:
+            fields["alphabet"] = tuple(parse_alphabet(self.alphabet))
+        if self.test_lengths is not None:
+            fields.update(lengths_fields(self.test_lengths, "--test-lengths"))
+        if self.train_lengths is not None:
+            fields.update(lengths_fields(self.train_lengths, "--train-lengths", prefix="train"))
+        return fields
 
 
 def register(app: typer.Typer) -> None:
     @app.command("train")
+    @ro.with_option_groups
     def train(
         lang: Optional[str] = typer.Option(None, "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the data's labels are checked against it."),
         data: Optional[Path] = typer.Option(None, "--data", help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md)."),
         pe: str = typer.Option("rope", "--pe", help=f"Positional encoding: {encoding_names()}."),
-        periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error outside LTL[P,MOD]) or e.g. 2 or 2,3."),
-        base: Optional[float] = typer.Option(None, "--base", help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p."),
-        rope_fraction: Optional[float] = typer.Option(None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."),
-        alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
-        scale: Optional[str] = typer.Option(None, "--scale", help="Defaults from a named scale: quick (about a minute on one core), medium (the paper's model, batch and negatives, 2,000 steps) or paper (appendix E)."),
-        steps: Optional[int] = typer.Option(None, "--steps", help="Training steps."),
-        lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate."),
-        lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant (default) or cosine (decay to 10% of --lr)."),
-        warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default 0)."),
-        weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW weight decay on weight matrices (default 0.01)."),
-        train_near_miss: Optional[float] = typer.Option(None, "--train-near-miss", help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives)."),
-        train_lengths: Optional[str] = typer.Option(None, "--train-lengths", help="Training length range, e.g. 0..40 (the default; with --data: the training file's lengths, and a range trains on its strings of those lengths)."),
-        seed: Optional[int] = typer.Option(None, "--seed", help="Seed for initialisation and training batches."),
-        batch_size: Optional[int] = typer.Option(None, "--batch-size", help="Training batch size."),
-        layers: Optional[int] = typer.Option(None, "--layers", help="Transformer layers."),
-        d_model: Optional[int] = typer.Option(None, "--d-model", help="Model width."),
-        heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (head dimension must be even)."),
-        eval_mode: Optional[str] = typer.Option(None, "--eval", help="full: every test length; nstar: stop at the first imperfect length."),
-        phase_precision: Optional[str] = typer.Option(None, "--phase-precision", help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. Only for encodings with a base."),
-        attention: Optional[str] = typer.Option(None, "--attention", help="Attention implementation: auto, triton or torch."),
-        n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length (default 512; quick scale 16). An error with --data (the test files' strings are used)."),
-        test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With --data: the test files' strings in the range, or of each listed length."),
+        settings: TrainSettings = None,
         set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5."),
         out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."),
         no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
         threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."),
         device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
-        checkpoint_every: ro.CheckpointEvery = None, state_dir: ro.TrainStateDir = None, resume: ro.Resume = False,
+        state_flags: ro.TrainStateFlags = None,
         json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
     ) -> None:
@@ -282,28 +299,21 @@ def register(app: typer.Typer) -> None:
 
         Example: formalrope train --lang "(ab)*" --pe rope_p --periods auto --scale quick
         """
+        # function-local: the training stage imports torch, which the start-up path does without
         from formal_rope.training.config import RunConfig
+        from formal_rope.training.data import data_settings, fit_to_data
         from formal_rope.training.scales import scale_overrides
-        from formal_rope.training.train import run_training, validate_config
+        from formal_rope.training.setup import validate_config
+        from formal_rope.training.train import run_training
 
         check_positive(threads=threads)
         if lang is None and data is None:
             raise FormalRopeError("train needs --lang (a language to sample from) or --data (files to read), or both")
-        plain = {
-            "base": base, "rope_fraction": rope_fraction, "steps": steps, "lr": lr, "lr_schedule": lr_schedule,
-            "warmup_steps": warmup_steps, "weight_decay": weight_decay, "train_near_miss_fraction": train_near_miss,
-            "seed": seed, "batch_size": batch_size, "layers": layers, "d_model": d_model, "heads": heads,
-            "eval_mode": eval_mode, "phase_precision": phase_precision, "attention": attention,
-            "n_per_length": n_per_length,
-        }
-        explicit = _option_fields(plain, periods=periods, alphabet=alphabet, test_lengths=test_lengths,
-                                  train_lengths=train_lengths)
+        explicit = settings.fields()
         assignments = parse_assignments(set_fields)
         explicit = _merge_set(explicit, assignments)
-        defaults = dict(scale_overrides(scale)) if scale is not None else {}
+        defaults = dict(scale_overrides(settings.scale)) if settings.scale is not None else {}
         if data is not None:
-            from formal_rope.training.data import data_settings
-
             # The files' training and test lengths replace a scale's; lengths given explicitly
             # (--train-lengths, --test-lengths, --set) select part of the files' strings instead.
             defaults.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet")))
@@ -312,16 +322,13 @@ def register(app: typer.Typer) -> None:
         given.update({f"--set {name}": name for name in assignments})
         _refuse_options_without_effect(config, given, device, threads, out, no_save)
         if data is not None:
-            from formal_rope.training.data import fit_to_data
-
             config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
             for note in fitted:
-                print(f"note: {note}", file=sys.stderr)
+                _note(note)
         validate_config(config)
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
-        state = ro.train_state(config, checkpoint_every, state_dir, resume,
-                               note=lambda text: print(f"note: {text}", file=sys.stderr))
+        state = state_flags.state(config, note=_note)
         result, _ = run_training(
             config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
             threads=1 if threads is None else threads, dfa=dfa, state=state,

@@ -1,47 +1,27 @@
-"""Sweeps stage: grids of runs -> Parquet results -> paper-style tables and plots."""
+"""Sweeps stage: grids of runs -> Parquet results -> paper-style tables and plots.
 
-from formal_rope.sweeps.grid import (
-    BASE_FREE_PES,
-    EXPERIMENTS,
-    MAX_GRID_RUNS,
-    PAPER_TABLES,
-    SweepSpec,
-    build_spec,
-    expand_grid,
-    load_sweep_file,
-    paper_sweep_path,
-    unused_settings,
-    validate_grid,
-)
-from formal_rope.sweeps.report import DEFAULT_GROUPING, SORT_KEYS, AggregateRow, aggregate, mixed_settings, plot_n_star, sort_rows
-from formal_rope.sweeps.results import Results, finished_run_ids, load_results, nnch_accuracy, read_results, write_run
-from formal_rope.sweeps.runner import SweepSummary, run_sweep
+Importing this package imports nothing else: each name loads its module on first access, so that
+the command line, which reads the backend registry (`formal_rope.sweeps.backends`) when it starts,
+stays light (the grid and results modules import numpy).
+"""
 
-__all__ = [
-    "AggregateRow",
-    "BASE_FREE_PES",
-    "EXPERIMENTS",
-    "DEFAULT_GROUPING",
-    "MAX_GRID_RUNS",
-    "Results",
-    "PAPER_TABLES",
-    "SORT_KEYS",
-    "SweepSpec",
-    "SweepSummary",
-    "aggregate",
-    "build_spec",
-    "expand_grid",
-    "finished_run_ids",
-    "load_results",
-    "load_sweep_file",
-    "mixed_settings",
-    "nnch_accuracy",
-    "paper_sweep_path",
-    "plot_n_star",
-    "read_results",
-    "run_sweep",
-    "sort_rows",
-    "unused_settings",
-    "validate_grid",
-    "write_run",
-]
+from __future__ import annotations
+
+from formal_rope._lazy import lazy_exports
+
+# name -> module it lives in, imported on first access.
+_LAZY = {
+    **dict.fromkeys(("BASE_FREE_PES", "EXPERIMENTS", "MAX_GRID_RUNS", "PAPER_TABLES", "SweepSpec", "build_spec",
+                     "expand_grid", "load_sweep_file", "paper_sweep_path", "unused_settings", "validate_grid"),
+                    "formal_rope.sweeps.grid"),
+    **dict.fromkeys(("DEFAULT_GROUPING", "SORT_KEYS", "AggregateRow", "aggregate", "mixed_settings", "plot_n_star",
+                     "sort_rows"), "formal_rope.sweeps.report"),
+    **dict.fromkeys(("Results", "finished_run_ids", "load_results", "nnch_accuracy", "read_results", "write_run"),
+                    "formal_rope.sweeps.results"),
+    **dict.fromkeys(("SweepSummary", "run_sweep"), "formal_rope.sweeps.runner"),
+    **dict.fromkeys(("BACKENDS", "BackendOptions", "backend_options"), "formal_rope.sweeps.backends"),
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+__all__ = sorted(_LAZY)

@@ -17,8 +17,19 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import BASE_ENCODINGS, POSITIONAL_ENCODINGS, RunConfig, coerce_field, field_kind
+from formal_rope.lang.source import parse_alphabet
+from formal_rope.training.config import (
+    BASE_ENCODINGS,
+    FIELD_APPLIES_TO,
+    POSITIONAL_ENCODINGS,
+    SAMPLING_FIELDS,
+    RunConfig,
+    coerce_field,
+    field_kind,
+)
+from formal_rope.training.context import context_notes, language_note
 from formal_rope.training.encodings import is_periodic
+from formal_rope.training.scales import SCALES
 
 BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_ENCODINGS)
 MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expanded
@@ -123,7 +134,6 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each."""
-    from formal_rope.training.context import context_notes, language_note
     from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods, validate_config  # torch: not on the sweeps import
 
     dfas: dict = {}
@@ -155,8 +165,6 @@ def unused_settings(configs: list[RunConfig], given: dict[str, str]) -> list[str
     (`--base` on a grid of nope/rope_p/sipe_p, `--set rope_fraction=...` without partial_rope,
     `--n-per-length` or `--set eval_seed=...` on runs that read data files). RunConfig resets such
     a field, so the grid has one run where the option's values would have made several."""
-    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS
-
     notes = []
     for option, name in given.items():
         if configs and not any(config.applies(name) for config in configs):
@@ -349,8 +357,6 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             grid[key] = section.pop(key)
     alphabet = grid.get("alphabet")
     if alphabet is not None:
-        from formal_rope.lang.source import parse_alphabet
-
         if not isinstance(alphabet, (str, list)) or not all(isinstance(v, str) for v in alphabet):
             raise FormalRopeError(f"{path}: key 'alphabet' must be a string like \"ab\" or a list of symbols, got {alphabet!r}")
         alphabet = parse_alphabet(alphabet)
@@ -401,8 +407,6 @@ def _checked_variants(path: Path, text: str, variants, axes) -> tuple:
 def _scale_preset(scale: str) -> dict:
     """A named scale's RunConfig overrides plus its grid defaults `seeds` and `lrs`
     (training.scales.scale_overrides gives the RunConfig part alone)."""
-    from formal_rope.training.scales import SCALES
-
     if scale not in SCALES:
         raise FormalRopeError(f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
     return dict(SCALES[scale])

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import math
+import textwrap
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
+from typing import Callable
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import BASE_ENCODINGS
+from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_path
+from formal_rope.sweeps.results import CONFIG_COLUMNS, read_results
+from formal_rope.training.config import BASE_ENCODINGS, RunConfig
 from formal_rope.training.encodings import report_labels
+from formal_rope.training.scales import scale_overrides
 
 PE_LABELS = report_labels()  # encoding -> the paper's name, in the paper's order (training.encodings)
 
@@ -180,8 +187,6 @@ AGGREGATED_AXES = ("seed", "lr")  # what a row of the table aggregates over, bes
 def mixed_settings(runs, by=DEFAULT_GROUPING) -> list[tuple]:
     """Rows of `aggregate` whose runs differ in more than seed and lr (a results folder reused with
     other --steps, model sizes, ...): (*grouping values, {setting: sorted distinct values})."""
-    import json
-
     frame = normalise_runs(runs)
     by = check_grouping(frame, by)
     groups: dict = {}
@@ -198,6 +203,18 @@ def mixed_settings(runs, by=DEFAULT_GROUPING) -> list[tuple]:
         if differing:
             mixed.append((*keys, differing))
     return mixed
+
+
+def cell_text(name: str, value) -> str:
+    """A value of column `name` as the tables show it: "–" when missing, the paper's label of a
+    PE, a base as 1e4, floats in %g."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if name == "pe":
+        return PE_LABELS.get(value, value)
+    if name == "base":
+        return format_base(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def format_base(base: float | None) -> str:
@@ -244,7 +261,7 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
     (`reference`: a sweep file's [reference] table) are hollow markers beside ours.
 
     Rows must be grouped by language and pe (and base); further grouping columns split series."""
-    import matplotlib
+    import matplotlib  # function-local: matplotlib loads only when a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -304,14 +321,12 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
 
 def _wrapped(title: str, fig) -> str:
     """`title` with each line wrapped to the figure's width (about 10 characters per inch)."""
-    import textwrap
-
     width = max(30, int(fig.get_figwidth() * 10))
     return "\n".join(textwrap.fill(line, width) for line in title.splitlines())
 
 
 def _save_figure(fig, path: str | Path) -> Path:
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # function-local: matplotlib loads only when a plot is drawn
 
     fig.tight_layout()
     path = Path(path)
@@ -328,7 +343,7 @@ def _save_figure(fig, path: str | Path) -> Path:
 def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | Path, title: str, paper: dict) -> Path:
     """Table 2 style grids have no base axis: bars of mean N* (±1 std) per encoding, our max as a
     dot, the paper's N* max (and mean, where it gives one) as hollow markers beside each bar."""
-    import matplotlib
+    import matplotlib  # function-local: matplotlib loads only when a plot is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -377,8 +392,6 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
 def scale_label(runs) -> str:
     """'quick scale' / 'paper scale' when every run has that scale's settings, else 'custom
     settings (...)' naming the model size and steps the runs used (for plot titles)."""
-    from formal_rope.training.scales import scale_overrides
-
     for name in ("quick", "paper"):
         preset = {key: value for key, value in scale_overrides(name).items() if key != "lr"}  # lr: a grid axis
         if all(key in runs.columns and all(_same(value, preset[key]) for value in runs[key]) for key in preset):
@@ -404,10 +417,6 @@ def label_variants(runs, variants, baseline: dict | None = None):
     scale preset; a field's RunConfig default when absent) for the fields other variants change,
     equal the run's columns exactly. A run of the folder that is no variant (left there by another
     sweep) gets None. Rows keep the file's variant order."""
-    from dataclasses import fields as dataclass_fields
-
-    from formal_rope.training.config import RunConfig
-
     defaults = {f.name: f.default for f in dataclass_fields(RunConfig)}
     baseline = dict(baseline or {})
     varied = sorted({name for _, settings in variants for name in settings})
@@ -439,18 +448,8 @@ def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) 
               "runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "N* of each run",
               *(["paper: acc max / N* max (mean)"] if paper is not None else [])]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-
-    def text(name, value):
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return "–"
-        if name == "pe":
-            return PE_LABELS.get(value, value)
-        if name == "base":
-            return format_base(value)
-        return f"{value:g}" if isinstance(value, float) else str(value)
-
     for row in rows:
-        cells = [text(name, value) for name, value in row.group]
+        cells = [cell_text(name, value) for name, value in row.group]
         cells += [
             str(row.runs) + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
             "–" if math.isnan(row.accuracy_max) else f"{row.accuracy_max:.3f}",
@@ -469,3 +468,107 @@ def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) 
                 + ("" if math.isnan(values["n_star_mean"]) else f" ({values['n_star_mean']:.1f})")))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# A results folder, reported (what `formalrope report` prints)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A results folder aggregated: its rows (grouped `by`), the runs they aggregate (pandas), the
+    notes for the reader, and `payload`, the `report --json` document (with the plot's path)."""
+
+    payload: dict
+    rows: list
+    runs: object
+    by: tuple
+    notes: list
+
+
+def reference_table(reference: str | None) -> dict | None:
+    """`--reference`: a paper table name (table2, table4, table5) or a sweep TOML path -> its [reference]."""
+    if reference is None:
+        return None
+    path = Path(reference)
+    if reference in PAPER_TABLES and not path.exists():
+        path = paper_sweep_path(reference)
+    elif not path.exists():
+        raise FormalRopeError(
+            f"--reference {reference!r} is neither a paper table ({', '.join(PAPER_TABLES)}) nor an existing sweep file"
+        )
+    return load_sweep_file(path)[0].reference
+
+
+def build_report(out: str | Path, *, by=None, sort: str | None = None, reference: dict | None = None,
+                 plot: str | Path | None = None, title: str = "", scale: str | None = None, variants=(),
+                 variant_baseline: dict | None = None, languages=(),
+                 on_note: Callable[[str], None] = lambda text: None) -> Report:
+    """Aggregate the results folder `out` by `by` (default language, PE, base), rows in `sort`
+    order (`SORT_KEYS`; None: the grouping's, languages in `languages` order), and draw the N* plot
+    to `plot` when given (titled `title` and the scale: `scale`, or what the runs' settings say).
+
+    variants (a sweep file's [[variants]], with its fixed values `variant_baseline`): each run is
+    labelled with its variant, rows are grouped by it too, and runs of no variant are left out
+    (on_note says how many). The notes: the folder's own (`read_results`) and one per row whose
+    runs differ in more than seeds and learning rates."""
+    by = tuple(by or DEFAULT_GROUPING)
+    results = read_results(out)
+    runs = results.runs
+    if variants:  # a sweep file's [[variants]]: label each run, and group by the label too
+        runs = label_variants(runs, variants, variant_baseline)
+        strangers = runs[VARIANT_COLUMN].isna()
+        if strangers.any():
+            on_note(f"{int(strangers.sum())} run(s) in {out} are none of the sweep's variants (another sweep's); left out")
+            runs = runs[~strangers]
+        by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
+    check_grouping(runs, by)
+    # The sweep's own language order ((aa)* before (ab)*), not the order the runs finished in.
+    rows = sort_rows(aggregate(runs, by, language_order=languages), sort)
+    notes = list(results.notes)
+    for *keys, differing in mixed_settings(runs, by):
+        settings = "; ".join(f"{key} {', '.join(values)}" for key, values in differing.items())
+        group = " ".join(cell_text(name, value) if name != "base" else f"β={cell_text(name, value)}"
+                         for name, value in zip(by, keys) if value is not None)
+        notes.append(f"{group} aggregates runs with different settings ({settings}), not only seeds and learning rates")
+    payload = {
+        "results": str(out),
+        "by": list(by),
+        "runs": int(len(runs)),
+        "evals": int(len(results.evals)),
+        "statuses": {str(k): int(v) for k, v in runs["status"].value_counts().items()},
+        "rows": [row.to_dict() for row in rows],
+        "notes": notes,
+        "plot": None,  # always present, so the JSON keys do not depend on the options
+    }
+    if plot is not None:
+        label = f"{scale} scale" if scale else scale_label(runs)
+        heading = f"{title or Path(out).name}\n{label}" + (" (hollow markers: the paper)" if reference else "")
+        payload["plot"] = str(plot_n_star(rows, plot, title=heading, reference=reference))
+    return Report(payload=payload, rows=rows, runs=runs, by=by, notes=notes)
+
+
+def failure_lines(runs, by, limit: int = 12) -> list[str]:
+    """One line per run with a first failing string (the first `limit`), naming what tells the run
+    apart: its grouping values, seed, lr, and every other setting that varies across the runs."""
+    failures = runs[runs["first_failure"].notna()]
+    # A setting that is null where it does not apply (phase_precision for NoPE) does not tell the
+    # runs where it applies apart, so only differing present values count as varying.
+    varying = [name for name in CONFIG_COLUMNS
+               if name not in by and name not in ("seed", "lr", "alphabet") and runs[name].nunique(dropna=True) > 1]
+    lines = []
+    for _, run in failures.head(limit).iterrows():
+        label = [cell_text(name, run[name]) for name in by if name in ("language", "pe")]
+        label += [f"β={cell_text('base', run['base'])}"] if "base" in by and _present(run["base"]) else []
+        label += [f"{name}={cell_text(name, run[name])}" for name in by if name not in ("language", "pe", "base")]
+        label += [f"seed={run['seed']}"] if "seed" not in by else []
+        label += [f"lr={run['lr']:g}"] if "lr" not in by else []
+        label += [f"{name}={cell_text(name, run[name])}" for name in varying if _present(run[name])]
+        text = str(run["first_failure"])
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        lines.append(f"{' '.join(label)} N*={run['n_star']}: {shown!r} (len {len(text)})")
+    return lines
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import RunConfig, RunResult, field_kind
-from formal_rope.training.provenance import source_commit as git_commit  # noqa: F401 (sweeps.runner's name for it)
 
 RUNS = "runs"
 EVALS = "evals"
@@ -136,7 +135,7 @@ EVAL_REQUIRED = tuple(EVAL_COLUMN_TYPES)
 
 
 def _arrow_schema(column_types: dict):
-    import pyarrow as pa
+    import pyarrow as pa  # function-local (here and below): pyarrow and pandas load where results are read or written
 
     kinds = {"string": pa.string(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
     return pa.schema([(name, kinds[kind]) for name, kind in column_types.items()])

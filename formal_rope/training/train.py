@@ -443,6 +443,7 @@ def run_pack(
     checkpoint_paths=None,
     device: str | torch.device = "cpu",
     threads: int | None = 1,
+    threads_alone: int | None = None,
     dfa=None,
     state=None,
     on_step: Callable[[int, list[float]], None] | None = None,
@@ -456,7 +457,12 @@ def run_pack(
     clipping norm, near-miss share and eval mode. checkpoint_paths: one path (or None) per config.
     state: a `formal_rope.training.state.StateOptions` to save the training state every
     `state.every` steps and resume from it (deleted at the end unless `state.keep`).
-    progress, device, threads, dfa: as for `run_training`.
+    progress, device, threads, dfa: as for `run_training`. threads_alone: the threads of each run
+    trained again alone after the pack raised (default `threads`). The thread count is part of a
+    run's numbers (torch splits a full reduction, such as the loss's mean or a weight gradient's
+    sum over the batch, into one partial sum per thread), so a caller whose runs alone get other
+    threads than its packs (a sweep: `packing.default_threads`) passes theirs, and such a run ends
+    bit-identical to the same run trained alone.
     """
     configs = list(configs)
     if not configs:
@@ -513,7 +519,8 @@ def run_pack(
         reporter.close()
     if pack_failed:
         model = None  # the pack's half-trained weights are no run's result; free them first
-        return _run_alone(configs, paths, key, progress=progress, device=device, threads=threads,
+        alone = threads if threads_alone is None else threads_alone
+        return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone,
                           dfa=ingredients.dfa, state=state, on_step=on_step), None
     results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
                             error=error)

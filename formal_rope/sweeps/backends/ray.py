@@ -7,19 +7,18 @@ formal_rope.training.state). Tasks give what a cluster adds — resource request
 fractional `num_gpus`), retries of work lost with a worker or node (`max_retries`), cancellation,
 a dashboard — without Tune's experiment folders, trial actors and checkpoint syncing.
 
-Ray is imported only here, and only when a sweep runs with `backend="ray"`.
+Ray is imported only here (function-local: it stays off every other path, the command line's
+start-up included), and only when a sweep runs with `backend="ray"`.
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import socket
 from pathlib import Path
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.sweeps.runner import WORKER_DIED, Capacity, Unit, UnitTask, WorkerDied, failed_result
+from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
 
 INSTALL_HINT = 'pip install -e ".[ray]"'
 PROBE_TIMEOUT_S = 5.0  # per probe; connecting (two probes, then ray.init) stays well under 30 s
@@ -29,7 +28,7 @@ POLL_S = 0.5  # how often the driver collects finished tasks and start reports
 def import_ray():
     """The ray module, or a FormalRopeError naming the install command."""
     try:
-        import ray
+        import ray  # function-local: only a Ray sweep imports Ray
     except ImportError:
         raise FormalRopeError(
             f"--backend ray needs Ray, which is not installed here: run `{INSTALL_HINT}` in the checkout "
@@ -78,6 +77,8 @@ def probe_address(address: str, given: str) -> None:
     ray.init keeps retrying an address that does not answer for minutes; these two probes bound
     the wait to PROBE_TIMEOUT_S each.
     """
+    import socket  # function-local: only a sweep joining a cluster probes it; the CLI reads this module at start-up
+
     host, port = _host_port(address.removeprefix("ray://"))
     origin = "" if given == address else f" (from --address {given})"
     try:
@@ -115,9 +116,9 @@ def connect(ray, address: str | None, num_cpus: float, ship_code: bool) -> tuple
         return False, _dashboard_url(ray, None)
     runtime_env = None
     if ship_code:
-        package = Path(__file__).resolve().parents[1]
+        package = Path(__file__).resolve().parents[2]  # formal_rope/, from formal_rope/sweeps/backends/
         runtime_env = {"py_modules": [str(package)], "excludes": ["__pycache__", "*.pyc"]}
-    options = dict(logging_level=logging.ERROR, configure_logging=True, runtime_env=runtime_env)
+    options = dict(logging_level="ERROR", configure_logging=True, runtime_env=runtime_env)  # Ray reads level names
     try:
         if address is not None:
             probe_address(resolve_address(address), address)
@@ -182,9 +183,9 @@ class StartBoard:
         return events
 
 
-def run_unit_task(task: UnitTask, unit: Unit, key: str, board) -> list:
+def run_unit_task(task: UnitRunner, unit: Unit, key: str, board) -> list:
     """The body of a Ray task: report the start, pick the device Ray assigned, train the unit."""
-    import ray
+    import ray  # function-local: runs on a Ray worker, where Ray is imported anyway
 
     if board is not None:
         try:  # waited for, so that a worker killed right after still counts as started
@@ -199,19 +200,34 @@ def run_unit_task(task: UnitTask, unit: Unit, key: str, board) -> list:
 # The backend
 
 
-class RayBackend:
-    """Units as Ray tasks: `cpus_per_run` CPUs and `gpus_per_run` GPUs (fractions allowed) each;
-    retried up to `max_retries` times when their worker or node is lost; tasks that got a GPU train
-    on cuda. Joins the cluster at `address` ("auto": the one `ray start` runs here), or starts a
-    local Ray instance of `workers` × `cpus_per_run` CPUs, shut down at the end."""
+class RayOptions(BackendOptions):
+    """`--backend ray`: every run flag applies; a unit takes 1 CPU (and torch thread) unless
+    --cpus-per-run says otherwise."""
 
-    def __init__(self, address: str | None = None, workers: int = 1, cpus_per_run: float = 1,
-                 gpus_per_run: float = 0, max_retries: int = 3):
-        self.address = address
-        self.workers = workers
-        self.cpus_per_run = cpus_per_run
-        self.gpus_per_run = gpus_per_run
-        self.max_retries = max_retries
+    @property
+    def threads(self) -> int:
+        return 1 if self.cpus_per_run is None else super().threads
+
+    def check_available(self) -> None:
+        import_ray()  # not installed: exit 2 with the install command now, not after other checks
+
+    @property
+    def other_machines(self) -> bool:
+        return self.address is not None
+
+
+class RayBackend:
+    """Units as Ray tasks: `cpus_per_run` CPUs (default 1) and `gpus_per_run` GPUs (fractions
+    allowed) each; retried up to `max_retries` times when their worker or node is lost; tasks that
+    got a GPU train on cuda. Joins the cluster at `address` ("auto": the one `ray start` runs here),
+    or starts a local Ray instance of `workers` × `cpus_per_run` CPUs, shut down at the end."""
+
+    def __init__(self, options: RayOptions = RayOptions()):
+        self.address = options.address
+        self.workers = options.workers
+        self.cpus_per_run = options.cpus_per_run or 1
+        self.gpus_per_run = options.gpus_per_run
+        self.max_retries = options.max_retries
         self._ray = None
         self._opened = False
         self._board = None
@@ -245,7 +261,7 @@ class RayBackend:
             ray.shutdown()
             self._opened = False
 
-    def run(self, units: Sequence[Unit], task: UnitTask, key_of: Callable[[Unit], str],
+    def run(self, units: Sequence[Unit], task: UnitRunner, key_of: Callable[[Unit], str],
             on_unit: Callable[..., None]) -> None:
         ray = self._ray
         refs: dict = {}
@@ -269,7 +285,7 @@ class RayBackend:
                 for ref in ready:
                     unit = refs.pop(ref)
                     by_key.pop(key_of(unit), None)  # a late start report of a finished unit is ignored
-                    on_unit("done", unit, self._results(ray, ref, unit))
+                    on_unit("done", unit, self._results(ray, ref, unit, task))
         except KeyboardInterrupt:
             # Ctrl-C: stop every task now; each unit keeps the training state it last saved.
             for ref in refs:
@@ -306,15 +322,15 @@ class RayBackend:
             on_unit("start" if starts[key] == 1 else "retry", unit)
         return board
 
-    def _results(self, ray, ref, unit: Unit) -> list:
+    def _results(self, ray, ref, unit: Unit, task: UnitRunner) -> list:
         try:
             return ray.get(ref)
         except ray.exceptions.RayTaskError as error:
             # The task raised something the unit runner lets through (not an Exception).
             cause = error.cause if getattr(error, "cause", None) is not None else error
-            return [failed_result(config, cause) for config in unit]
+            return task.failed(unit, cause)
         except ray.exceptions.RayError as error:
             # The worker or its node died more than max_retries times (SIGKILL, out of memory, lost node).
             detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             message = f"{WORKER_DIED} ({self.max_retries} retries; Ray: {type(error).__name__}: {detail})"
-            return [failed_result(config, WorkerDied(message)) for config in unit]
+            return task.failed(unit, WorkerDied(message))

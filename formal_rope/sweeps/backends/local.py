@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
-from formal_rope.sweeps.runner import WORKER_DIED, Capacity, Unit, UnitTask, WorkerDied, failed_result
+from formal_rope.errors import FormalRopeError
+from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
+
+
+class LocalOptions(BackendOptions):
+    """`--backend local`: `workers` processes on this machine; the flags that need Ray are refused."""
+
+    def check(self) -> None:
+        super().check()
+        if self.address is not None:
+            raise FormalRopeError("--address joins a Ray cluster: use it with --backend ray")
+        if self.gpus_per_run > 0:
+            raise FormalRopeError("--gpus-per-run schedules runs on GPUs through Ray: use it with --backend ray")
 
 
 class LocalBackend:
@@ -14,9 +24,9 @@ class LocalBackend:
     up to `max_retries` times. Which unit killed a pool is unknown, so every unit in flight when it
     broke is charged one retry."""
 
-    def __init__(self, workers: int = 1, max_retries: int = 3):
-        self.workers = workers
-        self.max_retries = max_retries
+    def __init__(self, options: LocalOptions = LocalOptions()):
+        self.workers = options.workers
+        self.max_retries = options.max_retries
 
     def open(self, on_note: Callable[[str], None]) -> Capacity:
         return Capacity(slots=self.workers)
@@ -24,13 +34,21 @@ class LocalBackend:
     def close(self) -> None:
         pass
 
-    def run(self, units: Sequence[Unit], task: UnitTask, key_of: Callable[[Unit], str],
+    def run(self, units: Sequence[Unit], task: UnitRunner, key_of: Callable[[Unit], str],
             on_unit: Callable[..., None]) -> None:
         if self.workers <= 1:
             for unit in units:
                 on_unit("start", unit)
                 on_unit("done", unit, task(unit))
             return None
+        return self._run_in_pool(units, task, on_unit)
+
+    def _run_in_pool(self, units: Sequence[Unit], task: UnitRunner, on_unit: Callable[..., None]) -> None:
+        # function-local: the pool (multiprocessing, logging) loads only for a pool of workers; the
+        # command line reads this module (LocalOptions) at start-up.
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
         attempts = {id(unit): 0 for unit in units}
         queue = list(units)
         pool = ProcessPoolExecutor(max_workers=self.workers)
@@ -59,9 +77,9 @@ class LocalBackend:
                             if attempts[id(unit)] <= self.max_retries:
                                 queue.insert(0, unit)
                                 continue
-                            results = [failed_result(c, WorkerDied(WORKER_DIED)) for c in unit]
+                            results = task.failed(unit, WorkerDied(WORKER_DIED))
                         except Exception as error:  # e.g. a result that cannot be pickled back
-                            results = [failed_result(c, error) for c in unit]
+                            results = task.failed(unit, error)
                         on_unit("done", unit, results)
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,155 @@
+"""Units of work: the runs one worker trains together (a pack), what a worker does with one
+(`UnitTask`), and the plan of a sweep's units that a rerun finds again (OUT/packs.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from formal_rope.sweeps.backends.base import Unit
+from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.packing import default_threads, group_packs, pack_key
+from formal_rope.training.state import StateOptions
+
+
+def failed_result(config: RunConfig, error: BaseException | str, wall_s: float = 0.0) -> RunResult:
+    """The record of a run that did not produce a result (an exception, a worker that died)."""
+    message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return RunResult(
+        run_id=config.run_id(),
+        config=config,
+        status="failed",
+        n_star=None,  # not a measurement: left out of every N* statistic
+        accuracy=float("nan"),
+        wall_s=wall_s,
+        error=message,
+    )
+
+
+def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
+                           state: StateOptions | None, threads_alone: int | None = None) -> list[RunResult]:
+    """Train and evaluate a pack of compatible runs in this process (the default pack runner).
+    threads_alone: the threads of each run trained again alone when the pack raises (default
+    `threads`; `run_pack`)."""
+    from formal_rope.training.train import run_pack  # function-local: torch, only where a unit trains
+
+    return run_pack(configs, progress=False, device=device, threads=threads, threads_alone=threads_alone,
+                    state=state)[0]
+
+
+def default_runner(config: RunConfig) -> RunResult:
+    """Train and evaluate one run in this process (single-threaded torch): a pack of one."""
+    return pack_runner_in_process((config,), device="cpu", threads=1, state=None)[0]
+
+
+@dataclass(frozen=True)
+class UnitTask:
+    """What a worker does with a unit: train its runs and return one result per run, in order.
+
+    `runner` (one RunConfig -> RunResult) runs the unit's configs one by one, each failure recorded
+    on its own run; otherwise `pack_runner(configs, device=, threads=, state=)` trains the unit at
+    once (None: `pack_runner_in_process`). When the pack runner raises for a unit of several runs,
+    each run is given to it again alone, so one run's failure is never recorded as its pack-mates'
+    result. Exceptions that are not `Exception` (KeyboardInterrupt) propagate.
+    """
+
+    runner: Callable[[RunConfig], RunResult] | None = None
+    pack_runner: Callable[..., Sequence[RunResult]] | None = None
+    device: str = "cpu"
+    threads: int | None = None  # None: packing.default_threads for the unit's size and `workers`
+    workers: int = 1
+    state: StateOptions | None = None
+
+    def threads_for(self, size: int) -> int:
+        """The torch threads of a unit of `size` runs."""
+        return self.threads or default_threads(size, self.workers)
+
+    def __call__(self, unit: Unit, device: str | None = None) -> list[RunResult]:
+        if self.runner is not None:
+            return [self._run_one(config) for config in unit]
+        start = time.perf_counter()
+        try:
+            results = list(self._train(tuple(unit), device or self.device))
+            if [r.run_id for r in results] != [c.run_id() for c in unit]:
+                raise RuntimeError(f"the pack runner returned {len(results)} results for {len(unit)} runs, "
+                                   "or out of order")
+            return results
+        except Exception as error:  # a failing unit is recorded, the sweep goes on
+            if len(unit) == 1:
+                return [failed_result(unit[0], error, time.perf_counter() - start)]
+            # Which run raised is unknown: train each alone, so that each records its own outcome.
+            return [self((config,), device)[0] for config in unit]
+
+    def failed(self, unit: Unit, error: BaseException | str) -> list[RunResult]:
+        """Every run of `unit` failed with `error` (its worker died for good, its result was lost)."""
+        return [failed_result(config, error) for config in unit]
+
+    def _train(self, unit: Unit, device: str) -> Sequence[RunResult]:
+        threads = self.threads_for(len(unit))
+        if self.pack_runner is not None:
+            return self.pack_runner(unit, device=device, threads=threads, state=self.state)
+        # A pack that raises is trained again run by run (run_pack); each run then gets the threads
+        # of a unit of one, as the same run trained alone (--pack 1) does: with the pack's threads
+        # its loss and gradient sums would round differently (one partial sum per thread).
+        return pack_runner_in_process(unit, device=device, threads=threads, threads_alone=self.threads_for(1),
+                                      state=self.state)
+
+    def _run_one(self, config: RunConfig) -> RunResult:
+        start = time.perf_counter()
+        try:
+            return self.runner(config)
+        except Exception as error:
+            return failed_result(config, error, time.perf_counter() - start)
+
+
+def unit_key(unit: Unit) -> str:
+    """The name of a unit: the key of its training state and its task name on Ray."""
+    return pack_key(unit)
+
+
+def group_units(configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes: int | None,
+                per_run: bool) -> list[Unit]:
+    """Units of work: packs of compatible runs (`pack` as `--pack`, spread over `slots` concurrent
+    units within `memory_bytes`), or single runs for a per-run runner."""
+    if per_run:
+        return [(config,) for config in configs]
+    return [tuple(unit) for unit in group_packs(list(configs), pack, workers=slots, memory_bytes=memory_bytes)]
+
+
+PACK_PLAN = "packs.json"  # in the results folder: the packs this sweep trains, so that a rerun finds their states
+
+
+def plan_units(out: Path, configs: Sequence[RunConfig], pack, *, slots: int, memory_bytes: int | None,
+               per_run: bool) -> list[Unit]:
+    """Units for the pending `configs`: the packs an earlier call recorded in OUT/packs.json whose
+    runs are all still pending (so a rerun — with another number of workers, on a cluster of
+    another size — finds the training states they saved), then new packs for the other runs,
+    recorded in turn. A different `pack` option than recorded starts a new plan."""
+    if per_run:
+        return [(config,) for config in configs]
+    path = Path(out) / PACK_PLAN
+    try:
+        recorded = json.loads(path.read_text())
+        known = [list(members) for members in recorded["packs"]] if recorded.get("pack") == str(pack) else []
+    except (OSError, ValueError, KeyError, TypeError):
+        known = []
+    by_id = {config.run_id(): config for config in configs}
+    units: list[Unit] = []
+    used: set[str] = set()
+    for members in known:
+        if members and all(run_id in by_id and run_id not in used for run_id in members):
+            units.append(tuple(by_id[run_id] for run_id in members))
+            used.update(members)
+    rest = [config for config in configs if config.run_id() not in used]
+    fresh = group_units(rest, pack, slots=slots, memory_bytes=memory_bytes, per_run=False) if rest else []
+    if fresh:
+        plan = {"format": 1, "pack": str(pack), "packs": known + [[c.run_id() for c in unit] for unit in fresh]}
+        temporary = path.with_name(f".{PACK_PLAN}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(plan) + "\n")
+        os.replace(temporary, path)
+    order = {config.run_id(): index for index, config in enumerate(configs)}
+    return sorted(units + fresh, key=lambda unit: order[unit[0].run_id()])
