@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from formal_rope.compiler import CompileOptions, dag_to_schedule, formula_to_dag, schedule_to_coordinates, schedule_to_ir
+from formal_rope.compiler import (
+    CompileOptions,
+    dag_to_schedule,
+    formula_to_dag,
+    schedule_to_coordinates,
+    schedule_to_ir,
+)
 from formal_rope.compiler.dag import BOOLEAN_KINDS, TEMPORAL_KINDS
 from formal_rope.compiler.examples import LTL_P_MOD_EXAMPLES
 from formal_rope.compiler.schedule import MAX_SUPPORT

@@ -20,7 +20,6 @@ from formal_rope.training.encodings import POSITIONAL_ENCODINGS, is_periodic
 from tests.cli_support import run_main
 
 
-
 def _verdicts(out: str) -> list[bool]:
     """The accept/reject verdicts of `formalrope run --json` (one object per string under results)."""
     return [entry["accepted"] for entry in json.loads(out)["results"]]

@@ -11,7 +11,13 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.kernels import AttentionImplError, apply_rotary, resolve_impl, rotary_attention, rotary_attention_reference
+from formal_rope.kernels import (
+    AttentionImplError,
+    apply_rotary,
+    resolve_impl,
+    rotary_attention,
+    rotary_attention_reference,
+)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -11,8 +11,8 @@ import pytest
 
 from formal_rope.lang import parse_ltl, parse_regex
 from formal_rope.lang.ast import (
-    AnySymbol,
     And,
+    AnySymbol,
     Atom,
     CharClass,
     Complement,

@@ -11,8 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from sweeps_support import REPO, fake_runner, spec
-from sweeps_support import cli as _cli
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.backends import (
@@ -32,6 +30,8 @@ from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.sweeps.units import UnitTask
+from sweeps_support import REPO, fake_runner, spec
+from sweeps_support import cli as _cli
 
 
 class SerialOptions(BackendOptions):

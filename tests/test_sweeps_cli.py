@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 import typer
 from typer.testing import CliRunner
-from sweeps_support import REPO, fake_runner, spec
-from sweeps_support import cli as _cli
 
 from formal_rope.commands.run_options import Layers, RunFlags, with_option_groups
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.runner import run_sweep
+from sweeps_support import REPO, fake_runner, spec
+from sweeps_support import cli as _cli
 
 
 def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):

@@ -20,15 +20,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import ray
+
 import sweeps_support
 from cli_support import run_main
-from sweeps_support import fake_runner, spec
-
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.state import StateOptions
+from sweeps_support import fake_runner, spec
 
 REPO = Path(__file__).resolve().parents[1]
 RESULT_COLUMNS = ["run_id", "status", "n_star", "accuracy", "final_loss", "steps_done", "first_failure", "error"]

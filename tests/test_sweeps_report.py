@@ -7,14 +7,14 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from sweeps_support import REPO, fake_runner, spec
-from sweeps_support import cli as _cli
 
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.report import aggregate, plot_n_star
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig
+from sweeps_support import REPO, fake_runner, spec
+from sweeps_support import cli as _cli
 
 
 def _captured_figure(monkeypatch):
@@ -148,7 +148,8 @@ def test_plots_draw_the_papers_values_hollow_and_name_the_scale(tmp_path, capsys
     run_sweep(configs, tmp_path / "t4", runner=fake_runner)
     code, _, _ = _cli(capsys, ["report", str(tmp_path / "t4"), "--plot", str(tmp_path / "g.png"), "--reference", "table4"])
     assert code == 0
-    from formal_rope.sweeps.grid import load_sweep_file as load, paper_sweep_path
+    from formal_rope.sweeps.grid import load_sweep_file as load
+    from formal_rope.sweeps.grid import paper_sweep_path
 
     paper = {(row[0], row[1], row[2]): row[6] for row in load(paper_sweep_path("table4"))[0].reference["rows"]}
     hollow = _hollow_points(figures[1])

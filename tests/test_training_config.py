@@ -71,7 +71,11 @@ def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
     from formal_rope.training.positional import (
-        MAX_PERIOD, PositionalSpec, assign_periods, build_positional, validate_periods,
+        MAX_PERIOD,
+        PositionalSpec,
+        assign_periods,
+        build_positional,
+        validate_periods,
     )
     from formal_rope.training.setup import validate_config
 

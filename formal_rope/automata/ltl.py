@@ -50,6 +50,7 @@ from formal_rope.lang.ast import (
     children,
 )
 
+
 def _children(node: Formula) -> tuple[Formula, ...]:
     if not isinstance(node, FORMULA_TYPES):
         raise FormalRopeError(f"not an LTL formula node: {node!r}")

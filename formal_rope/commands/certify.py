@@ -14,6 +14,7 @@ import typer
 from formal_rope.commands.terminal import stdout_console
 from formal_rope.errors import FormalRopeError
 
+
 def certify_command(
     offset: int = typer.Option(1, "--offset", "-k", help="Offset k >= 1 of the head (it attends to position i-k)."),
     freq: float = typer.Option(1.0, "--freq", "-g", help="Rotation angle g in radians per position (> 0)."),

@@ -55,7 +55,13 @@ def compile_command(
     Exit status 1 when the model disagrees with the DFA on a string inside its certified range.
     """
     # The library loads numpy, lark and the compiler: kept off the CLI's start-up path.
-    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report, verify_compiled
+    from formal_rope.compiler import (
+        CompileOptions,
+        VerificationOptions,
+        compile_formula,
+        compile_report,
+        verify_compiled,
+    )
     from formal_rope.lang.source import resolve_language
     from formal_rope.model.forward import check_mode
     from formal_rope.model.io import save_model

@@ -184,8 +184,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Parse an expression and show its AST, canonical form, kind, LTL fragment and alphabet."""
         from formal_rope.errors import FormalRopeError
-        from formal_rope.lang.analysis import ltl_fragment
-        from formal_rope.lang.analysis import fold_ast
+        from formal_rope.lang.analysis import fold_ast, ltl_fragment
         from formal_rope.lang.serialize import ast_to_dict, json_text
         from formal_rope.lang.source import resolve_language
 

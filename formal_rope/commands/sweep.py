@@ -81,7 +81,14 @@ def _number(value: float, digits: int) -> str:
 def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
     """run_sweep with a Rich progress display: a line per finished run, the runs in flight."""
     # function-local: rich and the runner (numpy) stay off the start-up path
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     # The module, not the function: run_sweep is looked up when called (tests replace its trainer).
     from formal_rope.sweeps import runner

@@ -186,7 +186,10 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS  # function-local: numpy, off the start-up path
+    from formal_rope.training.config import (  # function-local: numpy, off the start-up path
+        FIELD_APPLIES_TO,
+        SAMPLING_FIELDS,
+    )
 
     useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
     if useless:

@@ -14,7 +14,12 @@ from typing import Any, Sequence
 from formal_rope.certify import certified_range
 from formal_rope.compiler.dag import FormulaDag, formula_to_dag
 from formal_rope.compiler.schedule import Schedule, dag_to_schedule
-from formal_rope.compiler.schedule_to_model import CompileOptions, ConstructReport, schedule_to_coordinates, schedule_to_ir
+from formal_rope.compiler.schedule_to_model import (
+    CompileOptions,
+    ConstructReport,
+    schedule_to_coordinates,
+    schedule_to_ir,
+)
 from formal_rope.compiler.y_scale import YScaleChoice, choose_y_scale
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.analysis import max_lookback

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import torch
 import triton
-from torch.autograd.function import once_differentiable
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_HEAD_DIM = 256

@@ -18,8 +18,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from formal_rope.errors import ExpressionError
 from formal_rope.lang.ast import (
-    AnySymbol,
     And,
+    AnySymbol,
     Atom,
     CharClass,
     Complement,

@@ -29,8 +29,8 @@ from formal_rope.lang.parser import (
     parse_ltl_with_columns,
     parse_regex_with_columns,
 )
-from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
 from formal_rope.lang.printer import format_ltl
+from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
 
 KINDS = ("ltl", "regex", "att")
 READ_AS_LTL = "read as an LTL formula"

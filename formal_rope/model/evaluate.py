@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from formal_rope.model.certificate import ModelCertificate, model_certificate
-from formal_rope.model.forward import MODES, EmulatedForward, NativeForward, check_mode, check_parameters_fit
+from formal_rope.model.forward import EmulatedForward, NativeForward, check_mode, check_parameters_fit
 from formal_rope.model.ir import TransformerIR
 from formal_rope.precision import FloatFormat, parse_format
 

@@ -134,7 +134,12 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each."""
-    from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods, validate_config  # torch: not on the sweeps import
+    from formal_rope.training.setup import (  # torch: not on the sweeps import
+        check_trainable,
+        resolve_dfa,
+        resolve_periods,
+        validate_config,
+    )
 
     dfas: dict = {}
     notes: list[str] = []
