@@ -52,7 +52,9 @@ app = _App(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases", "export")
+_COMMAND_MODULES = (
+    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases", "export"
+)
 
 
 def _register_commands() -> None:

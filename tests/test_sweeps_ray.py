@@ -187,8 +187,10 @@ def test_the_local_backend_also_retries_a_killed_worker_from_its_state(tmp_path)
     marks = tmp_path / "marks"
     marks.mkdir()
     killer = kill_when_paused(marks)
-    summary = run_sweep(configs, tmp_path / "local", workers=2, state=StateOptions((tmp_path / "state").as_uri(), every=10),
-                        pack_runner=functools.partial(pausing_pack_runner, marks=str(marks), pause_at=25))
+    summary = run_sweep(
+        configs, tmp_path / "local", workers=2, state=StateOptions((tmp_path / "state").as_uri(), every=10),
+        pack_runner=functools.partial(pausing_pack_runner, marks=str(marks), pause_at=25),
+    )
     killer.join(timeout=5)
     # The pool broke: the packs in flight (the victim, perhaps the other) ran again, the victim from its
     # state at step 20.
@@ -404,7 +406,10 @@ def test_bad_backend_options_are_user_errors_before_any_run(tmp_path, capsys, mo
     blocker = tmp_path / "file"
     blocker.write_text("")
     for args, message in [
-        (["--backend", "ray", "--checkpoint-every", "5", "--state-dir", str(blocker / "state")], "cannot open the state folder"),
+        (
+            ["--backend", "ray", "--checkpoint-every", "5", "--state-dir", str(blocker / "state")],
+            "cannot open the state folder",
+        ),
         (["--checkpoint-every", "5", "--state-dir", "nosuchscheme://x/y"], "cannot open the state folder"),
         (["--address", "auto"], "--address joins a Ray cluster: use it with --backend ray"),
         (["--backend", "slurm"], "--backend must be local or ray"),

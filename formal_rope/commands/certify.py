@@ -42,7 +42,9 @@ def certify_command(
     from formal_rope.precision import parse_format
 
     if mode == "ideal" and max_length is not None:
-        raise FormalRopeError("--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length")
+        raise FormalRopeError(
+            "--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length"
+        )
     fmt = parse_format(format_name)
     if mode == "ideal" and scale_overflows(scale, fmt):
         print(

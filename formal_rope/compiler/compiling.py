@@ -203,7 +203,8 @@ def _certify_y_heads(reports: list[ConstructReport], dag: FormulaDag, options: C
                 certified_is_lower_bound=bool(lower_bound),
                 margin=None,
                 detail=report.detail
-                + f"; N_max^({k}) = {length}{'+' if lower_bound else ''} ({options.certify_mode}), ideal {ideal.n_max}, "
+                + f"; N_max^({k}) = {length}{'+' if lower_bound else ''} "
+                f"({options.certify_mode}), ideal {ideal.n_max}, "
                 f"paper bound C·δ_L >= f_large up to {ideal.paper_sufficient_bound}"
                 + ("" if margin is None else f"; first failing gap {margin:.6g} < f_large"),
             )
