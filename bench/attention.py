@@ -165,7 +165,9 @@ def run_case(case: Case, dtype: torch.dtype, rotate_values: bool, repeats: int) 
 def _tuned_configs(backward: bool) -> str:
     from formal_rope.kernels import triton_attention as kernels
 
-    tuners = [("fwd", kernels._fwd_tuned)] + ([("dkdv", kernels._dkdv_tuned), ("dq", kernels._dq_tuned)] if backward else [])
+    tuners = [("fwd", kernels._fwd_tuned)] + (
+        [("dkdv", kernels._dkdv_tuned), ("dq", kernels._dq_tuned)] if backward else []
+    )
     return "; ".join(f"{name}: {getattr(tuner, 'best_config', None)}" for name, tuner in tuners)
 
 

@@ -21,7 +21,9 @@ from formal_rope.certify import certified_range
 from formal_rope.precision import f_large
 
 
-def brute_force_first_violation(freq: float, scale: float, margin: float, limit: int, chunk: int = 1 << 18) -> int | None:
+def brute_force_first_violation(
+    freq: float, scale: float, margin: float, limit: int, chunk: int = 1 << 18
+) -> int | None:
     threshold = 1 - margin / scale
     for start in range(1, limit + 1, chunk):
         offsets = np.arange(start, min(start + chunk, limit + 1), dtype=np.float64)
@@ -64,7 +66,9 @@ def main() -> None:
             f"{freq:>10.6g} {scale:>8.0e} {n_star:>22,} {str(scanned):>12} {cf_time * 1e3:>8.3f} "
             f"{scan_time * 1e3:>9.1f} {scan_time / cf_time:>8.0f}x"
         )
-    print(f"geometric-mean speed-up of continued fractions over the O(N) scan: {math.exp(np.mean(np.log(ratios))):.0f}x")
+    print(
+        f"geometric-mean speed-up of continued fractions over the O(N) scan: {math.exp(np.mean(np.log(ratios))):.0f}x"
+    )
     per_offset = best_of(lambda: brute_force_first_violation(1.0, 1e18, margin, args.n), 1)[0] / args.n
     huge_time, huge = best_of(lambda: certified_range(1, 1.0, 1e30, "fp32"), 5)
     print(

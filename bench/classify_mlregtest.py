@@ -63,16 +63,23 @@ def main() -> None:
         f"classify: total {total_classify:.2f} s, mean {1000 * np.mean(classify_seconds):.2f} ms, "
         f"median {1000 * np.median(classify_seconds):.2f} ms, max {1000 * slowest[0]:.1f} ms ({slowest[1]})"
     )
-    print(f"baseline load+minimize: total {total_build:.2f} s; ratio classify/baseline = {total_classify / total_build:.2f}")
+    print(
+        f"baseline load+minimize: total {total_build:.2f} s; ratio classify/baseline = "
+        f"{total_classify / total_build:.2f}"
+    )
     _libsemigroups_baseline(files)
     print()
-    header = f"{'class':6} {'n':>4} " + " ".join(f"{v:>9}" for v in VERDICTS) + "  states(max) monoid(max)  mod_k counts"
+    header = (
+        f"{'class':6} {'n':>4} " + " ".join(f"{v:>9}" for v in VERDICTS) + "  states(max) monoid(max)  mod_k counts"
+    )
     print(header)
     for language_class in sorted(per_class):
         counts = per_class[language_class]
         states = max(s for s, _ in sizes[language_class])
         monoid = max(m for _, m in sizes[language_class])
-        ks = ", ".join(f"{k}:{n}" for k, n in sorted(mod_k[language_class].items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+        ks = ", ".join(
+            f"{k}:{n}" for k, n in sorted(mod_k[language_class].items(), key=lambda kv: (kv[0] is None, kv[0] or 0))
+        )
         print(
             f"{language_class:6} {counts['n']:>4} "
             + " ".join(f"{counts[v]:>9}" for v in VERDICTS)
@@ -113,7 +120,8 @@ def _libsemigroups_baseline(files: list[Path]) -> None:
     del guard
     print(
         f"monoid enumeration: ours {ours_seconds:.2f} s, libsemigroups Froidure-Pin {theirs_seconds:.2f} s, "
-        f"ratio {ours_seconds / theirs_seconds:.2f}; sizes agree on {sum(a == b for a, b in zip(ours, theirs))}/{len(dfas)}"
+        f"ratio {ours_seconds / theirs_seconds:.2f}; sizes agree on "
+        f"{sum(a == b for a, b in zip(ours, theirs))}/{len(dfas)}"
     )
 
 

@@ -61,7 +61,10 @@ def main() -> None:
         from formal_rope.certify import certified_range
 
         print("## Part B: Y^k heads (g = 1 unless noted; C chosen by the compiler)\n")
-        print("| formula | format | g | C | ideal N_max | realized N_max | paper bound | verified (emulated) | first disagreement |")
+        print(
+            "| formula | format | g | C | ideal N_max | realized N_max | paper bound | verified "
+            "(emulated) | first disagreement |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
         cases = [("Y(a) & P(b)", 1.0), ("Y^2(a)", 1.0), ("Y(a) & P(b)", 0.5)]
         for text, freq in cases:
@@ -74,8 +77,14 @@ def main() -> None:
                 result = verify_compiled(compiled, fmt=fmt, mode="emulated", exhaustive_up_to=8,
                                          verify_to=min(verify_to, 2000), per_length=2 if fmt == "bf16" else 4)
                 first = result.first_disagreement
-                where = "none" if first is None else (
-                    f"length {first.length} ({'inside' if first.inside_certified_range else 'outside'} the certified range)")
+                where = (
+                    "none"
+                    if first is None
+                    else (
+                        f"length {first.length} "
+                        f"({'inside' if first.inside_certified_range else 'outside'} the certified range)"
+                    )
+                )
                 print(f"| `{text}` | {fmt} | {freq:g} | {report.scale:g} | {report.certified_ideal} | "
                       f"{report.certified_length}{'+' if report.certified_is_lower_bound else ''} | {paper} | "
                       f"{result.verified_strings} strings ≤ {result.verified_max_length} | {where} |", flush=True)

@@ -33,7 +33,10 @@ LANGUAGES = [
     ("parity (odd #1)", Concat(ODD_ONES, Star(Concat(ODD_ONES, ODD_ONES))), ("0", "1"), r"0*1(?:0*10*1)*0*", None),
     ("(ab)*", Star(Concat(Symbol("a"), Symbol("b"))), ("a", "b"), r"(?:ab)*", lambda length: "ab" * (length // 2)),
     ("(aa)*", Star(Concat(Symbol("a"), Symbol("a"))), ("a",), r"(?:aa)*", lambda length: "a" * length),
-    ("Σ*abΣ*", Concat(SIGMA_STAR, Concat(Concat(Symbol("a"), Symbol("b")), SIGMA_STAR)), ("a", "b", "c"), r"[abc]*ab[abc]*", None),
+    (
+        "Σ*abΣ*", Concat(SIGMA_STAR, Concat(Concat(Symbol("a"), Symbol("b")), SIGMA_STAR)), ("a", "b", "c"),
+        r"[abc]*ab[abc]*", None,
+    ),
     ("Σ*a", Concat(SIGMA_STAR, Symbol("a")), ("a", "b"), r"[ab]*a", None),
     ("Σ*aΣ^5", Concat(Concat(SIGMA_STAR, Symbol("a")), Repeat(AnySymbol(), 5, 5)), ("a", "b"), r"[ab]*a[ab]{5}", None),
 ]

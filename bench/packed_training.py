@@ -141,8 +141,10 @@ def measure(root: Path, dims: str, runs: int, workers: int, threads: int, second
     window = (barrier, warmup, seconds)
     processes = [
         context.Process(target=_legacy_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue))
-        if legacy else
-        context.Process(target=_train_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue, device))
+        if legacy
+        else context.Process(
+            target=_train_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue, device)
+        )
         for w in range(workers)
     ]
     for process in processes:
@@ -196,7 +198,9 @@ def eval_ratio(root: Path, runs: int) -> dict:
     torch.set_num_threads(1)
     from formal_rope.training import train as trainer
 
-    configs = [_config("quick", seed, 5).with_(n_per_length=16, test_max_length=200, eval_mode="full") for seed in range(runs)]
+    configs = [
+        _config("quick", seed, 5).with_(n_per_length=16, test_max_length=200, eval_mode="full") for seed in range(runs)
+    ]
     dfa = trainer.resolve_dfa(configs[0])
     model = trainer.build_pack(configs, len(dfa.alphabet), [None] * runs)
     data = [trainer.run_data(c, dfa) for c in configs]
@@ -218,9 +222,12 @@ def gpu_report(args, packs) -> None:
         for runs in packs:
             result = measure(ROOT, dims, runs, 1, 1, seconds, args.warmup, device=args.device)
             rows[f"{dims} pack {runs}"] = result
-            print(f"{dims:6s} pack {runs:4d} on {args.device}: {result['run_steps_per_s']:10.1f} run-steps/s  "
-                  f"({result['run_steps_per_s'] / rows[f'{dims} pack {packs[0]}']['run_steps_per_s']:.1f}x pack {packs[0]})",
-                  flush=True)
+            print(
+                f"{dims:6s} pack {runs:4d} on {args.device}: {result['run_steps_per_s']:10.1f} run-steps/s  "
+                f"({result['run_steps_per_s'] / rows[f'{dims} pack {packs[0]}']['run_steps_per_s']:.1f}x pack "
+                f"{packs[0]})",
+                flush=True,
+            )
     if args.json:
         print(json.dumps(rows, indent=2))
 
@@ -314,7 +321,9 @@ def main() -> None:
                 print(f"packed N* evaluation of 8 runs vs one after another: {report['eval']['ratio']:.2f}x")
     finally:
         if legacy_root is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(legacy_root)], capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(legacy_root)], capture_output=True
+            )
     if args.json:
         print(json.dumps(report, indent=2))
 

@@ -67,7 +67,10 @@ def main() -> None:
             reference = np.array([float(mpfr(v)) for v in values.tolist()])
         mpfr_time = time.perf_counter() - started
         mismatches = int(np.count_nonzero(~same(ours, reference)))
-        print(f"{name:>8} {args.n:>9,} {mismatches:>9} {ours_time * 1e3:>9.1f} {mpfr_time * 1e3:>9.0f} {mpfr_time / ours_time:>6.0f}x")
+        print(
+            f"{name:>8} {args.n:>9,} {mismatches:>9} {ours_time * 1e3:>9.1f} {mpfr_time * 1e3:>9.0f} "
+            f"{mpfr_time / ours_time:>6.0f}x"
+        )
 
     fmt = parse_format("fp32")
     rng = np.random.default_rng(7)

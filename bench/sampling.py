@@ -62,7 +62,9 @@ def main() -> None:
     lengths = list(range(41, 501))
     # Count tables are built once per DFA and cached; time them separately from sampling.
     _, table_cpu, _ = _timed(lambda: [count_table(dfa, kind, 500) for kind in ("accepted", "rejected", "near_miss")])
-    _, alias_cpu, _ = _timed(lambda: [count_table(dfa, kind, 500).alias_table for kind in ("accepted", "rejected", "near_miss")])
+    _, alias_cpu, _ = _timed(
+        lambda: [count_table(dfa, kind, 500).alias_table for kind in ("accepted", "rejected", "near_miss")]
+    )
     sets, sets_cpu, sets_wall = _timed(lambda: test_sets(dfa, lengths, args.n, seed=0))
     n_strings = sum(len(labeled) for labeled in sets)
     n_symbols = sum(labeled.symbols.size for labeled in sets)
@@ -107,9 +109,13 @@ def main() -> None:
     print(f"count tables (lengths 0..500, 3 graphs): {table_cpu * 1e3:.1f} ms, alias tables {alias_cpu * 1e3:.1f} ms")
     print(
         f"test_sets 41..500 x {args.n}: {n_strings:,} strings, {n_symbols / 1e6:.1f}M symbols in "
-        f"{sets_cpu:.2f} s CPU ({sets_wall:.2f} s wall): {vector_rate:,.0f} strings/s, {n_symbols / sets_cpu / 1e6:.1f}M symbols/s"
+        f"{sets_cpu:.2f} s CPU ({sets_wall:.2f} s wall): {vector_rate:,.0f} strings/s, "
+        f"{n_symbols / sets_cpu / 1e6:.1f}M symbols/s"
     )
-    print(f"per-string Python baseline: {baseline_strings} strings in {baseline_cpu:.2f} s CPU: {baseline_rate:,.0f} strings/s")
+    print(
+        f"per-string Python baseline: {baseline_strings} strings in {baseline_cpu:.2f} s CPU: "
+        f"{baseline_rate:,.0f} strings/s"
+    )
     print(f"speed-up vs per-string baseline: {vector_rate / baseline_rate:.1f}x (target >= 20x)")
     batch_ms = batch_cpu / args.batches * 1e3
     baseline_batch_ms = baseline_batch_cpu / 5 * 1e3

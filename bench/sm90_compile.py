@@ -154,7 +154,9 @@ def compile_candidate(candidate: Candidate) -> Compiled:
         registers, stack = (int(found.group(1)), int(found.group(2))) if found else (None, None)
         return Compiled(candidate, registers, stack, int(compiled.metadata.shared), seconds, None)
     except Exception as error:  # noqa: BLE001 - a failed candidate is a result, reported below
-        return Compiled(candidate, None, None, None, time.perf_counter() - start, f"{type(error).__name__}: {error}"[:300])
+        return Compiled(
+            candidate, None, None, None, time.perf_counter() - start, f"{type(error).__name__}: {error}"[:300]
+        )
 
 
 def main() -> int:

@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from formal_rope.sweeps.grid import build_spec, expand_grid
 from formal_rope.sweeps.backends import RayBackend, RayOptions
+from formal_rope.sweeps.grid import build_spec, expand_grid
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.state import StateOptions
 
@@ -48,8 +48,8 @@ def time_training(config, state_dir: Path | None, every: int) -> tuple[float, fl
     """(wall s, process CPU s) of training `config` alone, saving its state every `every` steps or not."""
     import torch
 
-    from formal_rope.training.packing import pack_key
     from formal_rope.training.data import run_data
+    from formal_rope.training.packing import pack_key
     from formal_rope.training.setup import build_pack, resolve_dfa, resolve_periods
     from formal_rope.training.train import train_pack
 
@@ -66,11 +66,17 @@ def time_training(config, state_dir: Path | None, every: int) -> tuple[float, fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=None, help="Training steps per sweep run (default: quick scale, 1000).")
-    parser.add_argument("--sweep-repeats", type=int, default=2, help="Alternating rounds of the two sweeps (best kept).")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="Training steps per sweep run (default: quick scale, 1000)."
+    )
+    parser.add_argument(
+        "--sweep-repeats", type=int, default=2, help="Alternating rounds of the two sweeps (best kept)."
+    )
     parser.add_argument("--checkpoint-steps", type=int, default=500, help="Steps of the checkpoint-cost run.")
     parser.add_argument("--every", type=int, default=100, help="Checkpoint interval measured.")
-    parser.add_argument("--repeats", type=int, default=3, help="Alternating repeats of the checkpoint measurement (best kept).")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="Alternating repeats of the checkpoint measurement (best kept)."
+    )
     parser.add_argument("--skip-sweeps", action="store_true", help="Only measure the checkpoint cost.")
     parser.add_argument("--json", action="store_true", help="Print the numbers as JSON.")
     args = parser.parse_args()
@@ -84,7 +90,9 @@ def main() -> None:
             for index in range(args.sweep_repeats):
                 order = ("local", "ray") if index % 2 == 0 else ("ray", "local")
                 for backend in order:
-                    rounds[backend].append(time_sweep(configs, scratch / f"{backend}-{index}", workers=2, backend=backend))
+                    rounds[backend].append(
+                        time_sweep(configs, scratch / f"{backend}-{index}", workers=2, backend=backend)
+                    )
             local = min(rounds["local"], key=lambda r: r["wall_s"])
             on_ray = min(rounds["ray"], key=lambda r: r["wall_s"])
             fixed = RayBackend(RayOptions(workers=2))
@@ -97,7 +105,8 @@ def main() -> None:
                                    "share_of_local": (closed - started) / local["wall_s"]}
             report["sweep"] = {
                 "runs": len(configs), "local": local, "ray": on_ray,
-                "local_rounds_s": [r["wall_s"] for r in rounds["local"]], "ray_rounds_s": [r["wall_s"] for r in rounds["ray"]],
+                "local_rounds_s": [r["wall_s"] for r in rounds["local"]],
+                "ray_rounds_s": [r["wall_s"] for r in rounds["ray"]],
                 "ray_over_local": on_ray["wall_s"] / local["wall_s"],
             }
         config = sweep_grid(args.checkpoint_steps)[0]
@@ -136,8 +145,12 @@ def main() -> None:
     point = report["checkpoint"]
     print(f"checkpoint every {point['every']} steps, {point['steps']}-step quick run, best of {point['repeats']}:")
     print(f"  without  {point['plain_steps_per_s']:7.1f} steps/s")
-    print(f"  with     {point['saving_steps_per_s']:7.1f} steps/s  (state {point['state_bytes_per_run'] / 1024:.0f} KiB)")
-    print(f"  cost     {100 * point['wall_cost']:+6.1f}% wall, {100 * point['cpu_cost']:+6.1f}% CPU time   (target <= 5%)")
+    print(
+        f"  with     {point['saving_steps_per_s']:7.1f} steps/s  (state {point['state_bytes_per_run'] / 1024:.0f} KiB)"
+    )
+    print(
+        f"  cost     {100 * point['wall_cost']:+6.1f}% wall, {100 * point['cpu_cost']:+6.1f}% CPU time   (target <= 5%)"
+    )
 
 
 if __name__ == "__main__":

@@ -103,7 +103,9 @@ def time_training(model: nn.Module, optimizer, data, warmup: int = 10) -> tuple[
     from formal_rope.training.optim import PackedAdamW
 
     packed = isinstance(optimizer, PackedAdamW)
-    lrs, active, max_norms = torch.tensor([1e-3], dtype=torch.float64), torch.tensor([True]), torch.tensor([1.0], dtype=torch.float64)
+    lrs, active, max_norms = (
+        torch.tensor([1e-3], dtype=torch.float64), torch.tensor([True]), torch.tensor([1.0], dtype=torch.float64)
+    )
 
     def step(tokens, readout, labels):
         loss = F.cross_entropy(model(tokens, readout), labels)
@@ -135,7 +137,9 @@ def _measure(kind: str, args: argparse.Namespace, queue) -> None:
         model = Baseline(2, args.d_model, args.heads, args.layers, 1e4)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     else:
-        config = RunConfig(language="(ab)*", pe="rope", layers=args.layers, d_model=args.d_model, heads=args.heads, lr=1e-3)
+        config = RunConfig(
+            language="(ab)*", pe="rope", layers=args.layers, d_model=args.d_model, heads=args.heads, lr=1e-3
+        )
         model = build_model(config, 2, None)
         optimizer = make_optimizer(model, config)
     rate, steps = time_training(model, optimizer, data)
@@ -164,11 +168,11 @@ def main() -> None:
     ours_rate, steps, ours_rss = measure("ours", args)
     base_rate, _, base_rss = measure("baseline", args)
     report = {
-        "shape": {"layers": args.layers, "d_model": args.d_model, "heads": args.heads, "batch": args.batch, "steps": steps},
-        "ours_steps_per_s": round(ours_rate, 2),
-        "baseline_steps_per_s": round(base_rate, 2),
-        "speedup": round(ours_rate / base_rate, 3),
-        "ours_peak_rss_mib": round(ours_rss, 1),
+        "shape": {
+            "layers": args.layers, "d_model": args.d_model, "heads": args.heads, "batch": args.batch, "steps": steps
+        },
+        "ours_steps_per_s": round(ours_rate, 2), "baseline_steps_per_s": round(base_rate, 2),
+        "speedup": round(ours_rate / base_rate, 3), "ours_peak_rss_mib": round(ours_rss, 1),
         "baseline_peak_rss_mib": round(base_rss, 1),
         "timer": "process CPU time (robust to other load on a shared machine)",
     }

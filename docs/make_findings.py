@@ -25,7 +25,9 @@ sys.path.insert(0, str(ROOT))  # the checkout's package, installed or not
 TABLES = {
     "table2": ("table2-quick", "table2", ("language", "pe"), "reproduce table2"),
     "ablation": ("ablation-quick", "ablation_table2", ("language", "pe", "variant"), "reproduce ablation"),
-    "ablation45": ("ablation45-quick", "ablation_tables45", ("language", "pe", "base", "variant"), "reproduce ablation45"),
+    "ablation45": (
+        "ablation45-quick", "ablation_tables45", ("language", "pe", "base", "variant"), "reproduce ablation45"
+    ),
     "stability": ("stability-quick", "rope_p_stability", ("language", "variant"), "reproduce stability"),
     "joformer": ("joformer-quick", "joformer", ("language", "pe"), "reproduce joformer"),
     "table4": ("table4-quick", "table4", ("language", "pe", "base"), "reproduce table4"),

@@ -14,6 +14,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from formal_rope.errors import FormalRopeError
 
+
 def _hide_flag_types(params: list) -> list:
     """Typer's help shows every option's type (`--json <bool>`), which reads as if a flag took a
     value; a flag's metavar replaces that type, and an empty one hides it (flags never show a
@@ -51,7 +52,9 @@ app = _App(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases", "export")
+_COMMAND_MODULES = (
+    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases", "export"
+)
 
 
 def _register_commands() -> None:

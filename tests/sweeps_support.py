@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_support import run_main
-
 from formal_rope.sweeps.grid import build_spec
 from formal_rope.training.config import LengthResult, RunConfig, RunResult
 

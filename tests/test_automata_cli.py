@@ -102,7 +102,9 @@ def test_equiv_over_att_file(capsys, monkeypatch, mlregtest_dir):
     assert code == 0 and json.loads(out)["equivalent"] is True
 
 
-@pytest.mark.parametrize("command", [["accepts", "re:(ab)*", "ab"], ["dfa", "P(a)", "--json"], ["equiv", "re:a", "re:b"]])
+@pytest.mark.parametrize(
+    "command", [["accepts", "re:(ab)*", "ab"], ["dfa", "P(a)", "--json"], ["equiv", "re:a", "re:b"]]
+)
 def test_commands_do_not_import_torch(command):
     torch_free_stdout(main_call(command))
 
@@ -138,7 +140,9 @@ def test_sample_output_feeds_back_into_accepts_with_quoted_symbols(capsys, monke
     # A symbol with a blank is written quoted (as in expressions) by sample and equiv, and accepts
     # reads it back: the round trip gives every row its own label.
     language, alphabet = "'long name' b*", "'long name',b"
-    code, out, _ = run(capsys, monkeypatch, "sample", language, "-a", alphabet, "--lengths", "1..3", "--n", "6", "--quiet")
+    code, out, _ = run(
+        capsys, monkeypatch, "sample", language, "-a", alphabet, "--lengths", "1..3", "--n", "6", "--quiet"
+    )
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and {row["label"] for row in rows} == {True, False}
     assert any("'long name'" in row["string"] for row in rows)
@@ -163,7 +167,9 @@ def test_accepts_unterminated_quote_is_a_user_error(capsys, monkeypatch):
 def test_dfa_dot_quotes_symbols_that_contain_commas(capsys, monkeypatch):
     code, out, _ = run(capsys, monkeypatch, "dfa", "'a,b' c", "-a", "'a,b',c", "--dot")
     assert code == 0
-    labels = [line.split('label="', 1)[1].split('"]', 1)[0] for line in out.splitlines() if "->" in line and "label=" in line]
+    labels = [
+        line.split('label="', 1)[1].split('"]', 1)[0] for line in out.splitlines() if "->" in line and "label=" in line
+    ]
     # Every sink edge reads both symbols: the quoted one and c, two items, not three.
     assert "'a,b',c" in labels and "a,b,c" not in labels
     code, out, _ = run(capsys, monkeypatch, "dfa", "re:(ab)*", "--dot")

@@ -153,7 +153,9 @@ def test_since():
 
 
 def test_p_a_is_sigma_star_a_sigma_star():
-    assert equivalent(ltl_to_dfa(Past(Atom("a")), AB), regex_to_dfa(Concat(SIGMA_STAR, Concat(Symbol("a"), SIGMA_STAR)), AB)).equivalent
+    assert equivalent(
+        ltl_to_dfa(Past(Atom("a")), AB), regex_to_dfa(Concat(SIGMA_STAR, Concat(Symbol("a"), SIGMA_STAR)), AB)
+    ).equivalent
 
 
 # ------------------------------------------------------------------------------ operations

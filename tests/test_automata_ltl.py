@@ -209,7 +209,8 @@ def mona_program(formula, alphabet) -> str:
         # Residue classes of 0-based positions: 0 in class 0, each successor in the next class.
         mod_rules.append(f"0 in M{m}_0")
         mod_rules.append(
-            "all1 p: " + " | ".join("(" + " & ".join(f"{'' if t == s else '~'}(p in {t})" for t in sets) + ")" for s in sets)
+            "all1 p: "
+            + " | ".join("(" + " & ".join(f"{'' if t == s else '~'}(p in {t})" for t in sets) + ")" for s in sets)
         )
         mod_rules += [f"all1 p: (p in M{m}_{c} & p < L) => (p + 1 in M{m}_{(c + 1) % m})" for c in range(m)]
     body = " & ".join(f"({part})" for part in [*mod_rules, _at_readout(formula, "L", fresh, var)])

@@ -20,7 +20,9 @@ def dfa_and_words(draw):
     alphabet = draw(st.sampled_from(ALPHABETS))
     n_states = draw(st.integers(1, 40))
     table = np.array(
-        draw(st.lists(st.integers(0, n_states - 1), min_size=n_states * len(alphabet), max_size=n_states * len(alphabet)))
+        draw(
+            st.lists(st.integers(0, n_states - 1), min_size=n_states * len(alphabet), max_size=n_states * len(alphabet))
+        )
     ).reshape(n_states, len(alphabet))
     accepting = np.array(draw(st.lists(st.booleans(), min_size=n_states, max_size=n_states)))
     dfa = DFA(alphabet, table, draw(st.integers(0, n_states - 1)), accepting)
@@ -71,7 +73,9 @@ def test_empty_batch_and_empty_strings():
         accepts(dfa, "a")
 
 
-@pytest.mark.parametrize("alphabet, text, symbol, column", [(("a", "b"), "ab`", "`", 3), (("b", "c"), "bca", "a", 3), (("α",), "αx", "x", 2)])
+@pytest.mark.parametrize(
+    "alphabet, text, symbol, column", [(("a", "b"), "ab`", "`", 3), (("b", "c"), "bca", "a", 3), (("α",), "αx", "x", 2)]
+)
 def test_unknown_characters_are_found_on_every_path(alphabet, text, symbol, column):
     dfa = DFA(alphabet, np.zeros((1, len(alphabet)), dtype=np.int64), 0, np.array([True]))
     with pytest.raises(FormalRopeError, match=f"{symbol!r} at column {column}"):
@@ -100,7 +104,10 @@ from formal_rope.automata.membership import _run_blocked  # noqa: E402
 @pytest.mark.parametrize("n_states", [1, 3, 9, 70, 300])
 def test_packed_runs_match_blocked_runs(n_symbols, n_states):
     rng = np.random.default_rng(n_symbols * 1000 + n_states)
-    dfa = DFA(tuple(f"s{i}" for i in range(n_symbols)), rng.integers(0, n_states, (n_states, n_symbols)), int(rng.integers(n_states)), rng.random(n_states) < 0.5)
+    dfa = DFA(
+        tuple(f"s{i}" for i in range(n_symbols)), rng.integers(0, n_states, (n_states, n_symbols)),
+        int(rng.integers(n_states)), rng.random(n_states) < 0.5,
+    )
     # Equal lengths (16-bit codes plus a tail), a few lengths (dense groups), many (stay column).
     for lengths in ([53] * 40, [0, 17, 17, 64, 5] * 6, list(range(45))):
         lengths = np.array(lengths)

@@ -38,7 +38,10 @@ def random_dfas(draw, max_states=30, max_symbols=4):
     alphabet = tuple("abcdefgh"[:n_symbols])
     flat = draw(st.lists(st.integers(0, n_states - 1), min_size=n_states * n_symbols, max_size=n_states * n_symbols))
     accepting = draw(st.lists(st.booleans(), min_size=n_states, max_size=n_states))
-    return DFA(alphabet, np.array(flat, dtype=np.int64).reshape(n_states, n_symbols), draw(st.integers(0, n_states - 1)), np.array(accepting))
+    return DFA(
+        alphabet, np.array(flat, dtype=np.int64).reshape(n_states, n_symbols), draw(st.integers(0, n_states - 1)),
+        np.array(accepting),
+    )
 
 
 def same_table(left: DFA, right: DFA) -> bool:

@@ -34,7 +34,10 @@ automata_lib = pytest.importorskip("automata.fa.dfa", reason="automata-lib is a 
 def dfas(draw, alphabet=AB, max_states=6):
     n_states = draw(st.integers(1, max_states))
     table = draw(
-        st.lists(st.lists(st.integers(0, n_states - 1), min_size=len(alphabet), max_size=len(alphabet)), min_size=n_states, max_size=n_states)
+        st.lists(
+            st.lists(st.integers(0, n_states - 1), min_size=len(alphabet), max_size=len(alphabet)), min_size=n_states,
+            max_size=n_states,
+        )
     )
     accepting = draw(st.lists(st.booleans(), min_size=n_states, max_size=n_states))
     start = draw(st.integers(0, n_states - 1))
@@ -50,11 +53,11 @@ def language(dfa: DFA) -> list[bool]:
 
 def to_lib(dfa: DFA):
     return automata_lib.DFA(
-        states=set(range(dfa.n_states)),
-        input_symbols=set(dfa.alphabet),
-        transitions={q: {s: int(dfa.transitions[q, i]) for i, s in enumerate(dfa.alphabet)} for q in range(dfa.n_states)},
-        initial_state=dfa.start,
-        final_states={int(q) for q in np.flatnonzero(dfa.accepting)},
+        states=set(range(dfa.n_states)), input_symbols=set(dfa.alphabet),
+        transitions={
+            q: {s: int(dfa.transitions[q, i]) for i, s in enumerate(dfa.alphabet)} for q in range(dfa.n_states)
+        },
+        initial_state=dfa.start, final_states={int(q) for q in np.flatnonzero(dfa.accepting)},
     )
 
 
@@ -92,7 +95,12 @@ def test_minimize_is_canonical_under_renumbering(a, permutation):
 
 @given(dfas(), dfas(), st.sampled_from(["and", "or", "xor", "diff"]))
 def test_product_correctness(a, b, op):
-    combine = {"and": lambda x, y: x and y, "or": lambda x, y: x or y, "xor": lambda x, y: x != y, "diff": lambda x, y: x and not y}[op]
+    combine = {
+        "and": lambda x, y: x and y,
+        "or": lambda x, y: x or y,
+        "xor": lambda x, y: x != y,
+        "diff": lambda x, y: x and not y,
+    }[op]
     assert language(product(a, b, op)) == [combine(x, y) for x, y in zip(language(a), language(b))]
 
 

@@ -35,11 +35,11 @@ ABC = ("a", "b", "c")
 
 def regexes(alphabet, with_boolean: bool):
     leaves = st.one_of(
-        st.sampled_from([Symbol(s) for s in alphabet]),
-        st.just(Epsilon()),
-        st.just(EmptySet()),
-        st.just(AnySymbol()),
-        st.builds(CharClass, st.lists(st.sampled_from(alphabet), min_size=1, max_size=2, unique=True).map(tuple), st.booleans()),
+        st.sampled_from([Symbol(s) for s in alphabet]), st.just(Epsilon()), st.just(EmptySet()), st.just(AnySymbol()),
+        st.builds(
+            CharClass, st.lists(st.sampled_from(alphabet), min_size=1, max_size=2, unique=True).map(tuple),
+            st.booleans(),
+        ),
     )
 
     def extend(children):

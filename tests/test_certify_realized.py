@@ -113,7 +113,9 @@ runner = CliRunner()
 
 
 def test_cli_json_ideal():
-    outcome = runner.invoke(app, ["certify", "--offset", "2", "--freq", "1.0", "--scale", "1e4", "--format", "fp32", "--json"])
+    outcome = runner.invoke(
+        app, ["certify", "--offset", "2", "--freq", "1.0", "--scale", "1e4", "--format", "fp32", "--json"]
+    )
     assert outcome.exit_code == 0, outcome.output
     data = json.loads(outcome.stdout)
     assert list(data)[:8] == ["offset", "freq", "scale", "format", "f_large", "mode", "n_max", "paper_sufficient_bound"]
@@ -123,7 +125,11 @@ def test_cli_json_ideal():
 
 def test_cli_json_realized_and_panel():
     outcome = runner.invoke(
-        app, ["certify", "-k", "1", "-g", "1.0", "-C", "1000", "-F", "bf16", "--mode", "realized", "--max-length", "64", "--json"]
+        app,
+        [
+            "certify", "-k", "1", "-g", "1.0", "-C", "1000", "-F", "bf16", "--mode", "realized", "--max-length", "64",
+            "--json",
+        ],
     )
     assert outcome.exit_code == 0, outcome.output
     data = json.loads(outcome.stdout)

@@ -100,13 +100,14 @@ def test_explicit_k_automaton_agrees():
 def test_green_relation_identities():
     for dfa in RANDOM:
         monoid = transition_monoid(dfa)
-        r, l, j = r_classes(monoid), l_classes(monoid), j_classes(monoid)
+        r_labels, l_labels, j_labels = r_classes(monoid), l_classes(monoid), j_classes(monoid)
         size = monoid.size
-        r_trivial, l_trivial, j_trivial = n_classes(r) == size, n_classes(l) == size, n_classes(j) == size
+        r_trivial, l_trivial = n_classes(r_labels) == size, n_classes(l_labels) == size
+        j_trivial = n_classes(j_labels) == size
         assert j_trivial == (r_trivial and l_trivial)  # finite monoids
         assert (n_classes(h_classes(monoid)) == size) == bool(aperiodic_mask(monoid).all())  # H-trivial ⇔ aperiodic
         # J is coarser than R and L (finite monoids: J = D = R∘L)
-        assert n_classes(j) <= min(n_classes(r), n_classes(l))
+        assert n_classes(j_labels) <= min(n_classes(r_labels), n_classes(l_labels))
 
 
 def multiplication_table(monoid) -> np.ndarray:
@@ -186,7 +187,9 @@ def test_classify_is_invariant_under_state_renumbering(seed):
     rng = np.random.default_rng(seed + 1)
     permutation = rng.permutation(dfa.n_states)
     inverse = np.argsort(permutation)
-    renamed = DFA(dfa.alphabet, permutation[dfa.transitions[inverse]], int(permutation[dfa.start]), dfa.accepting[inverse])
+    renamed = DFA(
+        dfa.alphabet, permutation[dfa.transitions[inverse]], int(permutation[dfa.start]), dfa.accepting[inverse]
+    )
     first, second = classify(dfa).to_dict(), classify(renamed).to_dict()
     first.pop("witness"), second.pop("witness")
     assert first == second

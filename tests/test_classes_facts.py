@@ -50,7 +50,9 @@ def test_paper_facts(expression, alphabet, ltl_p, ltl_p_mod, mod_k, star_free):
     assert (result.ltl_p, result.ltl_p_mod, result.mod_k, result.star_free) == (ltl_p, ltl_p_mod, mod_k, star_free)
     assert result.r_trivial == ltl_p
     assert result.qr == ltl_p_mod
-    assert set(result.witness) >= {name for name, ok in (("ltl_p", ltl_p), ("ltl_p_mod", ltl_p_mod), ("star_free", star_free)) if not ok}
+    assert set(result.witness) >= {
+        name for name, ok in (("ltl_p", ltl_p), ("ltl_p_mod", ltl_p_mod), ("star_free", star_free)) if not ok
+    }
 
 
 def test_parity_odd_number_of_ones_hand_built():
@@ -72,7 +74,9 @@ def _run(dfa: DFA, state: int, word: str) -> int:
     return dfa.run([index[c] for c in word], state)
 
 
-@pytest.mark.parametrize("expression, alphabet", [("Σ*abΣ*", "abc"), ("parity", None), ("Σ*a", None), ("Σ*ab|(aa)*", "ab")])
+@pytest.mark.parametrize(
+    "expression, alphabet", [("Σ*abΣ*", "abc"), ("parity", None), ("Σ*a", None), ("Σ*ab|(aa)*", "ab")]
+)
 def test_failure_witnesses_connect_the_claimed_states(expression, alphabet):
     dfa = minimize(dfa_of(expression, alphabet))
     result = classify(dfa)
@@ -169,7 +173,9 @@ def test_trivial_languages():
     for expression in ("∅", "Σ*"):
         result = classify(dfa_of(expression, "ab"))
         assert result.states == 1 and result.monoid_size == 1
-        assert all((result.ltl_p, result.ltl_p_mod, result.star_free, result.r_trivial, result.l_trivial, result.j_trivial))
+        assert all(
+            (result.ltl_p, result.ltl_p_mod, result.star_free, result.r_trivial, result.l_trivial, result.j_trivial)
+        )
         assert result.mod_k == 1 and result.witness == {}
     epsilon_only = classify(dfa_of("ε", "a"))
     assert epsilon_only.ltl_p and epsilon_only.j_trivial
@@ -223,7 +229,8 @@ def test_to_dict_is_json_ready():
     payload = classify(dfa_of("Σ*abΣ*", "abc")).to_dict()
     assert json.loads(json.dumps(payload)) == payload
     assert set(payload) >= {
-        "states", "monoid_size", "ltl_p", "ltl_p_mod", "mod_k", "star_free", "r_trivial", "l_trivial", "j_trivial", "witness",
+        "states", "monoid_size", "ltl_p", "ltl_p_mod", "mod_k", "star_free", "r_trivial", "l_trivial", "j_trivial",
+        "witness",
     }
 
 

@@ -386,8 +386,10 @@ def test_compile_options_state_the_library_defaults():
     assert params["format_name"].default == CompileOptions.fmt.name
     assert (params["verify_to"].default, params["exhaustive"].default, params["mode"].default) == (
         VerificationOptions.verify_to, VerificationOptions.exhaustive_up_to, VerificationOptions.mode)
-    for name, default in (("freq", f"{CompileOptions.freq:g}"), ("per_length", VerificationOptions.per_length),
-                          ("seed", VerificationOptions.seed), ("certify_max_length", CompileOptions.certify_max_length)):
+    for name, default in (
+        ("freq", f"{CompileOptions.freq:g}"), ("per_length", VerificationOptions.per_length),
+        ("seed", VerificationOptions.seed), ("certify_max_length", CompileOptions.certify_max_length),
+    ):
         assert params[name].default is None and f"default {default})" in params[name].help, name
     assert "realized (the model's own rounded scores, default)" in params["certify_mode"].help
     assert CompileOptions.certify_mode == "realized" and VerificationOptions.max_states is None

@@ -10,11 +10,11 @@ import pytest
 
 from formal_rope.automata import accepts, equivalent, evaluate_ltl, ltl_to_dfa, regex_to_dfa
 from formal_rope.compiler import compile_formula, formula_to_dag
-from formal_rope.compiler.schedule_to_model import mod_parameters
 from formal_rope.compiler.examples import LTL_P_MOD_EXAMPLES
+from formal_rope.compiler.schedule_to_model import mod_parameters
 from formal_rope.compiler.verify import exhaustive_length, sampled_lengths, verify_compiled
 from formal_rope.errors import FormalRopeError
-from formal_rope.lang.ast import Mod, Past, Since, Atom
+from formal_rope.lang.ast import Atom, Mod, Past, Since
 from formal_rope.lang.parser import parse_ltl, parse_regex
 from formal_rope.model.evaluate import evaluate
 from formal_rope.precision.formats import f_large, parse_format

@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from formal_rope.compiler import CompileOptions, dag_to_schedule, formula_to_dag, schedule_to_coordinates, schedule_to_ir
+from formal_rope.compiler import (
+    CompileOptions,
+    dag_to_schedule,
+    formula_to_dag,
+    schedule_to_coordinates,
+    schedule_to_ir,
+)
 from formal_rope.compiler.dag import BOOLEAN_KINDS, TEMPORAL_KINDS
 from formal_rope.compiler.examples import LTL_P_MOD_EXAMPLES
 from formal_rope.compiler.schedule import MAX_SUPPORT
@@ -160,7 +166,9 @@ def test_coordinates_layout_and_embedding():
                            "raw:first", "raw:P(a)", "raw:MOD_2^0")
     model, _ = schedule_to_ir(schedule, CompileOptions(), y_scale=None)
     assert model.coordinates == coordinates and model.vocabulary == ("a", "b", BOS, EOS)
-    on = {symbol: {coordinates[i] for i in np.flatnonzero(row)} for symbol, row in zip(model.vocabulary, model.embedding)}
+    on = {
+        symbol: {coordinates[i] for i in np.flatnonzero(row)} for symbol, row in zip(model.vocabulary, model.embedding)
+    }
     assert on[BOS] == {"const:1", "flag:bos"}  # every subformula coordinate is 0 at bos
     assert on["a"] == {"const:1", "true", "a"} and on[EOS] == {"const:1", "true"}
     assert model.readout.coordinate == coordinates.index("P(a) & MOD_2^0")

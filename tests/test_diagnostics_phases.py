@@ -102,7 +102,9 @@ def test_captured_scores_match_the_kernel_inputs(monkeypatch, pe):
     recorder = _ScoreRecorder(model_module.causal_attention)
     monkeypatch.setattr(model_module, "causal_attention", recorder)
     # The last layer attends from the readout (eos) only: its recorded row is the last one.
-    monkeypatch.setattr(model_module, "readout_attention", _ReadoutScoreRecorder(model_module.readout_attention, recorder.scores))
+    monkeypatch.setattr(
+        model_module, "readout_attention", _ReadoutScoreRecorder(model_module.readout_attention, recorder.scores)
+    )
     captured = capture_heads(model, STRING, alphabet=ALPHABET)
     length = len(STRING) + 2
     rows, cols = visible_pairs(length)

@@ -20,7 +20,6 @@ from formal_rope.training.encodings import POSITIONAL_ENCODINGS, is_periodic
 from tests.cli_support import run_main
 
 
-
 def _verdicts(out: str) -> list[bool]:
     """The accept/reject verdicts of `formalrope run --json` (one object per string under results)."""
     return [entry["accepted"] for entry in json.loads(out)["results"]]
@@ -93,7 +92,9 @@ def test_exported_module_needs_torch_alone(compiled_pmy, tmp_path):
         "assert not [m for m in sys.modules if m.startswith('formal_rope')], 'formal_rope was imported'\n"
     )
     env = {"PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path / "out", capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path / "out", capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     source = (tmp_path / "out" / "model.py").read_text()
     imports = {line.split()[1].split(".")[0] for line in source.splitlines() if line.startswith(("import ", "from "))}
@@ -120,7 +121,9 @@ def test_export_cli_and_transformer_lens_refusal(compiled_pmy, tmp_path, capsys)
     code, out, _ = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "o"), "--json"])
     summary = json.loads(out)
     assert code == 0 and summary["kind"] == "compiled" and summary["dtype"] == "float32" and len(summary["files"]) == 3
-    code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "tl"), "--format", "transformer-lens"])
+    code, _, err = run_main(
+        capsys, ["export", str(path), "--out", str(tmp_path / "tl"), "--format", "transformer-lens"]
+    )
     assert code == 2 and "strict-causal" in err and "periodic" in err and not (tmp_path / "tl").exists()
     code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "x"), "--dtype", "fp8e4m3"])
     assert code == 2 and "no torch dtype" in err
@@ -213,4 +216,6 @@ def test_checkpoints_written_before_packing_export_too(tmp_path, pe):
     expected = json.loads((data / "format1_logits.json").read_text())[pe]
     export_model(data / f"format1_{pe}.zip", tmp_path / "out")
     net = load_exported(tmp_path / "out")
-    assert torch.allclose(torch.tensor(net.logits(expected["strings"])), torch.tensor(expected["logits"]), rtol=0, atol=1e-5)
+    assert torch.allclose(
+        torch.tensor(net.logits(expected["strings"])), torch.tensor(expected["logits"]), rtol=0, atol=1e-5
+    )

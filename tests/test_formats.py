@@ -54,7 +54,9 @@ def test_flare_round_trip(tmp_path, spec):
     dfa = _dfa(spec)
     sets = test_sets(dfa, [0, 1, 2, 5, 8], n_per_length=6, seed=3)
     written = write_flare_split(tmp_path / "split", sets, dfa)
-    assert [p.name for p in written] == ["main.tok", "labels.txt", "num-edits.txt", "log-probabilities.txt", "next-symbols.jsonl"]
+    assert [p.name for p in written] == [
+        "main.tok", "labels.txt", "num-edits.txt", "log-probabilities.txt", "next-symbols.jsonl"
+    ]
     back = read_flare_split(tmp_path / "split", dfa.alphabet)
     assert _file_rows(back) == _rows(sets, dfa.alphabet)
     assert back.lines.tolist() == list(range(1, len(back) + 1))

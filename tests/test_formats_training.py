@@ -38,7 +38,9 @@ def test_train_on_a_flare_folder(flare, capsys):
     assert config["language"] == f"data:{flare}" and config["data"] == str(flare) and len(config["data_hash"]) == 16
     assert (config["train_min_length"], config["train_max_length"]) == (0, 12)
     assert (config["test_min_length"], config["test_max_length"]) == (14, 17)
-    assert [r["length"] for r in result["per_length"]] == [14, 15, 17] and [r["n"] for r in result["per_length"]] == [6] * 3
+    assert [r["length"] for r in result["per_length"]] == [14, 15, 17] and [r["n"] for r in result["per_length"]] == [
+        6
+    ] * 3
     assert result["alphabet"] == ["a", "b", "c"]
 
 
@@ -66,7 +68,9 @@ def test_train_on_an_mlregtest_language(tmp_path, capsys):
     language = tmp_path / "04.04.SL.2.1.0"
     rng = np.random.default_rng(0)
     train = ["".join(rng.choice(list("abcd"), rng.integers(3, 8))) for _ in range(40)]
-    (tmp_path / "04.04.SL.2.1.0_Train.txt").write_text("".join(f"{w}\t{'TRUE' if 'a' in w else 'FALSE'}\n" for w in train))
+    (tmp_path / "04.04.SL.2.1.0_Train.txt").write_text(
+        "".join(f"{w}\t{'TRUE' if 'a' in w else 'FALSE'}\n" for w in train)
+    )
     (tmp_path / "04.04.SL.2.1.0_TestLR.txt").write_text("abcdabcdabcd\tTRUE\nbbbbbbbbbbbb\tFALSE\n")
     (tmp_path / "04.04.SL.2.1.0_TestSA.txt").write_text("abcd\tTRUE\nbcdd\tFALSE\n")
     code, out, _ = run_main(capsys, ["train", "--data", str(language), "--lang", "re:[abcd]*a[abcd]*", *TINY])
@@ -153,7 +157,9 @@ def test_data_lengths_record_what_the_run_trains_and_tests_on(flare, capsys):
     assert code == 0 and wide["run_id"] == default["run_id"] and _lengths(out) == [14, 15, 17]
     assert "the run tests, and records, 14..17" in err and "the run trains on, and records, 0..12" in err
     code, out, _ = run_main(capsys, ["train", "--data", str(flare), "-a", "abc", *TINY])  # the files' own alphabet
-    assert code == 0 and json.loads(out)["run_id"] == default["run_id"] and json.loads(out)["config"]["alphabet"] is None
+    assert (
+        code == 0 and json.loads(out)["run_id"] == default["run_id"] and json.loads(out)["config"]["alphabet"] is None
+    )
     # Regression: --train-lengths was ignored on data (training stayed 0..12, same run id).
     code, out, _ = run_main(capsys, ["train", "--data", str(flare), "--train-lengths", "0..5", *TINY])
     short = json.loads(out)
@@ -183,7 +189,9 @@ def test_sweep_on_data_tests_exactly_the_given_lengths(flare, tmp_path, capsys):
             "--heads", "1", "--json"]
     for lengths, evaluated, recorded in [("14..15", [14, 15], (14, 15, None)), ("14,17", [14, 17], (14, 17, "14,17"))]:
         out = tmp_path / lengths
-        code, _, _ = run_main(capsys, ["sweep", "--data", str(flare), "--test-lengths", lengths, "--out", str(out), *tiny])
+        code, _, _ = run_main(
+            capsys, ["sweep", "--data", str(flare), "--test-lengths", lengths, "--out", str(out), *tiny]
+        )
         runs, evals = pd.read_parquet(out / "runs"), pd.read_parquet(out / "evals")
         assert code == 0 and sorted(evals["length"]) == evaluated, lengths
         listed = None if pd.isna(runs["test_lengths"][0]) else runs["test_lengths"][0]

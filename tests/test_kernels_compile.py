@@ -34,7 +34,8 @@ variants = [
 for variant in variants:
     result = compile_candidate(variant)
     assert result.error is None, result.error
-    print(variant.kernel, variant.dtype, "REG", result.registers, "STACK", result.stack_bytes, "SHARED", result.shared_bytes)
+    print(variant.kernel, variant.dtype, "REG", result.registers, "STACK", result.stack_bytes,
+          "SHARED", result.shared_bytes)
 """
 
 

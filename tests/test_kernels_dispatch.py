@@ -11,7 +11,13 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.kernels import AttentionImplError, apply_rotary, resolve_impl, rotary_attention, rotary_attention_reference
+from formal_rope.kernels import (
+    AttentionImplError,
+    apply_rotary,
+    resolve_impl,
+    rotary_attention,
+    rotary_attention_reference,
+)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -48,7 +54,9 @@ def test_auto_on_cpu_is_the_torch_path():
     q, k, v, cos, sin = _inputs()
     auto = rotary_attention(q, k, v, cos, sin, rotate_values=True)
     assert torch.equal(auto, rotary_attention_fast(q, k, v, cos, sin, rotate_values=True))
-    torch.testing.assert_close(auto, rotary_attention_reference(q, k, v, cos, sin, rotate_values=True), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        auto, rotary_attention_reference(q, k, v, cos, sin, rotate_values=True), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_triton_and_torch_agree_through_the_public_entry_point():

@@ -36,13 +36,17 @@ def test_readout_row_equals_the_reference_row(layout, rotate_values):
         ).reshape(count, heads, length, dim)
     else:
         full = rotary_attention_reference(q, k, v, cos, sin, rotate_values=rotate_values)
-    readout = rotary_readout_attention(q[torch.arange(count), :, positions], k, v, cos, sin, positions, rotate_values=rotate_values)
+    readout = rotary_readout_attention(
+        q[torch.arange(count), :, positions], k, v, cos, sin, positions, rotate_values=rotate_values
+    )
     expected = full[torch.arange(count), :, positions]
     assert torch.allclose(readout, expected, atol=1e-5)  # the reference forms scores in float32
     # Keys after the query are ignored: changing them changes nothing.
     k2 = k.clone()
     k2[:, :, 2:] = 99.0
-    again = rotary_readout_attention(q[torch.arange(count), :, positions], k2, v, cos, sin, positions, rotate_values=rotate_values)
+    again = rotary_readout_attention(
+        q[torch.arange(count), :, positions], k2, v, cos, sin, positions, rotate_values=rotate_values
+    )
     assert torch.equal(again[0], readout[0]) and not torch.equal(again[2], readout[2])
 
 

@@ -17,7 +17,9 @@ def test_forward_and_gradients_match_reference(length, rotate_values, per_batch)
     generator = torch.Generator().manual_seed(length * 4 + rotate_values * 2 + per_batch)
     batch, heads, dim = 2, 3, 8 if length > 64 else 16
     q, k, v = (torch.randn(batch, heads, length, dim, generator=generator, requires_grad=True) for _ in range(3))
-    angles = torch.randn((batch, length, dim // 2) if per_batch else (length, dim // 2), generator=generator, requires_grad=True)
+    angles = torch.randn(
+        (batch, length, dim // 2) if per_batch else (length, dim // 2), generator=generator, requires_grad=True
+    )
     grad_out = torch.randn(batch, heads, length, dim, generator=generator)
     results = []
     for implementation in (rotary_attention_reference, rotary_attention_fast):

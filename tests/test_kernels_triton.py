@@ -234,9 +234,13 @@ def test_rope_is_invariant_to_a_global_phase(length, half, rotate_values, offset
     q, k, v, _ = _inputs(1, 1, length, dim, False, torch.float32, seed=length)
     positions = torch.arange(length, dtype=torch.float32, device=DEVICE)[:, None]
     angles = positions * frequency * torch.linspace(1.0, 0.1, half, device=DEVICE)[None, :]
-    plain = rotary_attention_triton(q, k, v, angles.cos(), angles.sin(), rotate_values=rotate_values, block_m=16, block_n=16)
+    plain = rotary_attention_triton(
+        q, k, v, angles.cos(), angles.sin(), rotate_values=rotate_values, block_m=16, block_n=16
+    )
     shifted = angles + offset
-    moved = rotary_attention_triton(q, k, v, shifted.cos(), shifted.sin(), rotate_values=rotate_values, block_m=16, block_n=16)
+    moved = rotary_attention_triton(
+        q, k, v, shifted.cos(), shifted.sin(), rotate_values=rotate_values, block_m=16, block_n=16
+    )
     assert _relative_error(moved, plain) < 1e-5
 
 

@@ -50,7 +50,9 @@ def test_deep_unary_chains_print_and_reparse(text, parse, format_):
 
 @pytest.mark.parametrize("indent", [2, None])
 def test_json_text_is_json_dumps(indent):
-    values = [{}, [], "é\n\"", {"a": [1, 2.5, None, True, {"b": {}}], "c": [[[]]]}, {"ast": {"type": "Atom", "symbol": "a"}}]
+    values = [
+        {}, [], "é\n\"", {"a": [1, 2.5, None, True, {"b": {}}], "c": [[[]]]}, {"ast": {"type": "Atom", "symbol": "a"}}
+    ]
     for value in values:
         assert json_text(value, indent) == json.dumps(value, ensure_ascii=False, indent=indent)
 

@@ -11,8 +11,8 @@ import pytest
 
 from formal_rope.lang import parse_ltl, parse_regex
 from formal_rope.lang.ast import (
-    AnySymbol,
     And,
+    AnySymbol,
     Atom,
     CharClass,
     Complement,
@@ -262,7 +262,9 @@ def _ends(node, text: str, start: int, alphabet: str) -> set[int]:
     if kind is EmptySet:
         return set()
     if kind is Concat:
-        return {j for middle in _ends(node.left, text, start, alphabet) for j in _ends(node.right, text, middle, alphabet)}
+        return {
+            j for middle in _ends(node.left, text, start, alphabet) for j in _ends(node.right, text, middle, alphabet)
+        }
     if kind is Union_:
         return _ends(node.left, text, start, alphabet) | _ends(node.right, text, start, alphabet)
     if kind is Intersect:
@@ -271,11 +273,15 @@ def _ends(node, text: str, start: int, alphabet: str) -> set[int]:
         inside = _ends(node.child, text, start, alphabet)
         return {j for j in range(start, len(text) + 1) if j not in inside}
     if kind in (Star, Plus, Optional_, Repeat):
-        low, high = {Star: (0, None), Plus: (1, None), Optional_: (0, 1)}.get(kind, (getattr(node, "low", 0), getattr(node, "high", None)))
+        low, high = {Star: (0, None), Plus: (1, None), Optional_: (0, 1)}.get(
+            kind, (getattr(node, "low", 0), getattr(node, "high", None))
+        )
         reached, frontier, count = ({start} if low == 0 else set()), {start}, 0
         while frontier and (high is None or count < high):
             count += 1
-            frontier = {j for i in frontier for j in _ends(node.child, text, i, alphabet)} - ({start} if count > 1 and low == 0 else set())
+            frontier = {j for i in frontier for j in _ends(node.child, text, i, alphabet)} - (
+                {start} if count > 1 and low == 0 else set()
+            )
             if count >= low:
                 new = frontier - reached
                 reached |= frontier

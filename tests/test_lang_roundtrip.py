@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from formal_rope.lang import format_ltl, format_regex, ltl_fragment, parse_ltl, parse_regex, symbols_of
 from formal_rope.lang.analysis import max_lookback, moduli, needs_explicit_alphabet, uses_temporal_or_mod
 from formal_rope.lang.ast import (
-    AnySymbol,
     And,
+    AnySymbol,
     Atom,
     CharClass,
     Complement,

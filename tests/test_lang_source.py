@@ -257,7 +257,8 @@ def _ltl_holds(formula, word, position):
         return position > formula.k and _ltl_holds(formula.child, word, position - formula.k)
     if kind == "Since":
         return any(
-            _ltl_holds(formula.right, word, j) and all(_ltl_holds(formula.left, word, l) for l in range(j + 1, position))
+            _ltl_holds(formula.right, word, j)
+            and all(_ltl_holds(formula.left, word, between) for between in range(j + 1, position))
             for j in range(1, position)
         )
     raise TypeError(kind)

@@ -43,7 +43,9 @@ def test_journey_operator_depends_only_on_displacement():
     v = torch.randn(6, dtype=torch.float64)
     for i, j in [(10, 3), (40, 33), (63, 56), (7, 0)]:
         # P_{j->i} v = A_i^{-1} A_j v must equal R^{j-i} v = (R^{i-j})^{-1} v for every pair with i - j = 7.
-        moved = _rotate(_rotate(v.expand(1, -1), cos[j : j + 1], sin[j : j + 1]), cos[i : i + 1], sin[i : i + 1], inverse=True)
+        moved = _rotate(
+            _rotate(v.expand(1, -1), cos[j : j + 1], sin[j : j + 1]), cos[i : i + 1], sin[i : i + 1], inverse=True
+        )
         direct = _rotate(v.expand(1, -1), cos[7:8], sin[7:8], inverse=True)
         assert torch.allclose(moved, direct, atol=1e-6)
 
@@ -128,7 +130,10 @@ def test_rotary_attention_value_transport_matches_the_journey_formula():
         expected = torch.zeros(dim, dtype=torch.float64)
         for j in range(i):
             # R^{j-i} v_j: rotate by A_j, then by A_i^{-1}.
-            moved = _rotate(_rotate(v[0, 0, j : j + 1], cos[j : j + 1], sin[j : j + 1]), cos[i : i + 1], sin[i : i + 1], inverse=True)
+            moved = _rotate(
+                _rotate(v[0, 0, j : j + 1], cos[j : j + 1], sin[j : j + 1]), cos[i : i + 1], sin[i : i + 1],
+                inverse=True,
+            )
             expected += alpha[j] * moved[0]
         assert torch.allclose(out[0, 0, i], expected, atol=1e-6)
     assert torch.equal(out[0, 0, 0], torch.zeros(dim, dtype=torch.float64))

@@ -185,7 +185,9 @@ def test_a_pack_keeps_each_runs_base_and_periods():
     periodic = [PositionalSpec(pe="rope_p", d_model=16, heads=2, layers=1, periods=p) for p in ((2,), (3, 4))]
     pack = build_positional(periodic)
     for run, spec in enumerate(periodic):
-        assert torch.equal(pack.rotation(0, 30, hidden[:2])[1][run], build_positional(spec).rotation(0, 30, hidden[:1])[1][0])
+        assert torch.equal(
+            pack.rotation(0, 30, hidden[:2])[1][run], build_positional(spec).rotation(0, 30, hidden[:1])[1][0]
+        )
     assert pack.select([1]).periods == ((3, 4),)
     with pytest.raises(FormalRopeError, match="must share"):
         build_positional([specs[0], PositionalSpec(pe="rope", d_model=16, heads=4, layers=1)])

@@ -10,7 +10,15 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.precision import Emulated, Native, correctly_rounded, make_arithmetic, parse_format, round_mpf_to_format, round_to_format
+from formal_rope.precision import (
+    Emulated,
+    Native,
+    correctly_rounded,
+    make_arithmetic,
+    parse_format,
+    round_mpf_to_format,
+    round_to_format,
+)
 
 torch.set_num_threads(1)
 

@@ -11,8 +11,8 @@ import inspect
 import numpy as np
 import pytest
 
-from formal_rope.errors import FormalRopeError
 from cli_support import torch_free_stdout
+from formal_rope.errors import FormalRopeError
 
 SUBPACKAGES = (
     "lang",

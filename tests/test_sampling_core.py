@@ -208,7 +208,10 @@ def random_dfas(draw):
     n_states = draw(st.integers(1, 5))
     n_symbols = draw(st.integers(1, 3))
     transitions = draw(
-        st.lists(st.lists(st.integers(0, n_states - 1), min_size=n_symbols, max_size=n_symbols), min_size=n_states, max_size=n_states)
+        st.lists(
+            st.lists(st.integers(0, n_states - 1), min_size=n_symbols, max_size=n_symbols), min_size=n_states,
+            max_size=n_states,
+        )
     )
     accepting = draw(st.lists(st.booleans(), min_size=n_states, max_size=n_states))
     return DFA(tuple("abc"[:n_symbols]), np.array(transitions), 0, np.array(accepting))
@@ -301,7 +304,9 @@ def test_alias_tables_reproduce_exact_edge_probabilities(name, kind):
             np.testing.assert_allclose(probability, expected, rtol=0, atol=1e-12)
             # A zero-probability edge must be unreachable through the table, not just unlikely.
             zero = expected == 0
-            assert (keep[remaining, node][zero] == 0).all() and not zero[alias[remaining, node]][keep[remaining, node] < 1].any()
+            assert (keep[remaining, node][zero] == 0).all() and not zero[alias[remaining, node]][
+                keep[remaining, node] < 1
+            ].any()
             checked += 1
     assert checked > 0
 

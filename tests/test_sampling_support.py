@@ -1,5 +1,6 @@
-"""Shared helpers for the sampling tests (no tests here; named test_* to stay in the sampling test files): hand-built DFAs with equivalent Python regexes (an oracle
-independent of the automata stage), brute-force enumeration, and a chi-square p-value."""
+"""Shared helpers for the sampling tests (no tests here; named test_* to stay in the sampling test
+files): hand-built DFAs with equivalent Python regexes (an oracle independent of the automata
+stage), brute-force enumeration, and a chi-square p-value."""
 
 from __future__ import annotations
 

@@ -29,7 +29,9 @@ def _option_defaults(command: str) -> dict:
 def test_spec_1_mod_counts_positions_from_one_and_atoms_are_false_at_the_readout():
     """SPEC §1: readout at N+1; MOD₂⁰ at the readout means N odd; every atom is false at N+1."""
     words = ["", "a", "ab", "aba", "abab"]
-    assert list(accepts(language_dfa(resolve_language("ltl:MOD_2^0", "ab")), words)) == [False, True, False, True, False]
+    assert list(accepts(language_dfa(resolve_language("ltl:MOD_2^0", "ab")), words)) == [
+        False, True, False, True, False
+    ]
     assert not any(accepts(language_dfa(resolve_language("ltl:a", "ab")), ["a", "ba", "aa"]))
 
 
@@ -141,7 +143,9 @@ def test_spec_8_run_ids_are_pinned_and_a_new_field_at_its_neutral_value_keeps_th
     assert apply_scale(RunConfig("(aa)*", pe="rope_p", seed=1), "quick").run_id() == "a7eac3da460c1197"
     assert RunConfig("Σ*a", pe="nope", base=1.0, test_lengths=(41, 45, 50)).run_id() == "bbbab77d4cc87bcd"
     # Every field has a neutral value, today equal to its default (changing either one is a new id scheme).
-    assert config_module.ID_NEUTRAL == {f.name: f.default for f in dataclasses.fields(RunConfig) if f.name != "language"}
+    assert config_module.ID_NEUTRAL == {
+        f.name: f.default for f in dataclasses.fields(RunConfig) if f.name != "language"
+    }
 
     extended = dataclasses.make_dataclass(
         "Extended", [("new_knob", int, dataclasses.field(default=0))], bases=(RunConfig,), frozen=True
@@ -192,7 +196,9 @@ def test_spec_8_sweep_paper_scale_is_the_papers_grid_and_plain_sweeps_are_quick(
 
     from cli_support import run_main
 
-    code, out, _ = run_main(capsys, ["sweep", "--lang", "aa_star", "--pe", "nope", "--scale", "paper", "--dry-run", "--json"])
+    code, out, _ = run_main(
+        capsys, ["sweep", "--lang", "aa_star", "--pe", "nope", "--scale", "paper", "--dry-run", "--json"]
+    )
     paper = json.loads(out)
     assert code == 0 and {run["lr"] for run in paper} == {1e-4, 3e-4, 5e-4} and len(paper) == 15
     assert {(r["layers"], r["d_model"], r["heads"], r["ffn_mult"], r["batch_size"], r["grad_clip"]) for r in paper} == {
@@ -205,11 +211,15 @@ def test_spec_8_sweep_paper_scale_is_the_papers_grid_and_plain_sweeps_are_quick(
 
 @pytest.mark.parametrize(
     "spec, alphabet",
-    [("Σ*abΣ*", ("a", "b", "c")), ("re:Σ*abΣ*", ("a", "b", "c")), ("aΣ*", ("a", "b")), ("contains_ab_ltl", ("a", "b", "c")),
-     ("ltl:a S b", ("a", "b")), ("P(b & Y(a))", ("a", "b")), (".*ab.*", ("a", "b")),
-     ("(aa)*", ("a",)), ("c(ab)*", ("a", "b", "c")), ("ltl:P(a) & b", ("a", "b"))],
+    [
+        ("Σ*abΣ*", ("a", "b", "c")), ("re:Σ*abΣ*", ("a", "b", "c")), ("aΣ*", ("a", "b")),
+        ("contains_ab_ltl", ("a", "b", "c")), ("ltl:a S b", ("a", "b")), ("P(b & Y(a))", ("a", "b")),
+        (".*ab.*", ("a", "b")), ("(aa)*", ("a",)), ("c(ab)*", ("a", "b", "c")), ("ltl:P(a) & b", ("a", "b")),
+    ],
 )
-def test_spec_2_default_alphabet_is_the_expressions_own_symbols_unless_a_registry_entry_is_named_or_typed(spec, alphabet):
+def test_spec_2_default_alphabet_is_the_expressions_own_symbols_unless_a_registry_entry_is_named_or_typed(
+    spec, alphabet
+):
     """SPEC §2: an expression's alphabet is its own symbols; a registry alphabet applies only when
     the user names the entry or types one of the paper's five languages verbatim (then a note says
     which); --alphabet overrides both."""
@@ -266,7 +276,9 @@ def test_spec_6_compile_json_reports_mode_certified_length_and_first_disagreemen
 
     from cli_support import run_main
 
-    code, out, _ = run_main(capsys, ["compile", "P(a) & MOD_2^0", "-a", "ab", "--verify-to", "20", "--exhaustive", "4", "--json"])
+    code, out, _ = run_main(
+        capsys, ["compile", "P(a) & MOD_2^0", "-a", "ab", "--verify-to", "20", "--exhaustive", "4", "--json"]
+    )
     result = json.loads(out)
     assert code == 0 and result["ok"] and result["mode"] == "emulated" and result["format"] == "fp32"
     assert result["first_disagreement"] is None and result["disagreements"] == 0

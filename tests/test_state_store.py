@@ -42,7 +42,9 @@ def s3_server():
         for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                             "AWS_DEFAULT_REGION": "us-east-1"}.items():
             env.setenv(name, value)
-        boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(Bucket="states")
+        boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(
+            Bucket="states"
+        )
         yield f"127.0.0.1:{port}"
     server.stop()
 

@@ -11,8 +11,6 @@ import subprocess
 import sys
 
 import pytest
-from sweeps_support import REPO, fake_runner, spec
-from sweeps_support import cli as _cli
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.backends import (
@@ -32,6 +30,8 @@ from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.sweeps.units import UnitTask
+from sweeps_support import REPO, fake_runner, spec
+from sweeps_support import cli as _cli
 
 
 class SerialOptions(BackendOptions):
@@ -203,7 +203,8 @@ def test_the_registry_and_the_command_line_start_without_numpy_or_the_runner():
     # (no runner <-> backend cycle) nor the training stage (numpy), nor Ray.
     script = (
         "import sys\nimport formal_rope.sweeps.backends\nimport formal_rope.cli\n"
-        "loaded = [m for m in ('numpy', 'torch', 'ray', 'pandas', 'formal_rope.sweeps.runner', 'formal_rope.training.config',"
+        "loaded = [m for m in ('numpy', 'torch', 'ray', 'pandas', 'formal_rope.sweeps.runner', "
+        "'formal_rope.training.config',"
         " 'concurrent.futures.process') if m in sys.modules]\n"
         "assert not loaded, loaded\nprint('light')\n"
     )

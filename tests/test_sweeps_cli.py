@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 import typer
 from typer.testing import CliRunner
-from sweeps_support import REPO, fake_runner, spec
-from sweeps_support import cli as _cli
 
 from formal_rope.commands.run_options import Layers, RunFlags, with_option_groups
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.runner import run_sweep
+from sweeps_support import REPO, fake_runner, spec
+from sweeps_support import cli as _cli
 
 
 def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
@@ -37,7 +37,9 @@ def test_sweep_cli_checks_every_run_before_training(tmp_path, capsys):
     assert code == 2 and "cannot use" in stderr and "Traceback" not in stderr
     # --alphabet is read like `train --alphabet`: 'abc' is three symbols, not one symbol "abc".
     # ('ab' is (ab)*'s own alphabet, which the config drops: the same run as without --alphabet.)
-    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--alphabet", "abc", "--seeds", "1", "--dry-run", "--json"])
+    code, stdout, _ = _cli(
+        capsys, ["sweep", "--lang", "(ab)*", "--alphabet", "abc", "--seeds", "1", "--dry-run", "--json"]
+    )
     assert code == 0 and json.loads(stdout)[0]["alphabet"] == ["a", "b", "c"]
 
 
@@ -54,7 +56,9 @@ def test_sweep_and_reproduce_json_are_single_strict_documents(tmp_path, capsys, 
         result = fake_runner(config)
         return replace(result, status="diverged", accuracy=float("nan")) if config.pe == "nope" else result
 
-    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": diverging_runner}))
+    monkeypatch.setattr(
+        runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": diverging_runner})
+    )
 
     def strict(text):
         return json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard JSON token {token}"))
@@ -209,7 +213,9 @@ def test_set_makes_any_field_an_axis_of_the_cross_product(capsys):
                                     "--set", "lr_schedule=constant", "--dry-run", "--json"])
     runs = json.loads(stdout)
     assert code == 0 and len(runs) == 2 * 2 * 2 * 3 == len({r["run_id"] for r in runs})
-    assert {(r["train_near_miss_fraction"], r["layers"]) for r in runs} == {(f, n) for f in (0.0, 0.5) for n in (1, 2, 3)}
+    assert {(r["train_near_miss_fraction"], r["layers"]) for r in runs} == {
+        (f, n) for f in (0.0, 0.5) for n in (1, 2, 3)
+    }
     assert {r["lr_schedule"] for r in runs} == {"constant"}  # replaces the quick preset's cosine
     code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope_p", "--seeds", "1",
                                     "--set", "periods=[2,3],4,auto", "--dry-run", "--json"])
@@ -237,7 +243,9 @@ def test_set_values_are_validated_like_other_settings(argv, message, capsys):
 def test_options_without_effect_in_dry_runs_and_reports_are_noted(tmp_path, capsys):
     # Issue 9.12: --out/--workers do nothing in a dry run; --reference does nothing with a custom --by
     # and no plot.
-    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--dry-run", "--out", str(tmp_path / "x"), "--workers", "2"])
+    code, _, stderr = _cli(
+        capsys, ["sweep", "--lang", "(ab)*", "--dry-run", "--out", str(tmp_path / "x"), "--workers", "2"]
+    )
     assert code == 0 and "--out and --workers have no effect with --dry-run" in stderr and not (tmp_path / "x").exists()
     run_sweep(expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4])), tmp_path / "r",
               runner=fake_runner)
@@ -252,11 +260,15 @@ def test_options_without_effect_in_dry_runs_and_reports_are_noted(tmp_path, caps
         (["--set", "periods=2,100000000000000000000000"], "is too large"),
         (["--set", "periods=[2,3,5,7,11],2"], "5 periods (2,3,5,7,11) but rope_p with d_model 16 and 2 heads has 4"),
         (["--config", "FILE"], "is too large"),
-        (["--config", "FILE", "--pe", "sipe_p", "--set", "periods=[2,3,5,7,11,13,17,19,23]"], "sipe_p with d_model 16 has 8"),
+        (
+            ["--config", "FILE", "--pe", "sipe_p", "--set", "periods=[2,3,5,7,11,13,17,19,23]"],
+            "sipe_p with d_model 16 has 8",
+        ),
     ],
 )
-def test_sweep_refuses_periods_that_cannot_be_built_or_would_be_dropped_before_training(options, message, tmp_path,
-                                                                                        capsys):
+def test_sweep_refuses_periods_that_cannot_be_built_or_would_be_dropped_before_training(
+    options, message, tmp_path, capsys
+):
     # Regression: `sweep --set periods=2,10^11` trained and recorded failed runs (exit 0), and periods
     # beyond the model's rotary pairs were dropped without a word.
     sweep_file = tmp_path / "p.toml"

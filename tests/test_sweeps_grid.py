@@ -6,11 +6,11 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from sweeps_support import REPO, spec
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.grid import expand_grid, load_sweep_file
 from formal_rope.training.config import RunConfig
+from sweeps_support import REPO, spec
 
 
 def test_grid_expansion_counts_and_base_free_pes():

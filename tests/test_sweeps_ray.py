@@ -20,15 +20,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import ray
+
 import sweeps_support
 from cli_support import run_main
-from sweeps_support import fake_runner, spec
-
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.state import StateOptions
+from sweeps_support import fake_runner, spec
 
 REPO = Path(__file__).resolve().parents[1]
 RESULT_COLUMNS = ["run_id", "status", "n_star", "accuracy", "final_loss", "steps_done", "first_failure", "error"]
@@ -187,8 +187,10 @@ def test_the_local_backend_also_retries_a_killed_worker_from_its_state(tmp_path)
     marks = tmp_path / "marks"
     marks.mkdir()
     killer = kill_when_paused(marks)
-    summary = run_sweep(configs, tmp_path / "local", workers=2, state=StateOptions((tmp_path / "state").as_uri(), every=10),
-                        pack_runner=functools.partial(pausing_pack_runner, marks=str(marks), pause_at=25))
+    summary = run_sweep(
+        configs, tmp_path / "local", workers=2, state=StateOptions((tmp_path / "state").as_uri(), every=10),
+        pack_runner=functools.partial(pausing_pack_runner, marks=str(marks), pause_at=25),
+    )
     killer.join(timeout=5)
     # The pool broke: the packs in flight (the victim, perhaps the other) ran again, the victim from its
     # state at step 20.
@@ -404,7 +406,10 @@ def test_bad_backend_options_are_user_errors_before_any_run(tmp_path, capsys, mo
     blocker = tmp_path / "file"
     blocker.write_text("")
     for args, message in [
-        (["--backend", "ray", "--checkpoint-every", "5", "--state-dir", str(blocker / "state")], "cannot open the state folder"),
+        (
+            ["--backend", "ray", "--checkpoint-every", "5", "--state-dir", str(blocker / "state")],
+            "cannot open the state folder",
+        ),
         (["--checkpoint-every", "5", "--state-dir", "nosuchscheme://x/y"], "cannot open the state folder"),
         (["--address", "auto"], "--address joins a Ray cluster: use it with --backend ray"),
         (["--backend", "slurm"], "--backend must be local or ray"),

@@ -7,14 +7,14 @@ import math
 from pathlib import Path
 
 import pandas as pd
-from sweeps_support import REPO, fake_runner, spec
-from sweeps_support import cli as _cli
 
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.report import aggregate, plot_n_star
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig
+from sweeps_support import REPO, fake_runner, spec
+from sweeps_support import cli as _cli
 
 
 def _captured_figure(monkeypatch):
@@ -36,7 +36,9 @@ def _hollow_points(fig) -> set[tuple[float, float]]:
 
 
 def test_aggregate_matches_pandas_statistics_and_plot(tmp_path):
-    configs = expand_grid(spec(languages=["(aa)*"], pes=["nope", "rope_p", "rope"], bases=[1.0, 1e4], seeds=3, lrs=[1e-4]))
+    configs = expand_grid(
+        spec(languages=["(aa)*"], pes=["nope", "rope_p", "rope"], bases=[1.0, 1e4], seeds=3, lrs=[1e-4])
+    )
     run_sweep(configs, tmp_path, runner=fake_runner)
     runs, _ = load_results(tmp_path)
     rows = {(r.pe, r.base): r for r in aggregate(runs)}
@@ -57,7 +59,9 @@ def test_report_table_is_not_squeezed_and_bad_plot_path_is_a_user_error(tmp_path
     # Off a terminal Rich assumes 80 columns; the 9-column table with the paper column was cut.
     assert code == 0 and "language" in stdout and "paper: acc max / N* max (mean)" in stdout and "…" not in stdout
     code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--json"])
-    assert code == 0 and set(json.loads(stdout)) == {"results", "by", "runs", "evals", "statuses", "rows", "notes", "plot"}
+    assert code == 0 and set(json.loads(stdout)) == {
+        "results", "by", "runs", "evals", "statuses", "rows", "notes", "plot"
+    }
     blocker = tmp_path / "file"
     blocker.write_text("")
     code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--plot", str(blocker / "fig.png")])
@@ -125,7 +129,9 @@ def test_every_config_field_is_a_column_and_report_groups_by_any_columns(tmp_pat
     assert [(r["pe"], r["train_near_miss_fraction"], r["runs"]) for r in payload["rows"]] == [
         ("nope", 0.0, 2), ("nope", 0.5, 2), ("rope", 0.0, 2), ("rope", 0.5, 2)]
     code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--by", "language,pe,base"])
-    assert code == 0 and "aggregates runs with different settings (train_near_miss_fraction 0.0, 0.5)" in " ".join(stdout.split())
+    assert code == 0 and "aggregates runs with different settings (train_near_miss_fraction 0.0, 0.5)" in " ".join(
+        stdout.split()
+    )
     code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--by", "pe,colour"])
     assert code == 2 and "cannot group by colour" in stderr
 
@@ -136,7 +142,9 @@ def test_plots_draw_the_papers_values_hollow_and_name_the_scale(tmp_path, capsys
                                lrs=[5e-3], overrides={}))
     run_sweep(configs, tmp_path / "t2", runner=fake_runner)
     figures = _captured_figure(monkeypatch)
-    code, _, _ = _cli(capsys, ["report", str(tmp_path / "t2"), "--plot", str(tmp_path / "f.png"), "--reference", "table2"])
+    code, _, _ = _cli(
+        capsys, ["report", str(tmp_path / "t2"), "--plot", str(tmp_path / "f.png"), "--reference", "table2"]
+    )
     assert code == 0
     ys = {y for _, y in _hollow_points(figures[0])}
     assert {41.0, 500.0, 96.0, 44.0} <= ys  # Table 2's N* max: NoPE/SiPE_P 41 on (aa)*, 96 / 44 on (ab)*
@@ -146,13 +154,18 @@ def test_plots_draw_the_papers_values_hollow_and_name_the_scale(tmp_path, capsys
     configs = expand_grid(spec(languages=["(aa)*"], pes=["rope", "nope"], bases=[1e-4, 1.0], seeds=2, lrs=[1e-4],
                                overrides={"steps": 3}))
     run_sweep(configs, tmp_path / "t4", runner=fake_runner)
-    code, _, _ = _cli(capsys, ["report", str(tmp_path / "t4"), "--plot", str(tmp_path / "g.png"), "--reference", "table4"])
+    code, _, _ = _cli(
+        capsys, ["report", str(tmp_path / "t4"), "--plot", str(tmp_path / "g.png"), "--reference", "table4"]
+    )
     assert code == 0
-    from formal_rope.sweeps.grid import load_sweep_file as load, paper_sweep_path
+    from formal_rope.sweeps.grid import load_sweep_file as load
+    from formal_rope.sweeps.grid import paper_sweep_path
 
     paper = {(row[0], row[1], row[2]): row[6] for row in load(paper_sweep_path("table4"))[0].reference["rows"]}
     hollow = _hollow_points(figures[1])
-    assert (1e-4, round(paper[("(aa)*", "rope", 1e-4)], 6)) in hollow and (1.0, round(paper[("(aa)*", "rope", 1.0)], 6)) in hollow
+    assert (1e-4, round(paper[("(aa)*", "rope", 1e-4)], 6)) in hollow and (
+        1.0, round(paper[("(aa)*", "rope", 1.0)], 6)
+    ) in hollow
     assert "custom settings" in figures[1]._suptitle.get_text()
 
 

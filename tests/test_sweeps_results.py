@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from sweeps_support import cli as _cli
-from sweeps_support import fake_runner, spec
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.grid import expand_grid
@@ -16,6 +14,8 @@ from formal_rope.sweeps.report import aggregate
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig
+from sweeps_support import cli as _cli
+from sweeps_support import fake_runner, spec
 
 
 def _legacy_config_dict(**changes) -> dict:

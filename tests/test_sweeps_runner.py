@@ -10,13 +10,13 @@ import json
 
 import pandas as pd
 import pytest
-from sweeps_support import cli as _cli
-from sweeps_support import fake_runner, spec
 
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig, RunResult
+from sweeps_support import cli as _cli
+from sweeps_support import fake_runner, spec
 
 
 def crashing_runner(config: RunConfig) -> RunResult:

@@ -214,8 +214,10 @@ def test_train_and_sweep_say_how_the_language_was_read(capsys):
         (["--pe", "rope_p", "--periods", "100000000000"], "period 100,000,000,000 is too large"),
         (["--pe", "rope_p", "--periods", "2," + "1" + "0" * 23], "is too large"),
         (["--pe", "sipe_p", "--set", "periods=[2,100000000000]"], "is too large"),
-        (["--pe", "rope_p", "--periods", "2,5,7,11,13"], "5 periods (2,5,7,11,13) but rope_p with d_model 16 and 2 heads "
-                                                         "has 4 rotary pairs per head"),
+        (
+            ["--pe", "rope_p", "--periods", "2,5,7,11,13"],
+            "5 periods (2,5,7,11,13) but rope_p with d_model 16 and 2 heads has 4 rotary pairs per head",
+        ),
         (["--pe", "sipe_p", "--periods", "2,3,5,7,11,13,17,19,23"], "sipe_p with d_model 16 has 8 sin/cos pairs"),
     ],
 )

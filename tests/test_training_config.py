@@ -43,7 +43,9 @@ def test_length_and_field_text_parsers():
     assert lengths_fields("41..43,50") == {"test_lengths": (41, 42, 43, 50)}
     assert lengths_fields("0..40", "--train-lengths", prefix="train") == {"train_min_length": 0, "train_max_length": 40}
     assert parse_field_text("periods", "[2,3]") == (2, 3) and parse_field_text("periods", "auto") is None
-    assert parse_field_text("alphabet", "ab") == ("a", "b") and parse_field_text("test_lengths", "41..43") == (41, 42, 43)
+    assert parse_field_text("alphabet", "ab") == ("a", "b") and parse_field_text("test_lengths", "41..43") == (
+        41, 42, 43
+    )
     for text in ("50..41", "-3", "x", ""):
         with pytest.raises(FormalRopeError):
             lengths_fields(text)
@@ -71,7 +73,11 @@ def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
     from formal_rope.training.positional import (
-        MAX_PERIOD, PositionalSpec, assign_periods, build_positional, validate_periods,
+        MAX_PERIOD,
+        PositionalSpec,
+        assign_periods,
+        build_positional,
+        validate_periods,
     )
     from formal_rope.training.setup import validate_config
 

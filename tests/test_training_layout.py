@@ -37,7 +37,9 @@ def _strings(draw_lengths, rng):
 @given(
     st.integers(1, 4).flatmap(
         lambda runs: st.integers(1, 7).flatmap(
-            lambda batch: st.lists(st.lists(st.integers(0, 40), min_size=batch, max_size=batch), min_size=runs, max_size=runs)
+            lambda batch: st.lists(
+                st.lists(st.integers(0, 40), min_size=batch, max_size=batch), min_size=runs, max_size=runs
+            )
         )
     ),
     st.sampled_from([(12, 22, 32, 42), (42,), (7, 12, 17, 22, 27, 32, 37, 42), tuple(range(2, 43))]),

@@ -63,7 +63,9 @@ def test_three_steps_equal_torch_adamw_and_clipping_run_by_run():
             reference.step()
     for run, model in enumerate(alone):
         for (name, packed), (_, single) in zip(pack.named_parameters(), model.named_parameters()):
-            torch.testing.assert_close(packed[run], single[0], rtol=1e-6, atol=1e-7, msg=lambda m: f"run {run} {name}: {m}")
+            torch.testing.assert_close(
+                packed[run], single[0], rtol=1e-6, atol=1e-7, msg=lambda m: f"run {run} {name}: {m}"
+            )
 
 
 @pytest.mark.filterwarnings("ignore:grad and param do not obey")

@@ -147,7 +147,9 @@ def test_checkpoints_hold_one_run_and_format_1_files_still_load(tmp_path):
         loaded = load_checkpoint(DATA / f"format1_{pe}.zip")
         assert read_metadata(DATA / f"format1_{pe}.zip")["format"] == 1
         for string, logits in zip(case["strings"], case["logits"]):
-            tokens, readout = encode_fixed_length(np.array([["ab".index(c) for c in string]], dtype=np.int64).reshape(1, -1), 2)
+            tokens, readout = encode_fixed_length(
+                np.array([["ab".index(c) for c in string]], dtype=np.int64).reshape(1, -1), 2
+            )
             with torch.no_grad():
                 np.testing.assert_allclose(loaded.model(tokens, readout)[0].numpy(), logits, rtol=1e-5, atol=1e-6)
 
@@ -173,7 +175,9 @@ def test_a_killed_pack_resumes_bit_identically(pe, tmp_path):
     assert list((tmp_path / "state").iterdir())  # the state of step 10 was saved
     resumed, resumed_model = run_pack(configs, progress=False, state=state)
     for a, b in zip(whole, resumed):
-        assert (a.final_loss, a.per_length, a.n_star, a.first_failure) == (b.final_loss, b.per_length, b.n_star, b.first_failure)
+        assert (a.final_loss, a.per_length, a.n_star, a.first_failure) == (
+            b.final_loss, b.per_length, b.n_star, b.first_failure
+        )
     for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
         assert torch.equal(x, y), name
     assert not [p for p in (tmp_path / "state").iterdir() if not p.name.startswith(".")]  # removed once finished

@@ -88,7 +88,8 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
             highest_state = max(highest_state, source, target)
         else:
             raise FormalRopeError(
-                f"{path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state [weight]', got {line.strip()!r}"
+                f"{path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state "
+                f"[weight]', got {line.strip()!r}"
             )
     if highest_state < 0:
         raise FormalRopeError(f"{path}: no states (empty automaton file)")

@@ -78,7 +78,11 @@ def require_dfa(value: object, function: str, argument: str = "dfa") -> DFA:
     if isinstance(value, DFA):
         return value
     got = f"the string {value!r}" if isinstance(value, str) else f"a {type(value).__name__}"
-    example = f"language_dfa(resolve_language({value!r}))" if isinstance(value, str) else "language_dfa(resolve_language(...))"
+    example = (
+        f"language_dfa(resolve_language({value!r}))"
+        if isinstance(value, str)
+        else "language_dfa(resolve_language(...))"
+    )
     raise FormalRopeError(
         f"{function} expects a DFA for `{argument}`, got {got}; build one with {example}, "
         "regex_to_dfa(parse_regex(...), alphabet) or ltl_to_dfa(parse_ltl(...), alphabet) "

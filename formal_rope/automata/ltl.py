@@ -50,6 +50,7 @@ from formal_rope.lang.ast import (
     children,
 )
 
+
 def _children(node: Formula) -> tuple[Formula, ...]:
     if not isinstance(node, FORMULA_TYPES):
         raise FormalRopeError(f"not an LTL formula node: {node!r}")
@@ -125,7 +126,8 @@ def evaluate_ltl(formula: Formula, word: Sequence[str], position: int) -> bool:
             return i > node.k and holds(node.child, i - node.k)
         if isinstance(node, Since):
             return any(
-                holds(node.right, j) and all(holds(node.left, l) for l in range(j + 1, i)) for j in range(1, i)
+                holds(node.right, j) and all(holds(node.left, between) for between in range(j + 1, i))
+                for j in range(1, i)
             )
         if isinstance(node, Mod):
             return i % node.m == node.r % node.m

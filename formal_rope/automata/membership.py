@@ -335,7 +335,12 @@ def _run_packed(table: np.ndarray, start: int, grid: np.ndarray, low_bits_only: 
     bits needed for n_columns rounded up to 1, 2, 4 or 8 (see `_raw_byte_table`)."""
     # Each chunk is cast on its own, so int64 symbol matrices never get a full uint8 copy.
     return _run_packed_chunks(
-        table, start, grid.shape[0], grid.shape[1], lambda first, stop: grid[first:stop].astype(np.uint8, copy=False), low_bits_only
+        table,
+        start,
+        grid.shape[0],
+        grid.shape[1],
+        lambda first, stop: grid[first:stop].astype(np.uint8, copy=False),
+        low_bits_only,
     )
 
 

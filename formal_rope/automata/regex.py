@@ -126,7 +126,8 @@ class _Builder:
     def _known(self, symbol: str) -> str:
         if symbol not in self.alphabet:
             raise FormalRopeError(
-                f"the expression mentions symbol {symbol!r}, which is not in the alphabet {{{', '.join(self.alphabet)}}}"
+                f"the expression mentions symbol {symbol!r}, which is not in the alphabet "
+                f"{{{', '.join(self.alphabet)}}}"
             )
         return symbol
 

@@ -58,7 +58,9 @@ def realized_first_violation(
     if max_length < 1:
         raise FormalRopeError(f"max_length (--max-length) must be at least 1 (got {max_length})")
     if max_length > 2**24:
-        raise FormalRopeError(f"max_length (--max-length) {max_length} is too large for the O(L²) realized scan (cap 2^24)")
+        raise FormalRopeError(
+            f"max_length (--max-length) {max_length} is too large for the O(L²) realized scan (cap 2^24)"
+        )
     stored_scale = round_to_format(float(scale), fmt)
     if stored_scale == float("inf"):
         raise FormalRopeError(f"scale {scale:g} overflows {fmt.describe()} (max {fmt.max_finite:g})")

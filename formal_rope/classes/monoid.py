@@ -117,7 +117,8 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
         # a sorted key array would re-sort all known rows at every level.
         blob = children[first].tobytes()
         unique_ids = np.fromiter(
-            (known.get(blob[i * width : (i + 1) * width], -1) for i in range(first.size)), dtype=np.int64, count=first.size
+            (known.get(blob[i * width : (i + 1) * width], -1) for i in range(first.size)), dtype=np.int64,
+            count=first.size,
         )
         new = np.flatnonzero(unique_ids < 0)
         new = new[np.argsort(first[new], kind="stable")]
@@ -245,7 +246,9 @@ def j_classes(monoid: TransitionMonoid) -> np.ndarray:
     return strongly_connected_labels(monoid.size, [monoid.right, monoid.left])
 
 
-def h_classes(monoid: TransitionMonoid, r_labels: np.ndarray | None = None, l_labels: np.ndarray | None = None) -> np.ndarray:
+def h_classes(
+    monoid: TransitionMonoid, r_labels: np.ndarray | None = None, l_labels: np.ndarray | None = None
+) -> np.ndarray:
     """H-class label per element (H = R ∩ L); pass known R/L labels to avoid recomputing them."""
     r_labels = r_classes(monoid) if r_labels is None else r_labels
     l_labels = l_classes(monoid) if l_labels is None else l_labels

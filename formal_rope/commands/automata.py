@@ -87,13 +87,16 @@ def dfa_command(
         table.add_row(*row)
     console.print(table)
     if len(rows) > _MAX_TABLE_ROWS:
-        console.print(f"… {len(rows) - _MAX_TABLE_ROWS} more states not shown (use --json or --dot for all)", markup=False)
+        console.print(
+            f"… {len(rows) - _MAX_TABLE_ROWS} more states not shown (use --json or --dot for all)", markup=False
+        )
 
 
 def accepts_command(
     expression: str = typer.Argument(..., metavar="EXPR", help=_EXPR_HELP),
     strings: Optional[List[str]] = typer.Argument(
-        None, metavar="STRING", help="Strings to test. Without any, one string per line is read from stdin (an empty line is ε)."
+        None, metavar="STRING",
+        help="Strings to test. Without any, one string per line is read from stdin (an empty line is ε).",
     ),
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP),
     max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
@@ -118,7 +121,10 @@ def equiv_command(
     second: str = typer.Argument(..., metavar="EXPR2", help=_EXPR_HELP),
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP + " Applies to both."),
     max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
-    json_output: bool = typer.Option(False, "--json", help='Print {"equivalent", "counterexample" (str or null), "alphabets" (both), "alphabets_differ"}.'),
+    json_output: bool = typer.Option(
+        False, "--json",
+        help='Print {"equivalent", "counterexample" (str or null), "alphabets" (both), "alphabets_differ"}.',
+    ),
 ) -> None:
     """Decide whether two languages are equal; otherwise print a shortest string in exactly one.
 

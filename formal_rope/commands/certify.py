@@ -14,6 +14,7 @@ import typer
 from formal_rope.commands.terminal import stdout_console
 from formal_rope.errors import FormalRopeError
 
+
 def certify_command(
     offset: int = typer.Option(1, "--offset", "-k", help="Offset k >= 1 of the head (it attends to position i-k)."),
     freq: float = typer.Option(1.0, "--freq", "-g", help="Rotation angle g in radians per position (> 0)."),
@@ -41,7 +42,9 @@ def certify_command(
     from formal_rope.precision import parse_format
 
     if mode == "ideal" and max_length is not None:
-        raise FormalRopeError("--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length")
+        raise FormalRopeError(
+            "--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length"
+        )
     fmt = parse_format(format_name)
     if mode == "ideal" and scale_overflows(scale, fmt):
         print(

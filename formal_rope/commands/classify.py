@@ -33,9 +33,12 @@ _ROWS = (
 def classify_command(
     expression: str = typer.Argument(..., metavar="EXPR", help=_EXPR_HELP),
     alphabet: Optional[str] = typer.Option(
-        None, "--alphabet", "-a", help="Alphabet overriding the default (the symbols the expression mentions): 'ab', 'a,b' or 'foo bar'."
+        None, "--alphabet", "-a",
+        help="Alphabet overriding the default (the symbols the expression mentions): 'ab', 'a,b' or 'foo bar'.",
     ),
-    max_states: int = typer.Option(10**6, "--max-states", min=1, help="Refuse to build automata with more states than this."),
+    max_states: int = typer.Option(
+        10**6, "--max-states", min=1, help="Refuse to build automata with more states than this."
+    ),
     max_monoid_size: int = typer.Option(
         200_000, "--max-monoid-size", min=1, help="Refuse languages whose syntactic monoid has more elements than this."
     ),

@@ -21,32 +21,47 @@ _MODE_HELP = (
 
 
 def compile_command(
-    formula: str = typer.Argument(..., help="LTL[P,Y,MOD] formula, e.g. 'P(a) & MOD_2^0' (an 'ltl:' prefix is optional)."),
+    formula: str = typer.Argument(
+        ..., help="LTL[P,Y,MOD] formula, e.g. 'P(a) & MOD_2^0' (an 'ltl:' prefix is optional)."
+    ),
     alphabet: Optional[str] = typer.Option(
         None, "--alphabet", "-a", help="Alphabet, e.g. 'ab' or 'a,b' (default: the symbols the formula mentions)."
     ),
-    format_name: str = typer.Option("fp32", "--format", "-F", help="Number format: fp32, bf16, fp16, fp64, fp8e4m3, fp8e5m2 or eXmY."),
-    freq: Optional[float] = typer.Option(None, "--freq", "-g", help="RoPE_NP angle g (radians per position) of the Y^k heads (default 1)."),
+    format_name: str = typer.Option(
+        "fp32", "--format", "-F", help="Number format: fp32, bf16, fp16, fp64, fp8e4m3, fp8e5m2 or eXmY."
+    ),
+    freq: Optional[float] = typer.Option(
+        None, "--freq", "-g", help="RoPE_NP angle g (radians per position) of the Y^k heads (default 1)."
+    ),
     scale: Optional[float] = typer.Option(
         None, "--scale", "-C", help="Score scale C of the Y^k heads (default: chosen for the format, reported)."
     ),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the model to this file (a zip with metadata.json + weights.npz)."),
-    verify_to: int = typer.Option(2000, "--verify-to", help="Longest sampled string length of the verification (0: exhaustive part only)."),
-    exhaustive: int = typer.Option(10, "--exhaustive", help="Check every string up to this length (lowered for large alphabets)."),
-    per_length: Optional[int] = typer.Option(None, "--per-length", help="Sampled strings per length (half in L, half outside; default 8)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="Write the model to this file (a zip with metadata.json + weights.npz)."
+    ),
+    verify_to: int = typer.Option(
+        2000, "--verify-to", help="Longest sampled string length of the verification (0: exhaustive part only)."
+    ),
+    exhaustive: int = typer.Option(
+        10, "--exhaustive", help="Check every string up to this length (lowered for large alphabets)."
+    ),
+    per_length: Optional[int] = typer.Option(
+        None, "--per-length", help="Sampled strings per length (half in L, half outside; default 8)."
+    ),
     mode: str = typer.Option("emulated", "--mode", help=_MODE_HELP),
     certify_mode: Optional[str] = typer.Option(
         None, "--certify",
         help="How Y^k certified lengths are computed: realized (the model's own rounded scores, default) or ideal.",
     ),
     certify_max_length: Optional[int] = typer.Option(
-        None, "--certify-max-length", help="Realized certification scans query positions up to this length (O(L²); default 4096)."
+        None, "--certify-max-length",
+        help="Realized certification scans query positions up to this length (O(L²); default 4096).",
     ),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sampled verification strings (default 0)."),
     max_states: Optional[int] = typer.Option(
         None, "--max-states", min=1,
-        help="Refuse to build the formula's DFA (labels of the sampled verification strings) with more states than this "
-        "(default 10^6).",
+        help="Refuse to build the formula's DFA (labels of the sampled verification strings) with more states "
+        "than this (default 10^6).",
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -55,7 +70,13 @@ def compile_command(
     Exit status 1 when the model disagrees with the DFA on a string inside its certified range.
     """
     # The library loads numpy, lark and the compiler: kept off the CLI's start-up path.
-    from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report, verify_compiled
+    from formal_rope.compiler import (
+        CompileOptions,
+        VerificationOptions,
+        compile_formula,
+        compile_report,
+        verify_compiled,
+    )
     from formal_rope.lang.source import resolve_language
     from formal_rope.model.forward import check_mode
     from formal_rope.model.io import save_model
@@ -64,7 +85,9 @@ def compile_command(
     # act on this formula or this verification are named in a note rather than silently ignored.
     y_options = _given(freq=freq, scale=scale, certify_mode=certify_mode, certify_max_length=certify_max_length)
     sampling_options = _given(per_length=per_length, seed=seed, max_states=max_states)
-    verify_options = VerificationOptions(mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to, **sampling_options)
+    verify_options = VerificationOptions(
+        mode=mode, exhaustive_up_to=exhaustive, verify_to=verify_to, **sampling_options
+    )
     compile_options = CompileOptions(fmt=format_name, **y_options)
     check_mode(mode, compile_options.fmt)  # before compiling, which can take a while
     if out is not None:
@@ -74,8 +97,10 @@ def compile_command(
         print(f"note: {formula!r} {language.detected}", file=sys.stderr)
     compiled = compile_formula(language.ast, language.alphabet, **compile_options.as_keywords())
     if y_options and compiled.y_scale is None:
-        print(f"note: {', '.join(_flags(y_options))} set the Y^k heads, and {compiled.formula_text} has none: no effect",
-              file=sys.stderr)
+        print(
+            f"note: {', '.join(_flags(y_options))} set the Y^k heads, and {compiled.formula_text} has none: no effect",
+            file=sys.stderr,
+        )
     with _verification_progress(not json_output) as (on_total, on_progress):
         verification = verify_compiled(compiled, **verify_options.as_keywords(), on_total=on_total,
                                        on_progress=on_progress)
@@ -150,7 +175,11 @@ def _print_report(compiled, verification, out: Path | None) -> None:
     for column in ("construct", "formula", "layer", "scale C", "margin", "margin / f_large", "certified length"):
         constructs.add_column(column, overflow="fold")  # never cut a number short
     for c in compiled.constructs:
-        certified = "" if c.certified_length is None else f"{c.certified_length}{'+' if c.certified_is_lower_bound else ''} {c.certified_mode}"
+        certified = (
+            ""
+            if c.certified_length is None
+            else f"{c.certified_length}{'+' if c.certified_is_lower_bound else ''} {c.certified_mode}"
+        )
         constructs.add_row(
             c.construct, c.formula, str(c.layer), "" if c.scale is None else f"{c.scale:.7g}",
             "" if c.margin is None else f"{c.margin:.7g}", "" if c.margin is None else f"{c.margin / large:.4f}",
@@ -162,7 +191,11 @@ def _print_report(compiled, verification, out: Path | None) -> None:
     for c in compiled.constructs:
         console.print(f"  {c.construct} {c.formula}: {c.detail}", markup=False, highlight=False)
     if compiled.y_scale is not None:
-        how = "chosen by the compiler: best realized range among the candidate scales" if compiled.y_scale.chosen else "given by --scale"
+        how = (
+            "chosen by the compiler: best realized range among the candidate scales"
+            if compiled.y_scale.chosen
+            else "given by --scale"
+        )
         console.print(f"Y heads: g = {compiled.options.freq:g}, C = {compiled.y_scale.scale:g} ({how})")
     certified = compiled.certified_length
     if certified is None:
@@ -225,18 +258,25 @@ def _model_table(model, title: str | None = None):
 
 
 def run_command(
-    model_path: Path = typer.Argument(..., help="Model file (compiled by `formalrope compile --out`, or a trained checkpoint)."),
+    model_path: Path = typer.Argument(
+        ..., help="Model file (compiled by `formalrope compile --out`, or a trained checkpoint)."
+    ),
     strings: Optional[List[str]] = typer.Argument(
-        None, help="Strings to classify, read as `accepts` reads them (default: one per line from stdin; an empty line is the empty string)."
+        None,
+        help="Strings to classify, read as `accepts` reads them (default: one per line from stdin; an "
+        "empty line is the empty string).",
     ),
     format_name: Optional[str] = typer.Option(
         None, "--format", "-F",
         help="Number format (default: the model's). A compiled model's certified length is recomputed for it.",
     ),
     mode: Optional[str] = typer.Option(
-        None, "--mode", help=_MODE_HELP + " Compiled models only (default emulated); a trained model always runs natively."
+        None, "--mode",
+        help=_MODE_HELP + " Compiled models only (default emulated); a trained model always runs natively.",
     ),
-    trace: bool = typer.Option(False, "--trace", help="Show every subformula coordinate at every position of one string."),
+    trace: bool = typer.Option(
+        False, "--trace", help="Show every subformula coordinate at every position of one string."
+    ),
     json_output: bool = typer.Option(
         False, "--json",
         help="Print one JSON object: format, mode, certified length, and per string its verdict and whether it "
@@ -264,7 +304,8 @@ def run_command(
         if mode is not None:
             raise FormalRopeError(
                 f"--mode {mode} applies to compiled models (emulated or native arithmetic); {model_path} is a "
-                f"{metadata['kind']} model, which always runs natively in torch (choose its dtype with --format fp32/bf16/fp16)"
+                f"{metadata['kind']} model, which always runs natively in torch (choose its "
+                "dtype with --format fp32/bf16/fp16)"
             )
         runnable = load_runnable(model_path)
         verdicts = runnable.classify(list(strings), fmt=format_name)
@@ -292,8 +333,11 @@ def run_command(
                          ensure_ascii=False))
         return
     # SPEC §5: say which mode and format produced the verdicts
-    caption = f"{mode} {result.format}; certified length {result.certificate.describe()}" if result.certificate.available \
+    caption = (
+        f"{mode} {result.format}; certified length {result.certificate.describe()}"
+        if result.certificate.available
         else f"{mode} {result.format}"
+    )
     _print_verdicts(model_path, metadata, strings, result.to_list(), result.beyond_certified_length.tolist(), caption)
 
 
@@ -343,12 +387,16 @@ def _note_beyond_certified(result, metadata: dict) -> None:
     where = certificate.describe()
     if certificate.recomputed:
         compiled = metadata.get("certified_length")
-        as_compiled = "unbounded" if compiled is None else f"{'>= ' if metadata.get('certified_length_is_lower_bound') else ''}{compiled}"
+        as_compiled = (
+            "unbounded"
+            if compiled is None
+            else f"{'>= ' if metadata.get('certified_length_is_lower_bound') else ''}{compiled}"
+        )
         where += (f", recomputed for this format and mode (compiled for {metadata.get('format')}: {as_compiled};"
                   f" {certificate.reason})")
     print(
-        f"note: {result.n_beyond_certified} of {len(result.accepted)} strings are longer than the model's certified length "
-        f"{where}; verdicts there are not guaranteed",
+        f"note: {result.n_beyond_certified} of {len(result.accepted)} strings are longer than the model's "
+        f"certified length {where}; verdicts there are not guaranteed",
         file=sys.stderr,
     )
 
@@ -370,7 +418,8 @@ def _trace(model, string: str, result, json_output: bool) -> None:
             "beyond_certified_length": beyond,
             "positions": symbols,
             # JSON has no NaN/inf (overflowed scores): those values are null.
-            "coordinates": {name: [float(v) if math.isfinite(v) else None for v in residual[:, i]] for i, name in shown},
+            "coordinates": {name: [float(v) if math.isfinite(v) else None for v in residual[:, i]]
+                            for i, name in shown},
         }, ensure_ascii=False))
         return
     from rich.table import Table

@@ -155,7 +155,9 @@ def register(app: typer.Typer) -> None:
                 table.add_column(column)
         table.add_column("description", overflow="fold")
         for row in rows:
-            cells = [escape(row["name"]), escape(row["expression"]), escape(_alphabet_text(row["alphabet"])), row["kind"]]
+            cells = [
+                escape(row["name"]), escape(row["expression"]), escape(_alphabet_text(row["alphabet"])), row["kind"]
+            ]
             if with_states:
                 cells.append(str(row.get("states", "")))
             if with_classes:
@@ -184,8 +186,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Parse an expression and show its AST, canonical form, kind, LTL fragment and alphabet."""
         from formal_rope.errors import FormalRopeError
-        from formal_rope.lang.analysis import ltl_fragment
-        from formal_rope.lang.analysis import fold_ast
+        from formal_rope.lang.analysis import fold_ast, ltl_fragment
         from formal_rope.lang.serialize import ast_to_dict, json_text
         from formal_rope.lang.source import resolve_language
 
@@ -210,7 +211,9 @@ def register(app: typer.Typer) -> None:
                 "detected": language.detected,
                 "ast": ast_to_dict(language.ast) if language.ast is not None else None,
             }
-            depth = fold_ast(language.ast, lambda node, below: 1 + max(below, default=0)) if language.ast is not None else 0
+            depth = (
+                fold_ast(language.ast, lambda node, below: 1 + max(below, default=0)) if language.ast is not None else 0
+            )
             # Indented JSON of a deep AST grows with depth² (every line carries its depth in
             # blanks), so ASTs deeper than this print on one line; both are the same JSON.
             print(json_text(payload, indent=2 if depth <= _INDENTED_JSON_MAX_DEPTH else None))
@@ -240,6 +243,8 @@ def register(app: typer.Typer) -> None:
             # Rich indents 4 columns per level and silently folds or drops what does not fit, so a
             # deeper tree would be drawn wrong rather than cut visibly.
             if 4 * depth + 16 > console.width:
-                console.print(f"AST: {depth} levels deep, too deep to draw in {console.width} columns; --json prints it")
+                console.print(
+                    f"AST: {depth} levels deep, too deep to draw in {console.width} columns; --json prints it"
+                )
             else:
                 console.print(_rich_tree(language.ast, "AST"))

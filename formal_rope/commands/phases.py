@@ -14,7 +14,9 @@ _DEFAULT_TOP = 5
 
 
 def phases_command(
-    model_path: Path = typer.Argument(..., help="Model file: compiled (`formalrope compile --out`) or a trained checkpoint."),
+    model_path: Path = typer.Argument(
+        ..., help="Model file: compiled (`formalrope compile --out`) or a trained checkpoint."
+    ),
     string: str = typer.Argument(..., help="Input string w (the model reads bos w eos); '' is the empty string."),
     layer: Optional[int] = typer.Option(None, "--layer", "-l", help="Layer to show, 1-based (default: every layer)."),
     head: Optional[str] = typer.Option(
@@ -28,10 +30,12 @@ def phases_command(
         None, "--query", "-q", help="Query position i (0 = bos, N+1 = eos; default: the readout position N+1)."
     ),
     top: Optional[int] = typer.Option(
-        None, "--top", "-n", help=f"Show the N keys with the highest scores (table default {_DEFAULT_TOP}; --json default: all keys)."
+        None, "--top", "-n",
+        help=f"Show the N keys with the highest scores (table default {_DEFAULT_TOP}; --json default: all keys).",
     ),
     epsilon: float = typer.Option(
-        0.25, "--epsilon", "-e", help="Lemma 1 phase tolerance ε in radians: checks S ≥ (1−ε²/2)·S_max where every |δ_p| ≤ ε."
+        0.25, "--epsilon", "-e",
+        help="Lemma 1 phase tolerance ε in radians: checks S ≥ (1−ε²/2)·S_max where every |δ_p| ≤ ε.",
     ),
     format_name: Optional[str] = typer.Option(
         None,
@@ -127,7 +131,8 @@ def _render(summary: dict) -> None:
                 f"{head['name']} (layer {head['layer']}, head {head['head']}): query i = {query['position']} "
                 f"({_token(query['token'])}), top {query['keys_shown']} of {query['keys_total']} keys"
             ),
-            caption=f"{schedule}; score = {head['scale']:.4g}·Σ ρ cos δ; α−β content phase, Δφ = φ(i)−φ(j) position phase, δ = their sum, radians in (−π, π]",
+            caption=f"{schedule}; score = {head['scale']:.4g}·Σ ρ cos δ; α−β content phase, Δφ = φ(i)−φ(j) position "
+            "phase, δ = their sum, radians in (−π, π]",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
         )
@@ -169,7 +174,12 @@ def _render(summary: dict) -> None:
             )
         else:
             verdict = "nothing to check"
-        recompute = "" if head["recompute_error"] is None else f"\n  hook check: the layer's attention output recomputed from the captured q, k, v differs by {head['recompute_error']:.1e}"
+        recompute = (
+            ""
+            if head["recompute_error"] is None
+            else "\n  hook check: the layer's attention output recomputed from the captured q, k, v differs "
+            f"by {head['recompute_error']:.1e}"
+        )
         console.print(
             f"  reconstruction, all {visible} (i, j) with j < i: max |error| {head['max_abs_error']:.2e}, "
             f"relative to scale·Σρ {head['max_rel_error']:.2e}{recompute}\n"

@@ -222,7 +222,9 @@ def _summary(language, sets, elapsed: float, out: Path | None) -> dict:
 
 def _counts(sets) -> tuple[int, int, int]:
     n_total = sum(len(labeled) for labeled in sets)
-    return n_total, int(sum(int(labeled.labels.sum()) for labeled in sets)), sum(labeled.n_near_miss for labeled in sets)
+    return (
+        n_total, int(sum(int(labeled.labels.sum()) for labeled in sets)), sum(labeled.n_near_miss for labeled in sets)
+    )
 
 
 def _folder_summary(language, written, elapsed: float, out: Path, fmt: str, distribution: str) -> dict:
@@ -262,7 +264,9 @@ def _print_table(language, summary: dict, elapsed: float) -> None:
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")  # long output paths wrap instead of being cut
     table.add_row("lengths", f"{describe_lengths(summary['lengths'])} ({summary['n_lengths']} lengths)")
-    table.add_row("strings", f"{summary['strings']:,} ({summary['positive']:,} positive, {summary['negative']:,} negative)")
+    table.add_row(
+        "strings", f"{summary['strings']:,} ({summary['positive']:,} positive, {summary['negative']:,} negative)"
+    )
     table.add_row("near-misses", f"{summary['near_miss']:,}")
     table.add_row("one-class lengths", str(summary["one_class_lengths"]))
     table.add_row("lengths without near-misses", str(summary["no_near_miss_lengths"]))
@@ -304,7 +308,9 @@ def _requested_lengths(row, language_folder: bool, split_texts: list[str], lengt
     if language_folder:
         splits = _folder_splits(row.name, split_texts)
         requested = sorted({length for folder_split in splits for length in folder_split.lengths})
-        total_symbols = sum(count * length for folder_split in splits for length, count in folder_split.per_length().items())
+        total_symbols = sum(
+            count * length for folder_split in splits for length, count in folder_split.per_length().items()
+        )
     else:
         requested, repeated = distinct_lengths(parse_lengths(lengths))
         if repeated and not quiet:
@@ -365,35 +371,47 @@ def register(app: typer.Typer) -> None:
             ..., help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file."
         ),
         lengths: str = typer.Option("41..500", "--lengths", help="Exact string lengths: 41..500, 10,20,30 or 5."),
-        n: int = typer.Option(512, "--n", help="Strings per length (>= 1; half positive, half negative when both exist)."),
+        n: int = typer.Option(
+            512, "--n", help="Strings per length (>= 1; half positive, half negative when both exist)."
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed; each length's strings depend only on (seed, length)."),
         near_miss: float = typer.Option(
-            0.5, "--near-miss", help="Fraction of the negatives (0..1) that are near-misses: one substitution from a positive."
+            0.5, "--near-miss",
+            help="Fraction of the negatives (0..1) that are near-misses: one substitution from a positive.",
         ),
         alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
         out: Optional[Path] = typer.Option(
-            None, "--out", help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout."
+            None, "--out",
+            help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout.",
         ),
         data_format: Optional[str] = typer.Option(None, "--format", help=format_help()),
         next_symbols: Optional[bool] = typer.Option(
-            None, "--next-symbols/--no-next-symbols", help="--format flare: also write next-symbols.jsonl (default: yes; len+1 entries per positive; large for long strings)."
+            None, "--next-symbols/--no-next-symbols",
+            help="--format flare: also write next-symbols.jsonl (default: yes; len+1 entries per "
+            "positive; large for long strings).",
         ),
         distribution: str = typer.Option(
             DEFAULT_DISTRIBUTION, "--distribution",
-            help="How the positives of a length are drawn: " + "; ".join(
-                f"{row.name}: {row.help}" for row in DISTRIBUTIONS) + ". Negatives are the same under each; "
+            help="How the positives of a length are drawn: "
+            + "; ".join(f"{row.name}: {row.help}" for row in DISTRIBUTIONS)
+            + ". Negatives are the same under each; "
             "FLaRe's log-probabilities.txt follows it. See docs/formats.md.",
         ),
         language_folder: bool = typer.Option(
-            False, "--language-folder", help="With --format flare --out DIR: write a whole FLaRe language folder "
+            False, "--language-folder",
+            help="With --format flare --out DIR: write a whole FLaRe language folder "
             "(training at the top, datasets/validation-short, validation-long, test) with FLaRe's default lengths and "
             "sizes; split i is drawn with --seed + i.",
         ),
         split: Optional[List[str]] = typer.Option(
-            None, "--split", metavar="<str>", help="With --language-folder: change one split's lengths and size, NAME=A..B:STRINGS "
+            None, "--split", metavar="<str>",
+            help="With --language-folder: change one split's lengths and size, NAME=A..B:STRINGS "
             "(or NAME=A..B, NAME=:STRINGS), e.g. --split test=41..500:4600; repeatable.",
         ),
-        json_output: bool = typer.Option(False, "--json", help="With --out: print the summary as a JSON object (without --out the output is already JSON lines)."),
+        json_output: bool = typer.Option(
+            False, "--json",
+            help="With --out: print the summary as a JSON object (without --out the output is already JSON lines).",
+        ),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
     ) -> None:
         """Sample labelled strings of exact lengths, uniformly inside and outside the language.

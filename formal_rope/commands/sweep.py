@@ -38,7 +38,9 @@ def _floats(text: str | None, what: str) -> list[float]:
         try:
             values.append(float(part))
         except ValueError:
-            raise FormalRopeError(f"{what}: {part!r} is not a number (expected a comma-separated list like 1e-4,3e-4)") from None
+            raise FormalRopeError(
+                f"{what}: {part!r} is not a number (expected a comma-separated list like 1e-4,3e-4)"
+            ) from None
     return values
 
 
@@ -81,7 +83,14 @@ def _number(value: float, digits: int) -> str:
 def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
     """run_sweep with a Rich progress display: a line per finished run, the runs in flight."""
     # function-local: rich and the runner (numpy) stay off the start-up path
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     # The module, not the function: run_sweep is looked up when called (tests replace its trainer).
     from formal_rope.sweeps import runner
@@ -107,8 +116,10 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
             elif kind in ("start", "retry"):
                 running[run_id] = _describe_config(config, axes)
                 if kind == "retry":
-                    progress.console.print(f"[yellow]retry   [/] {_describe_config(config, axes)} (its worker died; resumes "
-                                           "from its last saved state, if any)")
+                    progress.console.print(
+                        f"[yellow]retry   [/] {_describe_config(config, axes)} (its worker died; resumes "
+                        "from its last saved state, if any)"
+                    )
             elif kind == "done":
                 running.pop(run_id, None)
                 progress.advance(task)
@@ -242,11 +253,25 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
 class GridFlags(NamedTuple):
     """The grid's dedicated axes as `sweep` takes them."""
 
-    lang: Optional[list[str]] = typer.Option(None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several.")
-    pe: Optional[str] = typer.Option(None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')}).")
-    base: Optional[str] = typer.Option(None, "--base", help="Bases β, comma-separated (e.g. 1e-12,1,1e4). nope/rope_p/sipe_p have no base: their runs are the same at every β.")
-    periods: Optional[str] = typer.Option(None, "--periods", help="'auto' (least k from classify; an error outside LTL[P,MOD]) or comma-separated periods for rope_p/sipe_p.")
-    alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override for every language (e.g. a,b).")
+    lang: Optional[list[str]] = typer.Option(
+        None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."
+    )
+    pe: Optional[str] = typer.Option(
+        None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')})."
+    )
+    base: Optional[str] = typer.Option(
+        None, "--base",
+        help="Bases β, comma-separated (e.g. 1e-12,1,1e4). nope/rope_p/sipe_p have no base: "
+        "their runs are the same at every β.",
+    )
+    periods: Optional[str] = typer.Option(
+        None, "--periods",
+        help="'auto' (least k from classify; an error outside LTL[P,MOD]) or comma-separated periods for "
+        "rope_p/sipe_p.",
+    )
+    alphabet: Optional[str] = typer.Option(
+        None, "--alphabet", "-a", help="Alphabet override for every language (e.g. a,b)."
+    )
     seeds: Optional[int] = typer.Option(None, "--seeds", help="Number of seeds (0..n-1). Default from --scale.")
     lrs: Optional[str] = typer.Option(None, "--lrs", help="Learning rates, comma-separated. Default from --scale.")
 
@@ -266,8 +291,12 @@ class SweepSettings(NamedTuple):
     d_model: ro.DModel = None
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads.")
     n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length.")
-    test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50.")
-    eval_mode: Optional[str] = typer.Option(None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length).")
+    test_lengths: Optional[str] = typer.Option(
+        None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."
+    )
+    eval_mode: Optional[str] = typer.Option(
+        None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length)."
+    )
 
     def fields(self) -> dict:
         """The RunConfig fields given (FormalRopeError for malformed test lengths)."""
@@ -285,7 +314,9 @@ def _dry_run(plan, console, json_output: bool) -> None:
         print(json.dumps(plan.runs_payload(), indent=2))
         return
     for c in plan.configs:
-        console.print(f"{c.run_id()}  {_describe_config(c, plan.axis_names)}  steps={c.steps}", highlight=False, soft_wrap=True)
+        console.print(
+            f"{c.run_id()}  {_describe_config(c, plan.axis_names)}  steps={c.steps}", highlight=False, soft_wrap=True
+        )
     console.print(f"{len(plan.configs)} runs ({plan.scale} scale)")
 
 
@@ -293,19 +324,39 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @ro.with_option_groups
     def sweep(
-        config: Optional[Path] = typer.Option(None, "--config", help="Sweep TOML file (e.g. sweeps/table2.toml); flags below override it."),
+        config: Optional[Path] = typer.Option(
+            None, "--config", help="Sweep TOML file (e.g. sweeps/table2.toml); flags below override it."
+        ),
         grid: GridFlags = None,
-        scale: Optional[str] = typer.Option(None, "--scale", help="quick (2-core CPU), medium (the paper's model, batch and negatives with fewer steps) or paper (the paper's settings): defaults for model size, steps, strings per length, seeds."),
+        scale: Optional[str] = typer.Option(
+            None, "--scale",
+            help="quick (2-core CPU), medium (the paper's model, batch and negatives with fewer steps) or paper (the "
+            "paper's settings): defaults for model size, steps, strings per length, seeds.",
+        ),
         settings: SweepSettings = None,
-        data: Optional[Path] = typer.Option(None, "--data", help="Train and test every run on these files (FLaRe folder or MLRegTest DIR/<language>; docs/formats.md); at most one --lang, whose labels are checked."),
-        set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field as a grid axis, FIELD=v1,v2 (repeatable), e.g. --set train_near_miss_fraction=0,0.5 --set layers=2,5."),
-        workers: Optional[int] = typer.Option(None, "--workers", help="Parallel single-threaded worker processes (at least 1; default 1)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/sweep; Parquet under runs/ and evals/; missing folders are created). Finished runs there are skipped."),
+        data: Optional[Path] = typer.Option(
+            None, "--data",
+            help="Train and test every run on these files (FLaRe folder or MLRegTest DIR/<language>; docs/formats.md); "
+            "at most one --lang, whose labels are checked.",
+        ),
+        set_fields: Optional[list[str]] = typer.Option(
+            None, "--set",
+            help="Any RunConfig field as a grid axis, FIELD=v1,v2 (repeatable), e.g. --set "
+            "train_near_miss_fraction=0,0.5 --set layers=2,5.",
+        ),
+        workers: Optional[int] = typer.Option(
+            None, "--workers", help="Parallel single-threaded worker processes (at least 1; default 1)."
+        ),
+        out: Optional[Path] = typer.Option(
+            None, "--out",
+            help="Results folder (default results/sweep; Parquet under runs/ and evals/; missing folders are created). "
+            "Finished runs there are skipped.",
+        ),
         run: ro.RunFlags = None,
         dry_run: bool = typer.Option(False, "--dry-run", help="Only list the runs of the grid."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
     ) -> None:
-        """Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips finished runs."""
+        """Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips finished runs."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the sweeps stage (numpy) stay off the start-up path
         from rich.console import Console
 
@@ -316,7 +367,9 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         fixed = settings.fields()
         axes = check_axes(parse_assignments(set_fields), fixed)
-        plan = plan_sweep(GridRequest(config=config, scale=scale, settings=fixed, axes=axes, data=data, **grid.parsed()))
+        plan = plan_sweep(
+            GridRequest(config=config, scale=scale, settings=fixed, axes=axes, data=data, **grid.parsed())
+        )
         for note in plan.notes:
             _note(note)
         if dry_run:
@@ -325,7 +378,10 @@ def register(app: typer.Typer) -> None:
             run.check(1 if workers is None else workers)
             unused = [option for option, value in (("--out", out), ("--workers", workers)) if value is not None]
             if unused:
-                _note(f"{' and '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect with --dry-run (nothing runs)")
+                _note(
+                    f"{' and '.join(unused)} {'has' if len(unused) == 1 else 'have'} no "
+                    "effect with --dry-run (nothing runs)"
+                )
             _dry_run(plan, console, json_output)
             return
         out = Path("results/sweep") if out is None else out
@@ -334,7 +390,10 @@ def register(app: typer.Typer) -> None:
                                         note=lambda text: console.print(f"[yellow]note:[/] {text}"))
         console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
         summary = _run_with_progress(plan.configs, out, console, axes=plan.axis_names, **run_options)
-        console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses {summary.statuses}, {summary.wall_s:.0f}s")
+        console.print(
+            f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
+            f"{summary.statuses}, {summary.wall_s:.0f}s"
+        )
         payload = _report(out, console, False, None, plan.spec.reference, title=plan.spec.name, quiet=json_output,
                           languages=plan.spec.languages)
         if json_output:
@@ -345,12 +404,28 @@ def register(app: typer.Typer) -> None:
     def report(
         results: Path = typer.Argument(..., help="Results folder written by `sweep` or `reproduce`."),
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
-        plot: Optional[Path] = typer.Option(None, "--plot", help="Write a Figure 2/3-style plot (mean N* vs base, ±1 std; NoPE band; the paper's values hollow with --reference) to this PNG; missing folders are created."),
-        reference: Optional[str] = typer.Option(None, "--reference", help="The paper's numbers beside ours: a table name (table2, table4, table5) or a sweep TOML with a \\[reference] table."),
-        by: Optional[str] = typer.Option(None, "--by", help="Group rows by these runs columns, comma-separated (default language,pe,base), e.g. language,pe,train_near_miss_fraction."),
-        sort: Optional[str] = typer.Option(None, "--sort", help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or accuracy; default: the grouping's order."),
+        plot: Optional[Path] = typer.Option(
+            None, "--plot",
+            help="Write a Figure 2/3-style plot (mean N* vs base, ±1 std; NoPE band; the paper's values hollow with "
+            "--reference) to this PNG; missing folders are created.",
+        ),
+        reference: Optional[str] = typer.Option(
+            None, "--reference",
+            help="The paper's numbers beside ours: a table name (table2, table4, table5) or a sweep "
+            "TOML with a \\[reference] table.",
+        ),
+        by: Optional[str] = typer.Option(
+            None, "--by",
+            help="Group rows by these runs columns, comma-separated (default language,pe,base), e.g. "
+            "language,pe,train_near_miss_fraction.",
+        ),
+        sort: Optional[str] = typer.Option(
+            None, "--sort",
+            help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or "
+            "accuracy; default: the grouping's order.",
+        ),
     ) -> None:
-        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""
+        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the report (numpy) stay off the start-up path
         from rich.console import Console
 
@@ -365,17 +440,33 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @ro.with_option_groups
     def reproduce(
-        table: str = typer.Argument("table2", help="table2, table4, table5, all (the paper's three), or one of our experiments: ablation (each quick-scale choice undone, Table 2), ablation45 (the same for NoPE and RoPE_NP on (ab)* and Σ*abΣ*, Tables 4-5), stability (RoPE_P over 5 seeds, periods 2-4), joformer (JoFormer on the paper's five languages)."),
-        scale: str = typer.Option("quick", "--scale", help="quick (table2: about 1.5 min with 2 workers on a 2-core CPU), medium (the paper's model and negatives, 2,000 steps: table2 in about 70 min) or paper (the paper's full settings; GPU-scale)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Results folder (default results/<table>-<scale>; missing folders are created). Finished runs are skipped on rerun."),
+        table: str = typer.Argument(
+            "table2",
+            help="table2, table4, table5, all (the paper's three), or one of our experiments: ablation (each "
+            "quick-scale choice undone, Table 2), ablation45 (the same for NoPE and RoPE_NP on (ab)* and Σ*abΣ*, "
+            "Tables 4-5), stability (RoPE_P over 5 seeds, periods 2-4), joformer (JoFormer "
+            "on the paper's five languages).",
+        ),
+        scale: str = typer.Option(
+            "quick", "--scale",
+            help="quick (table2: about 1.5 min with 2 workers on a 2-core CPU), medium (the paper's model and "
+            "negatives, 2,000 steps: table2 in about 70 min) or paper (the paper's full settings; GPU-scale).",
+        ),
+        out: Optional[Path] = typer.Option(
+            None, "--out",
+            help="Results folder (default results/<table>-<scale>; missing folders are created). "
+            "Finished runs are skipped on rerun.",
+        ),
         workers: int = typer.Option(2, "--workers", help="Parallel single-threaded worker processes (at least 1)."),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Override the training steps per run."),
-        n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Override the test strings per length."),
+        n_per_length: Optional[int] = typer.Option(
+            None, "--n-per-length", help="Override the test strings per length."
+        ),
         run: ro.RunFlags = None,
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
     ) -> None:
-        """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""
+        """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the sweeps stage (numpy) stay off the start-up path
         from rich.console import Console
 
@@ -392,7 +483,9 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]{scale} scale shrinks:[/]\n  " + "\n  ".join(SCALE_SHRINKS[scale]))
         explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length)
         if explicit:
-            console.print("[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items()))
+            console.print(
+                "[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items())
+            )
         plans = []
         for plan in plan_reproduce(table, scale, out=out, seeds=seeds, steps=steps, n_per_length=n_per_length,
                                    state_dir=run.state_dir):
@@ -404,8 +497,13 @@ def register(app: typer.Typer) -> None:
                                                   note=lambda text: console.print(f"[yellow]note:[/] {text}"))))
         payloads = {}
         for plan, run_options in plans:
-            console.print(f"[bold]{plan.name}[/] ({plan.spec.description}): {len(plan.configs)} runs at {scale} scale → {plan.out}")
-            _run_with_progress(plan.configs, plan.out, console, axes=[name for name, _ in plan.spec.axes], **run_options)
+            console.print(
+                f"[bold]{plan.name}[/] ({plan.spec.description}): {len(plan.configs)} "
+                f"runs at {scale} scale → {plan.out}"
+            )
+            _run_with_progress(
+                plan.configs, plan.out, console, axes=[name for name, _ in plan.spec.axes], **run_options
+            )
             payloads[plan.name] = _report(plan.out, console, False, plan.out / f"{plan.name}.png", plan.spec.reference,
                                           title=plan.name, quiet=json_output, scale=scale, variants=plan.spec.variants,
                                           variant_baseline=plan.spec.overrides, languages=plan.spec.languages)

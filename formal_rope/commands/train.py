@@ -125,13 +125,19 @@ def _render(result, checkpoint: Path | None) -> None:
     summary.add_row("run id", result.run_id)
     summary.add_row("alphabet", "{" + ", ".join(result.alphabet or ()) + "}")
     if result.resolved_periods is not None:
-        summary.add_row("periods", ",".join(map(str, result.resolved_periods)) + (" (auto)" if config.periods is None else ""))
+        summary.add_row(
+            "periods", ",".join(map(str, result.resolved_periods)) + (" (auto)" if config.periods is None else "")
+        )
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
     tested = config.tested_lengths()
-    summary.add_row("test lengths", f"{tested.start}..{tested.stop - 1}" if isinstance(tested, range)
-                    else ", ".join(map(str, tested[:12])) + (f", … ({len(tested)} lengths)" if len(tested) > 12 else ""))
+    summary.add_row(
+        "test lengths",
+        f"{tested.start}..{tested.stop - 1}"
+        if isinstance(tested, range)
+        else ", ".join(map(str, tested[:12])) + (f", … ({len(tested)} lengths)" if len(tested) > 12 else ""),
+    )
     if config.data is not None:
         summary.add_row("data", f"{config.data} (content hash {config.data_hash}; train lengths "
                         f"{config.train_min_length}..{config.train_max_length})")
@@ -174,7 +180,9 @@ def _merge_set(fields: dict, assignments: dict[str, list]) -> dict:
     """`train --set FIELD=VALUE` on top of the dedicated options (one value each, no field twice)."""
     for name, values in assignments.items():
         if len(values) != 1:
-            raise FormalRopeError(f"train --set {name} takes one value (a list of values is a sweep axis: use sweep --set)")
+            raise FormalRopeError(
+                f"train --set {name} takes one value (a list of values is a sweep axis: use sweep --set)"
+            )
         if name in fields:
             raise FormalRopeError(f"{name} is given both by its own option and by --set; give it once")
         if name in ("language", "pe"):
@@ -186,18 +194,25 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS  # function-local: numpy, off the start-up path
+    from formal_rope.training.config import (  # function-local: numpy, off the start-up path
+        FIELD_APPLIES_TO,
+        SAMPLING_FIELDS,
+    )
 
     useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
     if useless:
-        reasons = "; ".join(f"{option} is used only by {', '.join(FIELD_APPLIES_TO[name])}" for option, name in useless.items())
-        raise FormalRopeError(f"{', '.join(useless)} {'has' if len(useless) == 1 else 'have'} no effect with --pe {config.pe}: {reasons}")
+        reasons = "; ".join(
+            f"{option} is used only by {', '.join(FIELD_APPLIES_TO[name])}" for option, name in useless.items()
+        )
+        raise FormalRopeError(
+            f"{', '.join(useless)} {'has' if len(useless) == 1 else 'have'} no effect with --pe {config.pe}: {reasons}"
+        )
     sampling = {option: name for option, name in given.items() if name in SAMPLING_FIELDS and not config.applies(name)}
     if sampling:
         reasons = "; ".join(f"{option}: {SAMPLING_FIELDS[name]}" for option, name in sampling.items())
         raise FormalRopeError(
-            f"{', '.join(sampling)} {'has' if len(sampling) == 1 else 'have'} no effect on a run that reads its strings "
-            f"from files (--data {config.data}): {reasons}; leave {'it' if len(sampling) == 1 else 'them'} out"
+            f"{', '.join(sampling)} {'has' if len(sampling) == 1 else 'have'} no effect on a run that reads its "
+            f"strings from files (--data {config.data}): {reasons}; leave {'it' if len(sampling) == 1 else 'them'} out"
         )
     if out is not None and no_save:
         raise FormalRopeError("--out names a checkpoint but --no-save writes none; give one of them")
@@ -230,28 +245,70 @@ class TrainSettings(NamedTuple):
     """The run's settings as `train` takes them (None: not given; the scale's, the data's or
     RunConfig's default)."""
 
-    periods: Optional[str] = typer.Option(None, "--periods", help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error outside LTL[P,MOD]) or e.g. 2 or 2,3.")
-    base: Optional[float] = typer.Option(None, "--base", help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p.")
-    rope_fraction: Optional[float] = typer.Option(None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5).")
+    periods: Optional[str] = typer.Option(
+        None, "--periods",
+        help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error "
+        "outside LTL[P,MOD]) or e.g. 2 or 2,3.",
+    )
+    base: Optional[float] = typer.Option(
+        None, "--base",
+        help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p.",
+    )
+    rope_fraction: Optional[float] = typer.Option(
+        None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."
+    )
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b.")
-    scale: Optional[str] = typer.Option(None, "--scale", help="Defaults from a named scale: quick (about a minute on one core), medium (the paper's model, batch and negatives, 2,000 steps) or paper (appendix E).")
+    scale: Optional[str] = typer.Option(
+        None, "--scale",
+        help="Defaults from a named scale: quick (about a minute on one core), medium (the paper's model, batch and "
+        "negatives, 2,000 steps) or paper (appendix E).",
+    )
     steps: Optional[int] = typer.Option(None, "--steps", help="Training steps.")
     lr: Optional[float] = typer.Option(None, "--lr", help="AdamW learning rate.")
-    lr_schedule: Optional[str] = typer.Option(None, "--lr-schedule", help="constant (default) or cosine (decay to 10% of --lr).")
-    warmup_steps: Optional[int] = typer.Option(None, "--warmup-steps", help="Linear learning-rate warm-up steps (default 0).")
-    weight_decay: Optional[float] = typer.Option(None, "--weight-decay", help="AdamW weight decay on weight matrices (default 0.01).")
-    train_near_miss: Optional[float] = typer.Option(None, "--train-near-miss", help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives).")
-    train_lengths: Optional[str] = typer.Option(None, "--train-lengths", help="Training length range, e.g. 0..40 (the default; with --data: the training file's lengths, and a range trains on its strings of those lengths).")
+    lr_schedule: Optional[str] = typer.Option(
+        None, "--lr-schedule", help="constant (default) or cosine (decay to 10% of --lr)."
+    )
+    warmup_steps: Optional[int] = typer.Option(
+        None, "--warmup-steps", help="Linear learning-rate warm-up steps (default 0)."
+    )
+    weight_decay: Optional[float] = typer.Option(
+        None, "--weight-decay", help="AdamW weight decay on weight matrices (default 0.01)."
+    )
+    train_near_miss: Optional[float] = typer.Option(
+        None, "--train-near-miss",
+        help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives).",
+    )
+    train_lengths: Optional[str] = typer.Option(
+        None, "--train-lengths",
+        help="Training length range, e.g. 0..40 (the default; with --data: the training file's lengths, and a range "
+        "trains on its strings of those lengths).",
+    )
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed for initialisation and training batches.")
     batch_size: ro.BatchSize = None
     layers: ro.Layers = None
     d_model: ro.DModel = None
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (head dimension must be even).")
-    eval_mode: Optional[str] = typer.Option(None, "--eval", help="full: every test length; nstar: stop at the first imperfect length.")
-    phase_precision: Optional[str] = typer.Option(None, "--phase-precision", help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. Only for encodings with a base.")
-    attention: Optional[str] = typer.Option(None, "--attention", help="Attention implementation: auto, triton or torch.")
-    n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length (default 512; quick scale 16). An error with --data (the test files' strings are used).")
-    test_lengths: Optional[str] = typer.Option(None, "--test-lengths", help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With --data: the test files' strings in the range, or of each listed length.")
+    eval_mode: Optional[str] = typer.Option(
+        None, "--eval", help="full: every test length; nstar: stop at the first imperfect length."
+    )
+    phase_precision: Optional[str] = typer.Option(
+        None, "--phase-precision",
+        help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. "
+        "Only for encodings with a base.",
+    )
+    attention: Optional[str] = typer.Option(
+        None, "--attention", help="Attention implementation: auto, triton or torch."
+    )
+    n_per_length: Optional[int] = typer.Option(
+        None, "--n-per-length",
+        help="Test strings per length (default 512; quick scale 16). An error with --data (the "
+        "test files' strings are used).",
+    )
+    test_lengths: Optional[str] = typer.Option(
+        None, "--test-lengths",
+        help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With "
+        "--data: the test files' strings in the range, or of each listed length.",
+    )
 
     def fields(self) -> dict:
         """RunConfig fields of the options given explicitly (None: not given), the text options parsed."""
@@ -282,14 +339,29 @@ def register(app: typer.Typer) -> None:
     @app.command("train")
     @ro.with_option_groups
     def train(
-        lang: Optional[str] = typer.Option(None, "--lang", help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the data's labels are checked against it."),
-        data: Optional[Path] = typer.Option(None, "--data", help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md)."),
+        lang: Optional[str] = typer.Option(
+            None, "--lang",
+            help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the "
+            "data's labels are checked against it.",
+        ),
+        data: Optional[Path] = typer.Option(
+            None, "--data",
+            help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, "
+            "datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md).",
+        ),
         pe: str = typer.Option("rope", "--pe", help=f"Positional encoding: {encoding_names()}."),
         settings: TrainSettings = None,
-        set_fields: Optional[list[str]] = typer.Option(None, "--set", help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."),
+        set_fields: Optional[list[str]] = typer.Option(
+            None, "--set",
+            help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5.",
+        ),
+        out: Optional[Path] = typer.Option(
+            None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."
+        ),
         no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
-        threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."),
+        threads: Optional[int] = typer.Option(
+            None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."
+        ),
         device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
         state_flags: ro.TrainStateFlags = None,
         json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
@@ -318,7 +390,9 @@ def register(app: typer.Typer) -> None:
             # (--train-lengths, --test-lengths, --set) select part of the files' strings instead.
             defaults.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet")))
         config = RunConfig(**{"language": lang, "pe": pe, **defaults, **explicit})
-        given = {option: name for option, name in _EFFECT_OPTIONS.items() if name in explicit and name not in assignments}
+        given = {
+            option: name for option, name in _EFFECT_OPTIONS.items() if name in explicit and name not in assignments
+        }
         given.update({f"--set {name}": name for name in assignments})
         _refuse_options_without_effect(config, given, device, threads, out, no_save)
         if data is not None:

@@ -14,7 +14,12 @@ from typing import Any, Sequence
 from formal_rope.certify import certified_range
 from formal_rope.compiler.dag import FormulaDag, formula_to_dag
 from formal_rope.compiler.schedule import Schedule, dag_to_schedule
-from formal_rope.compiler.schedule_to_model import CompileOptions, ConstructReport, schedule_to_coordinates, schedule_to_ir
+from formal_rope.compiler.schedule_to_model import (
+    CompileOptions,
+    ConstructReport,
+    schedule_to_coordinates,
+    schedule_to_ir,
+)
 from formal_rope.compiler.y_scale import YScaleChoice, choose_y_scale
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.analysis import max_lookback
@@ -198,7 +203,8 @@ def _certify_y_heads(reports: list[ConstructReport], dag: FormulaDag, options: C
                 certified_is_lower_bound=bool(lower_bound),
                 margin=None,
                 detail=report.detail
-                + f"; N_max^({k}) = {length}{'+' if lower_bound else ''} ({options.certify_mode}), ideal {ideal.n_max}, "
+                + f"; N_max^({k}) = {length}{'+' if lower_bound else ''} "
+                f"({options.certify_mode}), ideal {ideal.n_max}, "
                 f"paper bound C·δ_L >= f_large up to {ideal.paper_sufficient_bound}"
                 + ("" if margin is None else f"; first failing gap {margin:.6g} < f_large"),
             )

@@ -186,7 +186,9 @@ class _Builder:
             if b is False:
                 return self.build_not(left)
         ast_type = {"and": And, "or": Or, "implies": Implies, "iff": Iff}[kind]
-        return self.add((kind, left, right), DagNode(kind, (left, right), ""), ast_type(self.asts[left], self.asts[right]))
+        return self.add(
+            (kind, left, right), DagNode(kind, (left, right), ""), ast_type(self.asts[left], self.asts[right])
+        )
 
     def build_not(self, child: int) -> int:
         return self.add(("not", child), DagNode("not", (child,), ""), Not(self.asts[child]))

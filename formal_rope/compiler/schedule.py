@@ -25,7 +25,8 @@ MAX_SUPPORT = 8
 
 @dataclass(frozen=True)
 class Schedule:
-    """When each DAG node becomes an exact 0/1 coordinate (`ready`, sub-layer clock) and in which layer its head sits."""
+    """When each DAG node becomes an exact 0/1 coordinate (`ready`, sub-layer clock) and in which layer its head
+    sits."""
 
     dag: FormulaDag
     ready: tuple[int, ...]  # per node

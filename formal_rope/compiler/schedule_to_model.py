@@ -72,7 +72,8 @@ class ConstructReport:
     margin: float | None  # smallest realized winner-vs-loser score gap (None: not a hard-selection head)
     f_large: float
     detail: str = ""
-    certified_length: int | None = None  # Y heads: N_max^(k)(g, C, F); P heads in narrow formats (precision.ones_sum_overflow)
+    # Y heads: N_max^(k)(g, C, F); P heads in narrow formats (precision.ones_sum_overflow)
+    certified_length: int | None = None
     certified_mode: str | None = None
     certified_ideal: int | None = None
     certified_is_lower_bound: bool = False
@@ -109,7 +110,9 @@ class CompileOptions:
             raise FormalRopeError(f"unknown certify mode {self.certify_mode!r}; use realized or ideal")
         limit = self.certify_max_length
         if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
-            raise FormalRopeError(f"certify_max_length (--certify-max-length) must be a positive integer, got {limit!r}")
+            raise FormalRopeError(
+                f"certify_max_length (--certify-max-length) must be a positive integer, got {limit!r}"
+            )
         object.__setattr__(self, "fmt", fmt)
         object.__setattr__(self, "freq", float(self.freq))
 
@@ -159,7 +162,9 @@ def schedule_to_coordinates(schedule: Schedule) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------- helpers
-def _boolean_truth(dag: FormulaDag, index: int, support: tuple[int, ...], assignment: dict[int, np.ndarray]) -> np.ndarray:
+def _boolean_truth(
+    dag: FormulaDag, index: int, support: tuple[int, ...], assignment: dict[int, np.ndarray]
+) -> np.ndarray:
     """Truth table of node ``index`` as a function of its support variables (vectorized)."""
     memo = dict(assignment)
 
@@ -276,7 +281,9 @@ def mod_parameters(m: int, r: int, fmt: FloatFormat) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------------- build IR
-def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float | None) -> tuple[TransformerIR, list[ConstructReport]]:
+def schedule_to_ir(
+    schedule: Schedule, options: CompileOptions, y_scale: float | None
+) -> tuple[TransformerIR, list[ConstructReport]]:
     """Stage 4: the weights of every head and feed-forward, as a TransformerIR, with one report per construct.
 
     `y_scale` is the score scale C of the Y heads (None when the formula has none).
@@ -350,11 +357,14 @@ def schedule_to_ir(schedule: Schedule, options: CompileOptions, y_scale: float |
             m, r = node.modulus, node.residue
             params = mod_parameters(m, r, fmt)
             plan.heads.append(
-                _head(name, d_model, index, query_bias=(params["q0"], params["q1"], 1.0, 0.0),
-                      key_weights={(0, BOS_FLAG): params["scale"], (2, TRUE): params["baseline"]},
-                      key_bias=(0.0, 0.0, 0.0, 0.0), value_coord=BOS_FLAG, out_coord=raw,
-                      rotary=(RotaryPair("periodic", period=m), RotaryPair("none")),
-                      description=f"MOD: T_{m}(i mod {m}) vs bos key C={params['scale']:g}, baseline C·b_m={params['baseline']:g}")
+                _head(
+                    name, d_model, index, query_bias=(params["q0"], params["q1"], 1.0, 0.0),
+                    key_weights={(0, BOS_FLAG): params["scale"], (2, TRUE): params["baseline"]},
+                    key_bias=(0.0, 0.0, 0.0, 0.0), value_coord=BOS_FLAG, out_coord=raw,
+                    rotary=(RotaryPair("periodic", period=m), RotaryPair("none")),
+                    description=f"MOD: T_{m}(i mod {m}) vs bos key C={params['scale']:g}, "
+                    f"baseline C·b_m={params['baseline']:g}",
+                )
             )
             first_value = 1.0 if (1 - r) % m == 0 else 0.0
             plan.hidden.append(_Hidden({TRUE: 1.0}, 0.0, {out: 1.0}))

@@ -221,7 +221,9 @@ def verify_compiled(
         length = len(words[index])
         per_length_failures[length] = per_length_failures.get(length, 0) + 1
         inside = certified is None or length <= certified
-        found = Disagreement(format_word(words[index], alphabet), length, bool(expected[index]), bool(result.accepted[index]), inside)
+        found = Disagreement(
+            format_word(words[index], alphabet), length, bool(expected[index]), bool(result.accepted[index]), inside
+        )
         if first is None:
             first = found
         if inside and first_inside is None:
@@ -290,7 +292,9 @@ def compile_report(compiled: CompiledModel, verification: VerificationResult,
         "exhaustive_up_to": verification.exhaustive_up_to,
         "sampled_lengths": list(verification.sampled_lengths),
         "disagreements": verification.disagreements,
-        "first_disagreement": None if verification.first_disagreement is None else verification.first_disagreement.to_json(),
+        "first_disagreement": None
+        if verification.first_disagreement is None
+        else verification.first_disagreement.to_json(),
         "first_disagreement_inside_certified_range": None
         if verification.first_disagreement_inside is None
         else verification.first_disagreement_inside.to_json(),

@@ -73,7 +73,8 @@ def _select_heads(
 ) -> list[tuple[int, int]]:
     """Validated (layer, head) pairs, 0-based; None means every head with a rotated pair."""
     if heads is None:
-        chosen = [(l, h) for l, names in enumerate(layout) for h in range(len(names)) if rotary[(l, h)]]
+        chosen = [(layer_index, h) for layer_index, names in enumerate(layout) for h in range(len(names))
+                  if rotary[(layer_index, h)]]
         if not chosen:
             raise FormalRopeError(
                 "the model has no rotary head (no attention head rotates any query/key pair); "
@@ -114,7 +115,9 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str
     if isinstance(positional, pe.PeriodicRotary):
         periods, numerators = pe.assign_periods(positional.periods[0], positional.n_pairs)
         angles = TWO_PI * numerators / periods
-        kinds = tuple(f"periodic T_{m}(i mod {m}), a={a}" if m > 1 else "unrotated" for m, a in zip(periods, numerators))
+        kinds = tuple(
+            f"periodic T_{m}(i mod {m}), a={a}" if m > 1 else "unrotated" for m, a in zip(periods, numerators)
+        )
         return kinds, angles.astype(np.float64)
     if isinstance(positional, pe.LearnedRotary):
         frequencies = positional.frequencies[0, layer].detach().double().cpu().numpy()
@@ -137,17 +140,22 @@ def capture_trained(
     from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference  # torch: trained models only
 
     if getattr(model, "runs", 1) != 1:
-        raise FormalRopeError(f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))")
+        raise FormalRopeError(
+            f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))"
+        )
     tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
     length = tokens.shape[1]
     blocks = list(model.blocks)
-    layout = tuple(tuple(f"L{l + 1}.H{h + 1}" for h in range(block.heads)) for l, block in enumerate(blocks))
+    layout = tuple(tuple(f"L{layer_index + 1}.H{h + 1}" for h in range(block.heads))
+                   for layer_index, block in enumerate(blocks))
     device = next(model.parameters()).device
     block_inputs: dict[int, Any] = {}
     attention_outputs: dict[int, Any] = {}
     handles = []
     for index, block in enumerate(blocks):
-        handles.append(block.register_forward_pre_hook(lambda module, args, i=index: block_inputs.__setitem__(i, args[0])))
+        handles.append(
+            block.register_forward_pre_hook(lambda module, args, i=index: block_inputs.__setitem__(i, args[0]))
+        )
         handles.append(
             block.attention_out.register_forward_pre_hook(
                 lambda module, args, i=index: attention_outputs.__setitem__(i, args[0])
@@ -228,7 +236,8 @@ def capture_trained(
         return np.any(layer_data(layer)["angles"][head] != 0, axis=0)
 
     if heads is None:
-        rotary = {(l, h): bool(rotated(l, h).any()) for l in range(len(blocks)) for h in range(blocks[l].heads)}
+        rotary = {(layer_index, h): bool(rotated(layer_index, h).any())
+                  for layer_index in range(len(blocks)) for h in range(blocks[layer_index].heads)}
     else:
         rotary = {}
     chosen = _select_heads(layout, heads, rotary)
@@ -337,8 +346,8 @@ def capture_compiled(
     certificate = model_certificate(model, fmt, "native", up_to=len(symbols))
     layout = tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
     rotary = {
-        (l, h): any(pair.kind != "none" for pair in head.rotary)
-        for l, layer in enumerate(model.layers)
+        (layer_index, h): any(pair.kind != "none" for pair in head.rotary)
+        for layer_index, layer in enumerate(model.layers)
         for h, head in enumerate(layer.heads)
     }
     chosen = _select_heads(layout, heads, rotary)
@@ -412,7 +421,9 @@ def capture_heads(
     classifier = getattr(model, "model", model)
     alphabet = tuple(alphabet) if alphabet is not None else tuple(getattr(model, "alphabet", ()) or ())
     if not hasattr(classifier, "blocks") or not hasattr(classifier, "positional"):
-        raise FormalRopeError(f"phase diagnostics cannot read a {type(model).__name__}: expected a compiled or trained model")
+        raise FormalRopeError(
+            f"phase diagnostics cannot read a {type(model).__name__}: expected a compiled or trained model"
+        )
     if not alphabet:
         raise FormalRopeError("a bare trained Classifier needs its alphabet to encode the string")
     fmt_name = None if fmt is None else parse_format(fmt).name
@@ -450,4 +461,5 @@ def model_layout(model) -> tuple[tuple[str, ...], ...]:
     if isinstance(model, TransformerIR):
         return tuple(tuple(head.name for head in layer.heads) for layer in model.layers)
     classifier = getattr(model, "model", model)
-    return tuple(tuple(f"L{l + 1}.H{h + 1}" for h in range(block.heads)) for l, block in enumerate(classifier.blocks))
+    return tuple(tuple(f"L{layer_index + 1}.H{h + 1}" for h in range(block.heads))
+                 for layer_index, block in enumerate(classifier.blocks))

@@ -33,30 +33,36 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
     layers = range(n_layers) if layer is None else [layer - 1]
     if layer is not None and not layout[layer - 1]:
         # Compiled models have feed-forward-only layers (e.g. the snap after a Y gate).
-        with_heads = ", ".join(str(l + 1) for l in range(n_layers) if layout[l]) or "none"
+        with_heads = ", ".join(str(layer_index + 1) for layer_index in range(n_layers) if layout[layer_index]) or "none"
         raise FormalRopeError(f"layer {layer} (--layer) has no attention heads (layers with heads: {with_heads})")
     if head is None:
-        return None if layer is None else [(l, h) for l in layers for h in range(len(layout[l]))]
+        return None if layer is None else [(layer_index, h) for layer_index in layers
+                                           for h in range(len(layout[layer_index]))]
     head = head.strip()
     if head.isdigit():
         number = int(head)
-        chosen = [(l, number - 1) for l in layers if 1 <= number <= len(layout[l])]
+        chosen = [(layer_index, number - 1) for layer_index in layers if 1 <= number <= len(layout[layer_index])]
         if not chosen:
             where = f"layer {layer}" if layer is not None else "any layer"
-            counts = ", ".join(f"layer {l + 1}: " + (f"1..{len(layout[l])}" if layout[l] else "none") for l in layers)
+            counts = ", ".join(
+                f"layer {layer_index + 1}: " + (f"1..{len(layout[layer_index])}" if layout[layer_index] else "none")
+                for layer_index in layers
+            )
             raise FormalRopeError(f"head {number} (--head) does not exist in {where} (heads per layer: {counts})")
         return chosen
-    candidates = [(l, h) for l in layers for h, name in enumerate(layout[l])]
-    exact = [(l, h) for l, h in candidates if layout[l][h] == head]
+    candidates = [(layer_index, h) for layer_index in layers for h, name in enumerate(layout[layer_index])]
+    exact = [(layer_index, h) for layer_index, h in candidates if layout[layer_index][h] == head]
     if exact:
         return exact
-    partial = [(l, h) for l, h in candidates if head.lower() in layout[l][h].lower()]
-    names = ", ".join(layout[l][h] for l, h in candidates)
+    partial = [(layer_index, h) for layer_index, h in candidates if head.lower() in layout[layer_index][h].lower()]
+    names = ", ".join(layout[layer_index][h] for layer_index, h in candidates)
     if not partial:
         raise FormalRopeError(f"no head named {head!r} (--head); heads: {names}")
     if len(partial) > 1:
-        matched = ", ".join(layout[l][h] for l, h in partial)
-        raise FormalRopeError(f"head {head!r} (--head) matches several heads ({matched}); give a longer name or a layer (--layer)")
+        matched = ", ".join(layout[layer_index][h] for layer_index, h in partial)
+        raise FormalRopeError(
+            f"head {head!r} (--head) matches several heads ({matched}); give a longer name or a layer (--layer)"
+        )
     return partial
 
 
@@ -213,7 +219,9 @@ def phases_summary(
         # Compiled models: the certified length in this dtype (native arithmetic) and whether the
         # input is longer, so that the scores shown need not select what the construction intends.
         "certified_length": None if captured.certificate is None else captured.certificate.certified_length,
-        "certified_length_is_lower_bound": None if captured.certificate is None else captured.certificate.is_lower_bound,
+        "certified_length_is_lower_bound": None
+        if captured.certificate is None
+        else captured.certificate.is_lower_bound,
         "beyond_certified_length": captured.beyond_certified_length,
         "query": query,
         "epsilon": epsilon,

@@ -92,7 +92,9 @@ def _write(out: Path, kind: str, tensors: dict, config: dict) -> list[Path]:
     return paths
 
 
-def export_model(model_path: str | Path, out: str | Path, *, fmt: str = "safetensors", dtype: str | None = None) -> ExportResult:
+def export_model(
+    model_path: str | Path, out: str | Path, *, fmt: str = "safetensors", dtype: str | None = None
+) -> ExportResult:
     """Write the model saved at `model_path` (`formalrope compile --out` or `formalrope train --out`)
     into the folder `out`: model.safetensors, config.json and model.py (its `load(out)` rebuilds the
     model with torch alone; `.classify(strings)` gives `formalrope run`'s verdicts).
@@ -111,7 +113,8 @@ def export_model(model_path: str | Path, out: str | Path, *, fmt: str = "safeten
         reasons = "; ".join(f"({i}) {reason}" for i, reason in enumerate(_OBSTACLES[kind], start=1))
         raise FormalRopeError(
             f"no exact TransformerLens export exists for this {kind} model, and an approximation is not "
-            f"offered: {reasons}. Use --format safetensors: its model.py is a plain torch.nn.Module with the same verdicts."
+            f"offered: {reasons}. Use --format safetensors: its model.py is a plain "
+            "torch.nn.Module with the same verdicts."
         )
     if kind == "compiled":
         tensors, config = compiled_export(load_model(model_path), dtype)

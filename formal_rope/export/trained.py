@@ -74,7 +74,9 @@ def trained_export(path) -> tuple[dict, dict]:
     periods = loaded.metadata.get("periods")
     if row.periodic:
         cos, sin, pair_periods = _periodic_tables(periods, period_pairs(config.pe, config.d_model, config.heads))
-        tensors.update({"positional.cos_table": cos, "positional.sin_table": sin, "positional.pair_periods": pair_periods})
+        tensors.update(
+            {"positional.cos_table": cos, "positional.sin_table": sin, "positional.pair_periods": pair_periods}
+        )
     rotate_values = bool(getattr(model.positional, "rotate_values", False))
     summary = loaded.result.to_dict() if loaded.result is not None else None
     export_config = {

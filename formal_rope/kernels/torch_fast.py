@@ -36,7 +36,9 @@ def rotate_complex(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, invers
     return rotate_by(work, torch.complex(cos_b, sin_b))
 
 
-def causal_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+def causal_attention_torch(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None
+) -> torch.Tensor:
     """Strict-causal softmax attention (no rotation) through PyTorch's fused SDPA: query i attends to
     keys j < i, query 0 (bos) returns zeros. q, k, v: (batch, heads, T, d), any strides with a
     contiguous last axis; returns (batch, heads, T, d) in q's dtype.

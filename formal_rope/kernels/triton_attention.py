@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import torch
 import triton
-from torch.autograd.function import once_differentiable
 import triton.language as tl
+from torch.autograd.function import once_differentiable
 
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_HEAD_DIM = 256
@@ -269,7 +269,9 @@ def _attention_fwd_kernel(
         out_even, out_odd = _rotate_back(out_even, out_odd, cos_q, sin_q)
     if UPCAST_DOT:  # round like a GPU before the interpreter's truncating bf16 store
         out_even, out_odd = _dot_pair(out_even, out_odd, tl.bfloat16, UPCAST_DOT)
-    _store_pair_tile(OUT + b * stride_ob + h * stride_oh, offs_m, offs_p, stride_ot, stride_od, q_mask, out_even, out_odd)
+    _store_pair_tile(
+        OUT + b * stride_ob + h * stride_oh, offs_m, offs_p, stride_ot, stride_od, q_mask, out_even, out_odd
+    )
     lse = tl.where(l_i == 0.0, 0.0, m_i + tl.math.log2(l_safe))
     tl.store(LSE + pid_bh * T + offs_m, lse, mask=offs_m < T)
 
@@ -329,7 +331,9 @@ def _attention_bwd_dkdv_kernel(
         )
         qr_even, qr_odd = _dot_pair(qr_even, qr_odd, dot_ty, UPCAST_DOT)
         # With value rotation the upstream gradient lives in the rotated frame: do' = R_i dout.
-        do_even, do_odd = _load_pair_tile(do_base, offs_m, offs_p, stride_dot, stride_dod, q_mask, cos_q, sin_q, ROTATE_V)
+        do_even, do_odd = _load_pair_tile(
+            do_base, offs_m, offs_p, stride_dot, stride_dod, q_mask, cos_q, sin_q, ROTATE_V
+        )
         do_even, do_odd = _dot_pair(do_even, do_odd, dot_ty, UPCAST_DOT)
         lse = tl.load(LSE + pid_bh * T + offs_m, mask=row_ok, other=0.0)
         delta = tl.load(DELTA + pid_bh * T + offs_m, mask=row_ok, other=0.0)
@@ -463,7 +467,9 @@ def _half_pad(half: int, use_dot: bool) -> int:
     return _pow2_at_least(half, 16 if use_dot else 1)
 
 
-def _autotune_candidates(configs, named_args, ieee_max_volume: int = _IEEE_DOT_MAX_VOLUME, **kwargs) -> list[triton.Config]:
+def _autotune_candidates(
+    configs, named_args, ieee_max_volume: int = _IEEE_DOT_MAX_VOLUME, **kwargs
+) -> list[triton.Config]:
     """The configs worth timing for this call (triton's early_config_prune hook).
 
     Tiles longer than the power-of-two length bucket are dropped (T <= 42 training times 3 tilings,
@@ -509,7 +515,9 @@ _dkdv_tuned = _tuned(_attention_bwd_dkdv_kernel, ieee_max_volume=32 * 32 * 16)
 _dq_tuned = _tuned(_attention_bwd_dq_kernel)
 
 
-def _launch(kernel, tuned, grid_rows: int, bh: int, args: tuple, meta: dict, plan: LaunchPlan, half: int, row_block: str):
+def _launch(
+    kernel, tuned, grid_rows: int, bh: int, args: tuple, meta: dict, plan: LaunchPlan, half: int, row_block: str
+):
     """Run `kernel` with the plan's fixed tiles, or its autotuned twin when plan.blocks is None."""
     block_key = "BLOCK_M" if row_block == "M" else "BLOCK_N"
     if plan.blocks is not None:
@@ -561,7 +569,9 @@ def _check_inputs(q, k, v, cos, sin) -> None:
     if dim % 2 or not 2 <= dim <= _MAX_HEAD_DIM:
         raise ValueError(f"head dimension must be even and in [2, {_MAX_HEAD_DIM}], got {dim}")
     if q.dtype not in _SUPPORTED_DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
-        raise ValueError(f"q, k, v must share one dtype among float32/float16/bfloat16; got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise ValueError(
+            f"q, k, v must share one dtype among float32/float16/bfloat16; got {q.dtype}, {k.dtype}, {v.dtype}"
+        )
     valid_tables = ((length, dim // 2), (batch, length, dim // 2))
     if tuple(cos.shape) not in valid_tables or sin.shape != cos.shape:
         raise ValueError(

@@ -5,11 +5,11 @@ from formal_rope.lang.analysis import (
     FRAGMENTS,
     fold_ast,
     iter_nodes,
+    ltl_fragment,
     max_lookback,
     moduli,
     needs_explicit_alphabet,
     symbols_of,
-    ltl_fragment,
     uses_temporal_or_mod,
 )
 from formal_rope.lang.parser import parse_ltl, parse_regex

@@ -214,8 +214,14 @@ class Complement(_Node):
     child: "Regex"
 
 
-Regex = Union[Symbol, Epsilon, EmptySet, AnySymbol, CharClass, Concat, Union_, Star, Plus, Optional_, Repeat, Intersect, Complement]
-REGEX_TYPES = (Symbol, Epsilon, EmptySet, AnySymbol, CharClass, Concat, Union_, Star, Plus, Optional_, Repeat, Intersect, Complement)
+Regex = Union[
+    Symbol, Epsilon, EmptySet, AnySymbol, CharClass, Concat, Union_, Star, Plus, Optional_, Repeat, Intersect,
+    Complement,
+]
+REGEX_TYPES = (
+    Symbol, Epsilon, EmptySet, AnySymbol, CharClass, Concat, Union_, Star, Plus, Optional_, Repeat, Intersect,
+    Complement,
+)
 
 
 _CHILD_FIELDS = ("child", "left", "right")

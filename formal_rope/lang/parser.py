@@ -18,8 +18,8 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from formal_rope.errors import ExpressionError
 from formal_rope.lang.ast import (
-    AnySymbol,
     And,
+    AnySymbol,
     Atom,
     CharClass,
     Complement,
@@ -66,7 +66,9 @@ def grammar_parser(language: str) -> Lark:
         path = folder / f"{language}.lark"
         if path.is_file():
             return Lark(path.read_text(encoding="utf-8"), parser="lalr", lexer="contextual", start="start")
-    raise FileNotFoundError(f"grammar {language}.lark not found in " + " or ".join(str(folder) for folder in GRAMMAR_DIRS))
+    raise FileNotFoundError(
+        f"grammar {language}.lark not found in " + " or ".join(str(folder) for folder in GRAMMAR_DIRS)
+    )
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ class _LtlBuilder(_Builder):
             raise _SemanticError(f"MOD_{m}^{r} needs a modulus m >= 1", m_column, "a modulus m >= 1")
         if r >= m:
             raise _SemanticError(
-                f"MOD_{m}^{r} needs a residue 0 <= r < m (write MOD_{m}^{r % m})", r_column, f"a residue r in 0..{m - 1}"
+                f"MOD_{m}^{r} needs a residue 0 <= r < m (write MOD_{m}^{r % m})", r_column,
+                f"a residue r in 0..{m - 1}",
             )
         return Mod(m, r)
 
@@ -226,9 +229,14 @@ class _RegexBuilder(_Builder):
     def class_range(self, children):
         low, high = children[0], children[2]
         if ord(str(low)) > ord(str(high)):
-            raise _SemanticError(f"empty range {low}-{high} in a character class", low.column, "a range x-y with x <= y")
+            raise _SemanticError(
+                f"empty range {low}-{high} in a character class", low.column, "a range x-y with x <= y"
+            )
         if ord(str(high)) - ord(str(low)) >= MAX_CLASS_RANGE:
-            raise _SemanticError(f"range {low}-{high} spans more than {MAX_CLASS_RANGE} characters", low.column, "a small range such as a-z or 0-9")
+            raise _SemanticError(
+                f"range {low}-{high} spans more than {MAX_CLASS_RANGE} characters", low.column,
+                "a small range such as a-z or 0-9",
+            )
         symbols = [chr(code) for code in range(ord(str(low)), ord(str(high)) + 1)]
         # Only letters and digits can be symbols; a range like 9-A skips the punctuation between.
         return [self._see(symbol, low) for symbol in symbols if symbol.isalnum() and symbol not in "εΣ"]
@@ -258,7 +266,10 @@ class _RegexBuilder(_Builder):
     def repeat(self, children):
         child, brace, (low, high) = children[0], children[1], children[2]
         if high is not None and high < low:
-            raise _SemanticError(f"repetition {{{low},{high}}} has its upper bound below its lower bound", brace.column, "{n,m} with n <= m")
+            raise _SemanticError(
+                f"repetition {{{low},{high}}} has its upper bound below its lower bound", brace.column,
+                "{n,m} with n <= m",
+            )
         return Repeat(child, low, high)
 
     def complement(self, children):
@@ -314,7 +325,8 @@ def _incomplete_range(language: str, text: str, position: int, expected: set[str
         return None
     low = text[:dash].rstrip()[-1:]
     return ExpressionError(
-        text, f"incomplete range {low}- in a character class: '-' must be followed by the range's last symbol", dash + 1, _RANGE_END
+        text, f"incomplete range {low}- in a character class: '-' must be followed by the range's last symbol",
+        dash + 1, _RANGE_END,
     )
 
 
@@ -408,7 +420,8 @@ def _syntax_error(language: str, text: str, error: UnexpectedInput) -> Expressio
         column = error.column
         char = text[error.pos_in_stream] if 0 <= error.pos_in_stream < len(text) else error.char
         result = ExpressionError(
-            text, f"unexpected character {char!r} in the {what}", column, describe_expected(language, _acceptable(error, error.allowed or set()))
+            text, f"unexpected character {char!r} in the {what}", column,
+            describe_expected(language, _acceptable(error, error.allowed or set())),
         )
         result.progress = error.pos_in_stream
         return result
@@ -507,7 +520,8 @@ def check_alphabet(text: str, parsed: ParsedExpression, alphabet: Sequence[str])
         column, symbol = min(outside)
         shown = "{" + ", ".join(alphabet) + "}"
         raise ExpressionError(
-            text, f"symbol {symbol!r} is not in the alphabet {shown}", column, "a symbol of the alphabet: " + ", ".join(alphabet)
+            text, f"symbol {symbol!r} is not in the alphabet {shown}", column,
+            "a symbol of the alphabet: " + ", ".join(alphabet),
         )
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Generator
 from typing import Literal
 
 from formal_rope.lang.ast import (
-    AnySymbol,
     And,
+    AnySymbol,
     Atom,
     CharClass,
     Complement,

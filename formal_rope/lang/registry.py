@@ -46,12 +46,14 @@ REGISTRY: tuple[RegistryEntry, ...] = (
     RegistryEntry("sigma_star_a", "Σ*a", "regex", ("a", "b"), "ends with a", _PAPER),
     RegistryEntry("contains_ab", "Σ*abΣ*", "regex", ("a", "b", "c"), "contains the factor ab (|Σ| = 3)", _PAPER),
     RegistryEntry(
-        "contains_ab_binary", "Σ*abΣ*", "regex", ("a", "b"), "contains the factor ab over {a,b} (|Σ| = 2)", "core paper, Prop. B.2"
+        "contains_ab_binary", "Σ*abΣ*", "regex", ("a", "b"), "contains the factor ab over {a,b} (|Σ| = 2)",
+        "core paper, Prop. B.2",
     ),
     RegistryEntry("parity", "(0*10*1)*0*", "regex", ("0", "1"), "Parity: an even number of 1s", _PARITY),
     RegistryEntry("parity_odd", "0*1(0*10*1)*0*", "regex", ("0", "1"), "an odd number of 1s", _PARITY),
     RegistryEntry(
-        "aa_star_ltl", "MOD_2^1", "ltl", ("a",), "(aa)* as a formula: N+1 odd at the readout, i.e. N even", "core paper, Prop. 3.2"
+        "aa_star_ltl", "MOD_2^1", "ltl", ("a",), "(aa)* as a formula: N+1 odd at the readout, i.e. N even",
+        "core paper, Prop. 3.2",
     ),
     RegistryEntry(
         "ab_star_ltl",
@@ -62,14 +64,19 @@ REGISTRY: tuple[RegistryEntry, ...] = (
         "core paper, Prop. 3.2",
     ),
     RegistryEntry(
-        "a_sigma_star_ltl", "P(a & !P(a | b))", "ltl", ("a", "b"), "aΣ* as a formula: some a with nothing before it", "LTL[P]"
-    ),
-    RegistryEntry("sigma_star_a_ltl", "Y(a)", "ltl", ("a", "b"), "Σ*a as a formula: the last symbol is a", "core paper, Table 1"),
-    RegistryEntry(
-        "contains_ab_ltl", "P(b & Y(a))", "ltl", ("a", "b", "c"), "Σ*abΣ* as a formula: some b right after an a", "core paper, §3.4"
+        "a_sigma_star_ltl", "P(a & !P(a | b))", "ltl", ("a", "b"), "aΣ* as a formula: some a with nothing before it",
+        "LTL[P]",
     ),
     RegistryEntry(
-        "has_a_odd_length", "P(a) & MOD_2^0", "ltl", ("a", "b"), "contains an a and has odd length (N+1 even)", "LTL[P,MOD] example"
+        "sigma_star_a_ltl", "Y(a)", "ltl", ("a", "b"), "Σ*a as a formula: the last symbol is a", "core paper, Table 1"
+    ),
+    RegistryEntry(
+        "contains_ab_ltl", "P(b & Y(a))", "ltl", ("a", "b", "c"), "Σ*abΣ* as a formula: some b right after an a",
+        "core paper, §3.4",
+    ),
+    RegistryEntry(
+        "has_a_odd_length", "P(a) & MOD_2^0", "ltl", ("a", "b"), "contains an a and has odd length (N+1 even)",
+        "LTL[P,MOD] example",
     ),
     RegistryEntry("a_since_b", "a S b", "ltl", ("a", "b", "c"), "a b followed only by a's: Σ*ba*", "LTL[S] example"),
 )

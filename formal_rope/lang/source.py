@@ -29,8 +29,8 @@ from formal_rope.lang.parser import (
     parse_ltl_with_columns,
     parse_regex_with_columns,
 )
-from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
 from formal_rope.lang.printer import format_ltl
+from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
 
 KINDS = ("ltl", "regex", "att")
 READ_AS_LTL = "read as an LTL formula"
@@ -134,7 +134,9 @@ def att_alphabet(path: str | Path, required: bool = True) -> tuple[str, ...]:
         if len(fields) >= 3 and len(fields) <= 5:
             labels.add(fields[2])
         elif len(fields) > 5:
-            raise FormalRopeError(f"{path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}")
+            raise FormalRopeError(
+                f"{path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}"
+            )
     if not labels and required:
         raise FormalRopeError(f"{path} has no transitions, so its alphabet is unknown; pass --alphabet")
     return tuple(sorted(labels))
@@ -161,7 +163,11 @@ def _finish(
                     "mentions no symbols"
                     if not mentioned
                     else f"mentions only {mentioned[0]!r} but refers to other symbols "
-                    + ("(through negation, ->, <->, H or true)" if kind == "ltl" else "(through Σ, ., [^..] or complement)")
+                    + (
+                        "(through negation, ->, <->, H or true)"
+                        if kind == "ltl"
+                        else "(through Σ, ., [^..] or complement)"
+                    )
                 )
                 raise ExpressionError(
                     expression,
@@ -189,7 +195,8 @@ def _from_entry(spec: str, entry: RegistryEntry, alphabet: tuple[str, ...] | Non
     if force_kind is not None and entry.kind != force_kind:
         wanted = "an LTL formula" if force_kind == "ltl" else "a regular expression"
         raise FormalRopeError(
-            f"{spec!r} is the registry language {entry.name} ({entry.kind}: {entry.expression}); {wanted} is needed here"
+            f"{spec!r} is the registry language {entry.name} ({entry.kind}: "
+            f"{entry.expression}); {wanted} is needed here"
         )
     note = (
         f"registry language {entry.name}: {entry.expression} over the registry's alphabet "
@@ -269,7 +276,8 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
         raise ExpressionError(
             ltl_error.expression,
             ltl_error.message
-            + f" (read as a formula because of {what!r} at column {column}; write re:{text.strip()} to read it as a regex)",
+            + f" (read as a formula because of {what!r} at column {column}; write "
+            f"re:{text.strip()} to read it as a regex)",
             ltl_error.column,
             ltl_error.expected,
         ) from None
@@ -316,7 +324,9 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
     explicit = parse_alphabet(alphabet) if alphabet is not None else None
     text = spec.strip()
     if not text:
-        raise FormalRopeError("empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file")
+        raise FormalRopeError(
+            "empty language; give a registry name, an expression, ltl:<formula>, re:<regex> or a .att file"
+        )
 
     for prefix, kind in _PREFIXES.items():
         if text.lower().startswith(prefix):

@@ -106,7 +106,9 @@ class ModelCertificate:
     @property
     def reason(self) -> str:
         """Why the certified length is what it is: the binding construct and its detail."""
-        binding = [c for c in self.constructs if c.certified_length is not None and c.certified_length == self.certified_length]
+        binding = [
+            c for c in self.constructs if c.certified_length is not None and c.certified_length == self.certified_length
+        ]
         return "; ".join(f"{c.construct} {c.formula}: {c.detail}" for c in binding)
 
     def to_json(self) -> dict[str, Any]:
@@ -155,7 +157,11 @@ def model_certificate(
     if max_length < 1:
         raise FormalRopeError(f"max_length must be at least 1, got {max_length}")
     check_parameters_fit(model, fmt)  # an overflowed weight makes every score NaN: refuse, as evaluate does
-    heads = {head.name: (number, index) for number, layer in enumerate(model.layers) for index, head in enumerate(layer.heads)}
+    heads = {
+        head.name: (number, index)
+        for number, layer in enumerate(model.layers)
+        for index, head in enumerate(layer.heads)
+    }
     certified: list[ConstructCertificate] = []
     for construct in constructs:
         kind, formula, name = construct.get("construct"), construct.get("formula", ""), construct.get("head", "")

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from formal_rope.model.certificate import ModelCertificate, model_certificate
-from formal_rope.model.forward import MODES, EmulatedForward, NativeForward, check_mode, check_parameters_fit
+from formal_rope.model.forward import EmulatedForward, NativeForward, check_mode, check_parameters_fit
 from formal_rope.model.ir import TransformerIR
 from formal_rope.precision import FloatFormat, parse_format
 
@@ -51,7 +51,9 @@ class EvaluationResult:
 
 
 # ------------------------------------------------------------------------------------ interface
-def attention_scores(model: TransformerIR, string, layer: int, head: int, fmt: FloatFormat | str = "fp32") -> np.ndarray:
+def attention_scores(
+    model: TransformerIR, string, layer: int, head: int, fmt: FloatFormat | str = "fp32"
+) -> np.ndarray:
     """The emulated, unmasked score matrix S[i, j] of head ``head`` in layer ``layer`` (0-based) on
     ``string`` (positions bos..eos), exactly as the evaluator computes it in ``fmt``."""
     runner = EmulatedForward(model, parse_format(fmt))
@@ -86,7 +88,8 @@ def evaluate(
     """Classify ``strings`` with ``model`` in format ``fmt``; results keep the input order.
 
     The result carries the model's certificate in (fmt, mode) and flags every verdict on an input
-    longer than its certified length (``beyond_certified_length``). ``trace=True`` also returns each string's final residual stream (positions bos..eos).
+    longer than its certified length (``beyond_certified_length``). ``trace=True`` also returns each
+    string's final residual stream (positions bos..eos).
     ``on_progress(k)`` is called after every batch with the number of strings it finished.
     """
     fmt = parse_format(fmt)

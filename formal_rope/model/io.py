@@ -69,35 +69,32 @@ def save_model(model: TransformerIR, path: str | Path) -> Path:
     missing parent folders."""
     path = Path(path)
     arrays: dict[str, np.ndarray] = {"embedding": model.embedding}
-    for l, layer in enumerate(model.layers):
+    for layer_index, layer in enumerate(model.layers):
         for h, head in enumerate(layer.heads):
             for name in _HEAD_ARRAYS:
-                arrays[f"L{l}.H{h}.{name}"] = getattr(head, name)
+                arrays[f"L{layer_index}.H{h}.{name}"] = getattr(head, name)
         if layer.feed_forward is not None:
             for name in _FFN_ARRAYS:
-                arrays[f"L{l}.ffn.{name}"] = getattr(layer.feed_forward, name)
+                arrays[f"L{layer_index}.ffn.{name}"] = getattr(layer.feed_forward, name)
     if model.readout.kind == "linear":
         arrays["readout.weights"] = model.readout.weights
     metadata = {
-        "kind": "compiled",
-        **{key: value for key, value in model.metadata.items() if key != "kind"},
-        "format_version": FORMAT_VERSION,
-        "coordinates": list(model.coordinates),
-        "vocabulary": list(model.vocabulary),
-        "d_model": model.d_model,
-        "n_layers": len(model.layers),
-        "n_heads": model.n_heads,
+        "kind": "compiled", **{key: value for key, value in model.metadata.items() if key != "kind"},
+        "format_version": FORMAT_VERSION, "coordinates": list(model.coordinates), "vocabulary": list(model.vocabulary),
+        "d_model": model.d_model, "n_layers": len(model.layers), "n_heads": model.n_heads,
         "layers": describe_layers(model),
         "readout": {
-            "kind": model.readout.kind,
-            "coordinate": model.readout.coordinate,
-            "coordinate_name": None if model.readout.coordinate is None else model.coordinates[model.readout.coordinate],
-            "threshold": model.readout.threshold,
-            "bias": model.readout.bias,
+            "kind": model.readout.kind, "coordinate": model.readout.coordinate,
+            "coordinate_name": None
+            if model.readout.coordinate is None
+            else model.coordinates[model.readout.coordinate],
+            "threshold": model.readout.threshold, "bias": model.readout.bias,
         },
     }
     if path.is_dir():
-        raise FormalRopeError(f"cannot write model file {path}: it is a directory (give a file name, e.g. {path / 'model.zip'})")
+        raise FormalRopeError(
+            f"cannot write model file {path}: it is a directory (give a file name, e.g. {path / 'model.zip'})"
+        )
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     temporary = path.with_name(path.name + ".tmp")
@@ -117,8 +114,11 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     """The ``metadata.json`` of a model file; FormalRopeError when missing/corrupt."""
     path = Path(path)
     if not path.is_file():
-        raise FormalRopeError(f"model file {path} " + ("is a directory, not a file" if path.is_dir() else
-                                                         "is not a regular file" if path.exists() else "does not exist"))
+        raise FormalRopeError(
+            f"model file {path} "
+            + ("is a directory, not a file" if path.is_dir() else
+               "is not a regular file" if path.exists() else "does not exist")
+        )
     try:
         with zipfile.ZipFile(path) as archive:
             metadata = json.loads(archive.read("metadata.json").decode("utf-8"))
@@ -140,21 +140,21 @@ def load_model(path: str | Path) -> TransformerIR:
             with np.load(io.BytesIO(archive.read("weights.npz")), allow_pickle=False) as npz:
                 arrays = {name: npz[name] for name in npz.files}
         layers = []
-        for l, described in enumerate(metadata["layers"]):
+        for layer_index, described in enumerate(metadata["layers"]):
             heads = []
             for h, head in enumerate(described["heads"]):
                 heads.append(
                     AttentionHead(
                         name=head["name"],
-                        **{name: arrays[f"L{l}.H{h}.{name}"] for name in _HEAD_ARRAYS},
+                        **{name: arrays[f"L{layer_index}.H{h}.{name}"] for name in _HEAD_ARRAYS},
                         rotary=tuple(RotaryPair.from_json(pair) for pair in head["rotary"]),
                         score_scale=float(head.get("score_scale", 1.0)),
                         description=head.get("description", ""),
                     )
                 )
             feed_forward = None
-            if f"L{l}.ffn.w_in" in arrays:
-                feed_forward = FeedForward(**{name: arrays[f"L{l}.ffn.{name}"] for name in _FFN_ARRAYS})
+            if f"L{layer_index}.ffn.w_in" in arrays:
+                feed_forward = FeedForward(**{name: arrays[f"L{layer_index}.ffn.{name}"] for name in _FFN_ARRAYS})
             layers.append(Layer(heads=tuple(heads), feed_forward=feed_forward))
         readout_data = metadata["readout"]
         readout = Readout(
@@ -174,7 +174,8 @@ def load_model(path: str | Path) -> TransformerIR:
             readout=readout,
             metadata={key: value for key, value in metadata.items() if key not in skip},
         )
-    except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError, EOFError) as error:  # EOFError: empty weights.npz
+    # EOFError: empty weights.npz
+    except (KeyError, ValueError, TypeError, zipfile.BadZipFile, OSError, EOFError) as error:
         raise FormalRopeError(f"{path}: corrupt compiled model ({type(error).__name__}: {error})") from None
     except FormalRopeError as error:  # e.g. a construct's formula that no longer parses
         first_line = str(error).splitlines()[0]
@@ -245,6 +246,8 @@ def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:
         try:  # the trainer imports torch: loaded only for a trained checkpoint
             from formal_rope.training.checkpoint import load_checkpoint
         except ImportError as error:
-            raise FormalRopeError(f"{path} is a trained checkpoint, but the trainer is not available: {error}") from None
+            raise FormalRopeError(
+                f"{path} is a trained checkpoint, but the trainer is not available: {error}"
+            ) from None
         return load_checkpoint(path)
     raise FormalRopeError(f"{path}: unknown model kind {kind!r} (expected 'compiled' or 'trained')")

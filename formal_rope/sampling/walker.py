@@ -57,7 +57,9 @@ def walk_sorted(
     degree, n_nodes = graph.degree, graph.n_nodes
     flat_target = graph.edge_target.ravel()
     flat_symbol = graph.edge_symbol.ravel()
-    symbol_is_edge = bool(np.array_equal(graph.edge_symbol, np.broadcast_to(np.arange(degree), graph.edge_symbol.shape)))
+    symbol_is_edge = bool(
+        np.array_equal(graph.edge_symbol, np.broadcast_to(np.arange(degree), graph.edge_symbol.shape))
+    )
     use_alias = degree > 1 and counts.table_entries <= ALIAS_TABLE_LIMIT
     if use_alias:
         keep, alias = counts.alias_table
@@ -112,7 +114,9 @@ def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, starts: n
     order = np.argsort(-lengths, kind="stable")
     if np.all(order == np.arange(lengths.size)):
         return np.array(walk_sorted(counts, lengths, uniforms, starts=starts).T, dtype=np.int64, order="C")
-    out = walk_sorted(counts, lengths[order], uniforms[:, order], starts=None if starts is None else np.asarray(starts)[order])
+    out = walk_sorted(
+        counts, lengths[order], uniforms[:, order], starts=None if starts is None else np.asarray(starts)[order]
+    )
     symbols = np.empty((lengths.size, out.shape[0]), dtype=np.int64)
     symbols[order] = out.T
     return symbols

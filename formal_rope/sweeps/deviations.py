@@ -20,7 +20,8 @@ DEVIATIONS: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("table4", "quick"): (
         "N* on (ab)* stays at 41-49 at every base (paper: up to 98); no single quick-scale choice restores the "
-        f"paper's values (only near-miss negatives, which the paper does not use, reach 125): {FINDINGS}#tables-4-and-5-ablation",
+        "paper's values (only near-miss negatives, which the paper does not use, reach 125): "
+        f"{FINDINGS}#tables-4-and-5-ablation",
         "accuracy on (ab)* is 0.76-0.90 (paper: 0.51-0.82): our models reject the uniform negatives at every "
         f"length and accept the near-misses, under every ablation variant: {FINDINGS}#table-4",
     ),
@@ -29,10 +30,10 @@ DEVIATIONS: dict[tuple[str, str], tuple[str, ...]] = {
         f"size causes it (the paper-size model gives NoPE 500, 249, 248): {FINDINGS}#tables-4-and-5-ablation",
     ),
     ("table2", "medium"): (
-        "SiPE_P reaches N* = 500 on (aa)* at the paper's model size too (paper: 41): "
-        f"{FINDINGS}#medium-scale",
+        f"SiPE_P reaches N* = 500 on (aa)* at the paper's model size too (paper: 41): {FINDINGS}#medium-scale",
         "no encoding passes about 60 on (ab)* in 2,000 steps at lr 1e-3, RoPE_P included (paper: 500); the "
-        f"budget is short, not the encoding (the quick recipe's lr reaches 500 with this model): {FINDINGS}#medium-scale",
+        "budget is short, not the encoding (the quick recipe's lr reaches 500 with this "
+        f"model): {FINDINGS}#medium-scale",
     ),
 }
 

@@ -36,7 +36,10 @@ MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expan
 SCALE_NAMES = ("quick", "medium", "paper")
 PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `reproduce` reruns
 # Our own experiments around those tables (`reproduce NAME`): name -> sweep file stem.
-EXPERIMENTS = {"ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability", "joformer": "joformer"}
+EXPERIMENTS = {
+    "ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability",
+    "joformer": "joformer",
+}
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
 # plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
@@ -56,7 +59,8 @@ _REFERENCE_ROW = "[language, pe, base, accuracy max, accuracy mean, N* max, N* m
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """A grid of runs: the axes (languages x PEs x bases x seeds x lrs x `axes`), fixed overrides, and the paper's numbers.
+    """A grid of runs: the axes (languages x PEs x bases x seeds x lrs x `axes`), fixed overrides, and the paper's
+    numbers.
 
     `expand_grid(spec)` gives its RunConfigs.
     """
@@ -134,7 +138,12 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each."""
-    from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods, validate_config  # torch: not on the sweeps import
+    from formal_rope.training.setup import (  # torch: not on the sweeps import
+        check_trainable,
+        resolve_dfa,
+        resolve_periods,
+        validate_config,
+    )
 
     dfas: dict = {}
     notes: list[str] = []
@@ -169,8 +178,10 @@ def unused_settings(configs: list[RunConfig], given: dict[str, str]) -> list[str
     for option, name in given.items():
         if configs and not any(config.applies(name) for config in configs):
             if name in SAMPLING_FIELDS and all(config.data is not None for config in configs):
-                notes.append(f"{option} has no effect on this grid: its runs read their strings from files "
-                             f"({configs[0].data}), and {SAMPLING_FIELDS[name]}; runs that would differ only in it are one run")
+                notes.append(
+                    f"{option} has no effect on this grid: its runs read their strings from files "
+                    f"({configs[0].data}), and {SAMPLING_FIELDS[name]}; runs that would differ only in it are one run"
+                )
                 continue
             pes = ", ".join(dict.fromkeys(config.pe for config in configs))
             users = ", ".join(FIELD_APPLIES_TO.get(name, ()))
@@ -216,7 +227,9 @@ def _seeds_value(value, path: Path):
         return value
     if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         return value
-    raise FormalRopeError(f"{path}: key 'seeds' must be a count like 5 or a list of integers like [0, 3], got {value!r}")
+    raise FormalRopeError(
+        f"{path}: key 'seeds' must be a count like 5 or a list of integers like [0, 3], got {value!r}"
+    )
 
 
 def _periods_value(value, path: Path):
@@ -265,14 +278,19 @@ def _checked_axes(path: Path, text: str, table) -> tuple:
         line = _line_of_key(text, key)
         at = f"{path}:{line or '?'}"
         if key in DEDICATED_AXES:
-            raise FormalRopeError(f"{at}: {key!r} in [axes] has its own grid key; use {DEDICATED_AXES[key].split(' / ')[1]!r}")
+            raise FormalRopeError(
+                f"{at}: {key!r} in [axes] has its own grid key; use {DEDICATED_AXES[key].split(' / ')[1]!r}"
+            )
         try:
             field_kind(key)
         except FormalRopeError as error:
             raise FormalRopeError(f"{at}: unknown key {key!r} in [axes]: {error}") from None
         if not isinstance(values, list) or not values:
             raise FormalRopeError(f"{at}: {key!r} in [axes] must be a non-empty list of values, got {values!r}")
-        typed = [None if value in ("auto", "none") and field_kind(key) in ("symbols", "integers") else value for value in values]
+        typed = [
+            None if value in ("auto", "none") and field_kind(key) in ("symbols", "integers") else value
+            for value in values
+        ]
         axes.append((key, tuple(_checked_value(path, text, "axes", key, value) for value in typed)))
     return tuple(axes)
 
@@ -300,7 +318,8 @@ def paper_sweep_path(table: str) -> Path:
     """
     if table not in PAPER_TABLES and table not in EXPERIMENTS:
         raise FormalRopeError(
-            f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or an experiment: {', '.join(EXPERIMENTS)}"
+            f"unknown table {table!r}; expected one of {', '.join(PAPER_TABLES)} or an "
+            f"experiment: {', '.join(EXPERIMENTS)}"
         )
     stem = EXPERIMENTS.get(table, table)
     package = Path(__file__).resolve().parents[1]
@@ -350,7 +369,10 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     axes = _checked_axes(path, text, data.get("axes", {}))
     for key, _ in axes:
         if key in section:
-            raise FormalRopeError(f"{path}:{_line_of_key(text, key) or '?'}: {key!r} is both an [axes] entry and fixed in [{chosen}]; keep one")
+            raise FormalRopeError(
+                f"{path}:{_line_of_key(text, key) or '?'}: {key!r} is both an [axes] entry "
+                f"and fixed in [{chosen}]; keep one"
+            )
     grid = {k: v for k, v in data.items() if k in _GRID_KEYS}
     for key in _SCALE_EXTRA_KEYS:
         if key in section:
@@ -358,7 +380,9 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     alphabet = grid.get("alphabet")
     if alphabet is not None:
         if not isinstance(alphabet, (str, list)) or not all(isinstance(v, str) for v in alphabet):
-            raise FormalRopeError(f"{path}: key 'alphabet' must be a string like \"ab\" or a list of symbols, got {alphabet!r}")
+            raise FormalRopeError(
+                f"{path}: key 'alphabet' must be a string like \"ab\" or a list of symbols, got {alphabet!r}"
+            )
         alphabet = parse_alphabet(alphabet)
 
     return (

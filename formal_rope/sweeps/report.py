@@ -60,7 +60,9 @@ class AggregateRow:
             return None if isinstance(value, float) and math.isnan(value) else value
 
         group = dict(self.group) if self.group else {"language": self.language, "pe": self.pe, "base": self.base}
-        stats = {key: clean(value) for key, value in self.__dict__.items() if key not in ("language", "pe", "base", "group")}
+        stats = {
+            key: clean(value) for key, value in self.__dict__.items() if key not in ("language", "pe", "base", "group")
+        }
         return {**{key: clean(value) for key, value in group.items()}, **stats}
 
 
@@ -296,10 +298,16 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
             if r.base is not None:
                 continue
             if r.pe == "nope":
-                ax.axhspan(r.n_star_mean - r.n_star_std, r.n_star_mean + r.n_star_std, color="grey", alpha=0.25, label="NoPE ±1 std")
+                ax.axhspan(
+                    r.n_star_mean - r.n_star_std, r.n_star_mean + r.n_star_std, color="grey", alpha=0.25,
+                    label="NoPE ±1 std",
+                )
                 ax.axhline(r.n_star_mean, color="grey", lw=1)
             else:
-                ax.axhline(r.n_star_mean, ls="--", lw=1.2, label=f"{PE_LABELS.get(r.pe, r.pe)} (mean)", color="C3" if r.pe == "rope_p" else "C4")
+                ax.axhline(
+                    r.n_star_mean, ls="--", lw=1.2, label=f"{PE_LABELS.get(r.pe, r.pe)} (mean)",
+                    color="C3" if r.pe == "rope_p" else "C4",
+                )
             level = paper.get((language, r.pe, None), {}).get("n_star_mean")
             if _finite(level) and based:
                 ax.scatter(based, [level] * len(based), marker="s", s=40, facecolors="none", edgecolors="dimgrey",
@@ -334,7 +342,9 @@ def _save_figure(fig, path: str | Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=120)
     except (OSError, ValueError) as error:  # unwritable folder, or an extension matplotlib cannot write
-        raise FormalRopeError(f"cannot write the plot {str(path)!r}: {getattr(error, 'strerror', None) or error}") from None
+        raise FormalRopeError(
+            f"cannot write the plot {str(path)!r}: {getattr(error, 'strerror', None) or error}"
+        ) from None
     finally:
         plt.close(fig)
     return path
@@ -369,8 +379,13 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
                 paper_max.append((x + width * 0.3, ref["n_star_max"]))
             if ref and _finite(ref["n_star_mean"]):
                 paper_mean.append((x + width * 0.3, ref["n_star_mean"]))
-        ax.bar(xs, means, width=width * 0.95, yerr=stds, capsize=3, label=f"{_label(pe, extra)} (mean ±1 std)", color=f"C{index}")
-        ax.scatter(xs, maxima, marker="D", s=22, color="black", zorder=3, label="ours: max over runs" if index == 0 else None)
+        ax.bar(
+            xs, means, width=width * 0.95, yerr=stds, capsize=3, label=f"{_label(pe, extra)} (mean ±1 std)",
+            color=f"C{index}",
+        )
+        ax.scatter(
+            xs, maxima, marker="D", s=22, color="black", zorder=3, label="ours: max over runs" if index == 0 else None
+        )
         for points, marker, name in ((paper_max, "D", "paper: N* max"), (paper_mean, "o", "paper: N* mean")):
             if points:
                 ax.scatter(*zip(*points), marker=marker, s=48, facecolors="none", edgecolors="crimson", linewidths=1.4,
@@ -519,7 +534,9 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
         runs = label_variants(runs, variants, variant_baseline)
         strangers = runs[VARIANT_COLUMN].isna()
         if strangers.any():
-            on_note(f"{int(strangers.sum())} run(s) in {out} are none of the sweep's variants (another sweep's); left out")
+            on_note(
+                f"{int(strangers.sum())} run(s) in {out} are none of the sweep's variants (another sweep's); left out"
+            )
             runs = runs[~strangers]
         by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
     check_grouping(runs, by)

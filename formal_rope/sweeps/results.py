@@ -126,7 +126,9 @@ RUN_COLUMN_TYPES = {
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",
     "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string",
 }
-RUN_COLUMN_TYPES.update({name: _KIND_TYPES[field_kind(name)] for name in CONFIG_COLUMNS if name not in RUN_COLUMN_TYPES})
+RUN_COLUMN_TYPES.update(
+    {name: _KIND_TYPES[field_kind(name)] for name in CONFIG_COLUMNS if name not in RUN_COLUMN_TYPES}
+)
 RUN_COLUMN_TYPES.update({"eval_complete": "bool", "config": "string"})
 EVAL_COLUMN_TYPES = {"run_id": "string", "length": "int64", "accuracy": "float64", "n": "int64"}
 # What a file must hold to be read as a run / eval file (older formal-rope files hold these too).
@@ -227,7 +229,8 @@ def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: lis
             raise FormalRopeError(
                 f"{path} is not a formal-rope {kind} file: it lacks the column(s) {', '.join(missing)} "
                 f"(its columns: {', '.join(schema.names[:12])}{', ...' if len(schema.names) > 12 else ''}); "
-                f"another tool's Parquet file (e.g. `formalrope sample --out`) does not belong in {folder}/: move it elsewhere"
+                "another tool's Parquet file (e.g. `formalrope sample --out`) does not belong "
+                f"in {folder}/: move it elsewhere"
             )
         _check_column_types(path, schema, RUN_COLUMN_TYPES if kind == "run" else EVAL_COLUMN_TYPES, kind)
         return pq.read_table(path, columns=columns)

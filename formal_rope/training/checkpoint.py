@@ -43,7 +43,9 @@ def _temporary_path(path: Path) -> Path:
 
 
 def _unwritable(path: Path, error: OSError) -> FormalRopeError:
-    return FormalRopeError(f"cannot write the checkpoint {str(path)!r}: {error.strerror or error}; choose another --out or use --no-save")
+    return FormalRopeError(
+        f"cannot write the checkpoint {str(path)!r}: {error.strerror or error}; choose another --out or use --no-save"
+    )
 
 
 def check_checkpoint_path(path: str | Path) -> Path:
@@ -51,7 +53,9 @@ def check_checkpoint_path(path: str | Path) -> Path:
     not), so a bad --out is reported before training rather than after it."""
     path = Path(path)
     if path.is_dir():
-        raise FormalRopeError(f"the checkpoint path {str(path)!r} is a folder; give a file name such as {str(path / 'model.zip')!r}")
+        raise FormalRopeError(
+            f"the checkpoint path {str(path)!r} is a folder; give a file name such as {str(path / 'model.zip')!r}"
+        )
     probe = _temporary_path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +70,9 @@ def check_checkpoint_path(path: str | Path) -> Path:
 def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, result: RunResult) -> Path:
     """Write the archive atomically (temporary file + rename). Returns the path."""
     if model.runs != 1:
-        raise FormalRopeError(f"a checkpoint holds one run; this model packs {model.runs} (save model.select_runs([r]))")
+        raise FormalRopeError(
+            f"a checkpoint holds one run; this model packs {model.runs} (save model.select_runs([r]))"
+        )
     path = check_checkpoint_path(path)
     summary = result.to_dict()
     metadata = {
@@ -100,7 +106,9 @@ def read_metadata(path: str | Path) -> dict:
     except FileNotFoundError:
         raise FormalRopeError(f"checkpoint {str(path)!r} does not exist") from None
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as error:  # ValueError: bad JSON/UTF-8
-        raise FormalRopeError(f"{str(path)!r} is not a formal-rope checkpoint ({type(error).__name__}: {error})") from None
+        raise FormalRopeError(
+            f"{str(path)!r} is not a formal-rope checkpoint ({type(error).__name__}: {error})"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -161,7 +161,8 @@ class RunConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise FormalRopeError(
-                f"unknown RunConfig keys: {', '.join(unknown)}; expected some of {', '.join(f.name for f in fields(cls))}"
+                f"unknown RunConfig keys: {', '.join(unknown)}; expected some of "
+                f"{', '.join(f.name for f in fields(cls))}"
             )
         if "language" not in data:
             raise FormalRopeError("a RunConfig needs a 'language' (registry name, expression or .att path)")
@@ -257,7 +258,9 @@ def field_kind(name: str) -> str:
     RunConfig field; FormalRopeError for an unknown field."""
     if name in _FIELD_KINDS:
         return _FIELD_KINDS[name]
-    raise FormalRopeError(f"unknown run setting {name!r}; RunConfig fields are {', '.join(f.name for f in fields(RunConfig))}")
+    raise FormalRopeError(
+        f"unknown run setting {name!r}; RunConfig fields are {', '.join(f.name for f in fields(RunConfig))}"
+    )
 
 
 _FIELD_KINDS = {spec.name: _KINDS[spec.type] for spec in fields(RunConfig)}
@@ -341,7 +344,9 @@ def lengths_fields(text: str, option: str = "--test-lengths", prefix: str = "tes
         try:
             low, high = (int(piece) for piece in part.split("..", 1)) if ".." in part else (int(part), int(part))
         except ValueError:
-            raise FormalRopeError(f"{option}: {part!r} is not a length or a range; use e.g. 41..500 or 41,45,50") from None
+            raise FormalRopeError(
+                f"{option}: {part!r} is not a length or a range; use e.g. 41..500 or 41,45,50"
+            ) from None
         if low < 0 or low > high:
             raise FormalRopeError(f"{option}: {part!r} is not a non-empty range of non-negative lengths")
         ranges.append((low, high))
@@ -352,7 +357,9 @@ def lengths_fields(text: str, option: str = "--test-lengths", prefix: str = "tes
         raise FormalRopeError(f"{option} takes one range such as 0..40, got {text!r}")
     count = sum(high - low + 1 for low, high in ranges)
     if count > MAX_LENGTH_LIST:
-        raise FormalRopeError(f"{option} {text!r} lists {count:,} lengths, more than {MAX_LENGTH_LIST:,}; use one range A..B")
+        raise FormalRopeError(
+            f"{option} {text!r} lists {count:,} lengths, more than {MAX_LENGTH_LIST:,}; use one range A..B"
+        )
     lengths = sorted({length for low, high in ranges for length in range(low, high + 1)})
     return {"test_lengths": tuple(lengths)}
 

@@ -36,7 +36,8 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> li
     if 0 < config.steps <= config.warmup_steps:
         notes.append(
             f"warmup_steps {config.warmup_steps} ≥ steps {config.steps}: the learning rate only ramps up and never "
-            f"reaches lr {config.lr:g}" + (", so the cosine schedule has no effect" if config.lr_schedule == "cosine" else "")
+            f"reaches lr {config.lr:g}"
+            + (", so the cosine schedule has no effect" if config.lr_schedule == "cosine" else "")
         )
     return notes
 

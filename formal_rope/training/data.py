@@ -185,7 +185,9 @@ def load_data(path: str, *, alphabet=None, dfa=None, expected_hash: str | None =
     return dataset
 
 
-def data_settings(path, *, language: str | None = None, alphabet=None, test_range: tuple[int, int] | None = None) -> dict:
+def data_settings(
+    path, *, language: str | None = None, alphabet=None, test_range: tuple[int, int] | None = None
+) -> dict:
     """RunConfig fields for training and testing on the files at `path`: data, data_hash, the
     training length range of the training file and the test range (the test files' lengths, or
     `test_range` to evaluate on part of them). Labels are checked against `language` when given

@@ -165,7 +165,9 @@ def ragged_layout(symbols, lengths, n_symbols: int, widths, device="cpu") -> Tok
     widths = np.asarray(widths, dtype=np.int64)
     bucket = np.searchsorted(widths - 2, lengths)  # (R, B): first bucket that holds each string
     if (bucket >= len(widths)).any():
-        raise ValueError(f"a string of length {int(lengths.max())} exceeds the widest bucket ({int(widths[-1])} tokens)")
+        raise ValueError(
+            f"a string of length {int(lengths.max())} exceeds the widest bucket ({int(widths[-1])} tokens)"
+        )
     string_width = widths[bucket]  # (R, B)
     # Run-major: each run's strings ordered by bucket (stable), back to back.
     order = np.argsort(bucket, axis=1, kind="stable")  # (R, B): the strings of run r in row order

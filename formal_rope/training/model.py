@@ -104,7 +104,9 @@ class Block(nn.Module):
         q, k, v = self.qkv(normed).view(runs, batch, length, 3, self.heads, head_dim).permute(3, 0, 1, 4, 2, 5)
         return q, k, v
 
-    def attend(self, normed: torch.Tensor, layout: TokenLayout, rotation, rotate_values: bool, impl: str) -> torch.Tensor:
+    def attend(
+        self, normed: torch.Tensor, layout: TokenLayout, rotation, rotate_values: bool, impl: str
+    ) -> torch.Tensor:
         """Attention output (R, L, d_model) at every run-major token.
 
         q, k, v are projected per run and moved to pooled order; q and k (and v with JoFormer's
@@ -282,7 +284,11 @@ class Classifier(nn.Module):
         for layer, block in enumerate(self.blocks):
             x = block(x, layout, self.positional, layer, self.attention_impl, readout_only and layer == last)
         if last < 0 or not readout_only:
-            x = x.reshape(-1, x.shape[-1]).index_select(0, layout.readout_rows.reshape(-1)).view(layout.runs, -1, x.shape[-1])
+            x = (
+                x.reshape(-1, x.shape[-1])
+                .index_select(0, layout.readout_rows.reshape(-1))
+                .view(layout.runs, -1, x.shape[-1])
+            )
         return self.readout(self.final_norm(x))
 
     def select_runs(self, indices) -> "Classifier":

@@ -84,8 +84,9 @@ class PackedAdamW:
 
     `backward(loss)` fills the flat gradient buffer; `clip(max_norms)` clips each run's gradient
     norm; `step(lrs, active)`: lrs (R,) learning rates for this step; runs with active False
-    (diverged, frozen) are not updated and their moments do not advance. Construction moves the parameters into flat buffers (module docstring), so build
-    the optimizer after the model is on its device.
+    (diverged, frozen) are not updated and their moments do not advance. Construction moves the
+    parameters into flat buffers (module docstring), so build the optimizer after the model is on its
+    device.
     """
 
     def __init__(self, named_parameters, weight_decays: Sequence[float], betas=BETAS, eps: float = EPS) -> None:
@@ -124,7 +125,9 @@ class PackedAdamW:
         """Scale each run's gradients so that its global L2 norm is at most max_norms[run] (<= 0: no
         clipping); returns the per-run norms (float64) before clipping."""
         squares = sum(group.grads.pow(2).sum(1, dtype=torch.float64) for group in self.groups)
-        norms = squares.sqrt() if isinstance(squares, torch.Tensor) else torch.zeros(len(max_norms), dtype=torch.float64)
+        norms = (
+            squares.sqrt() if isinstance(squares, torch.Tensor) else torch.zeros(len(max_norms), dtype=torch.float64)
+        )
         factors = _clip_factors(norms, max_norms)
         for group in self.groups:
             group.grads.mul_(factors.to(group.grads.dtype)[:, None])
@@ -158,7 +161,9 @@ class PackedAdamW:
             denominator = exp_avg_sq.sqrt().div_(per_run(correction2_sqrt)).add_(self.eps)
             updated = values
             if group.decayed is not None:
-                updated = values * torch.where(group.decayed, per_run(decay_factors), torch.ones((), dtype=dtype, device=device))
+                updated = values * torch.where(
+                    group.decayed, per_run(decay_factors), torch.ones((), dtype=dtype, device=device)
+                )
             updated = updated + exp_avg * per_run(step_sizes) / denominator
             if mask is not None:
                 exp_avg = torch.where(mask, exp_avg, group.exp_avg)

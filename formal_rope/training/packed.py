@@ -47,7 +47,9 @@ class PackedLinear(nn.Module):
     @torch.no_grad()
     def reset_run(self, run: int, generator: torch.Generator) -> None:
         """nn.Linear's default initialisation of run `run`, drawn from `generator`."""
-        self.weight[run].uniform_(-_kaiming_bound(self.in_features), _kaiming_bound(self.in_features), generator=generator)
+        self.weight[run].uniform_(
+            -_kaiming_bound(self.in_features), _kaiming_bound(self.in_features), generator=generator
+        )
         bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
         self.bias[run].uniform_(-bound, bound, generator=generator)
 
@@ -104,5 +106,7 @@ def select_runs_of(module: nn.Module, index: torch.Tensor) -> nn.Module:
         for name, parameter in list(selected.named_parameters()):
             owner = selected.get_submodule(name.rsplit(".", 1)[0]) if "." in name else selected
             leaf = name.rsplit(".", 1)[-1]
-            owner._parameters[leaf] = nn.Parameter(parameter[index.to(parameter.device)].clone(), parameter.requires_grad)
+            owner._parameters[leaf] = nn.Parameter(
+                parameter[index.to(parameter.device)].clone(), parameter.requires_grad
+            )
     return selected

@@ -162,7 +162,9 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
         groups.setdefault(pack_signature(config), []).append(config)
     members_list = list(groups.values())
     if pack == "auto":
-        fits = [max(1, int(MEMORY_SHARE * memory / workers) // max(1, estimate_pack_bytes(m[0], 1))) for m in members_list]
+        fits = [
+            max(1, int(MEMORY_SHARE * memory / workers) // max(1, estimate_pack_bytes(m[0], 1))) for m in members_list
+        ]
         sizes = _auto_sizes([len(m) for m in members_list], workers, min([MAX_AUTO_PACK, *fits]))
     else:
         sizes = []

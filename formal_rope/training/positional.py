@@ -329,7 +329,10 @@ class PeriodicRotary(_CachedTables):
 
     def describe(self, run=0):
         pair_periods, numerators = assign_periods(self.periods[run], self.n_pairs)
-        return {"periods": list(self.periods[run]), "pair_periods": pair_periods.tolist(), "numerators": numerators.tolist()}
+        return {
+            "periods": list(self.periods[run]), "pair_periods": pair_periods.tolist(),
+            "numerators": numerators.tolist(),
+        }
 
 
 class LearnedRotary(PositionalEncoding):
@@ -478,7 +481,9 @@ def build_positional(specs) -> PositionalEncoding:
         if (spec.pe, spec.d_model, spec.heads, spec.layers, spec.rope_fraction, spec.phase_precision) != (
             first.pe, first.d_model, first.heads, first.layers, first.rope_fraction, first.phase_precision
         ):
-            raise FormalRopeError("runs of one pack must share the encoding, its shape, rope_fraction and phase precision")
+            raise FormalRopeError(
+                "runs of one pack must share the encoding, its shape, rope_fraction and phase precision"
+            )
     row = encoding(first.pe)
     if row.periodic:
         pairs = period_pairs(first.pe, first.d_model, first.heads)
@@ -545,4 +550,6 @@ def build_jof_learned(specs, n_pairs: int) -> PositionalEncoding:
 
 def build_jof_projected(specs, n_pairs: int) -> PositionalEncoding:
     first = specs[0]
-    return ProjectedRotary(first.layers, first.d_model, first.heads, _rope_ladders(specs, n_pairs), first.phase_precision)
+    return ProjectedRotary(
+        first.layers, first.d_model, first.heads, _rope_ladders(specs, n_pairs), first.phase_precision
+    )

@@ -68,7 +68,8 @@ GRID_KEYS = ("lrs", "seeds")
 
 QUICK_SHRINKS: tuple[str, ...] = (
     "model: 2 layers, d_model 32, 4 heads (paper: 5 layers, d_model 64, 8 heads)",
-    "training: 1,000 steps of batch 64, lr 5e-3 with 50 warm-up steps and cosine decay (paper: 10^6 steps of batch 128, constant lr)",
+    "training: 1,000 steps of batch 64, lr 5e-3 with 50 warm-up steps and cosine decay (paper: 10^6 "
+    "steps of batch 128, constant lr)",
     "training negatives: uniform, as the paper's (until this version half were near-misses, which let SiPE_P "
     "generalise on (ab)*, unlike the paper: docs/findings.md#ablation)",
     "learning rates: 5e-3 only (paper: 1e-4, 3e-4, 5e-4)",

@@ -135,7 +135,8 @@ class _Reporter:
             if event.stage == "train":
                 runs = event.info.get("runs", 1)
                 pack = f" ({event.info.get('active', runs)}/{runs} runs)" if runs > 1 else ""
-                info = f"loss {event.loss:.4f} acc {event.accuracy:.3f} {event.info.get('steps_per_s', 0):.0f} steps/s{pack}"
+                info = (f"loss {event.loss:.4f} acc {event.accuracy:.3f} "
+                        f"{event.info.get('steps_per_s', 0):.0f} steps/s{pack}")
             else:
                 info = f"len {event.info.get('length')} acc {event.accuracy:.3f} N* so far {event.info.get('n_star')}"
             self.bar.update(self.task, completed=event.done, info=info)
@@ -244,7 +245,9 @@ class PackTrainingState:
         return cls(**{**{k: v for k, v in data.items() if k != "rngs"}, "rngs": rngs})
 
 
-def _save_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState) -> None:
+def _save_state(
+    store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState
+) -> None:
     buffer = io.BytesIO()
     torch.save(
         {
@@ -266,7 +269,9 @@ def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAd
     try:
         saved = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
     except Exception as error:  # a damaged state file must not cost the run: start over, loudly
-        raise FormalRopeError(f"the saved training state {key!r} cannot be read ({error}); delete it to start over") from None
+        raise FormalRopeError(
+            f"the saved training state {key!r} cannot be read ({error}); delete it to start over"
+        ) from None
     if saved.get("run_ids") != [c.run_id() for c in configs]:
         raise FormalRopeError(f"the saved training state {key!r} belongs to other runs; delete it to start over")
     model.load_state_dict(saved["model"])
@@ -353,10 +358,12 @@ def train_pack(
                 elapsed = time.perf_counter() - started
                 report(
                     TrainingProgress(
-                        "train", step + 1, steps,
-                        float(np.mean([progress.final_loss[r] for r in going])),
+                        "train", step + 1, steps, float(np.mean([progress.final_loss[r] for r in going])),
                         float(np.mean([progress.window_correct[r] / progress.window_count[r] for r in going])),
-                        {"steps_per_s": (step + 1 - first_step) / max(elapsed, 1e-9), "runs": runs, "active": len(going)},
+                        {
+                            "steps_per_s": (step + 1 - first_step) / max(elapsed, 1e-9), "runs": runs,
+                            "active": len(going),
+                        },
                     )
                 )
             for run in going:
@@ -504,7 +511,10 @@ def run_pack(
             reporter.stage("eval", len(first.tested_lengths()))
             evaluated = model if len(ok) == runs else model.select_runs(ok)
             for run, evaluation in zip(
-                ok, evaluate_pack(evaluated, [configs[r] for r in ok], [data[r] for r in ok], report=reporter.update, device=device)
+                ok,
+                evaluate_pack(
+                    evaluated, [configs[r] for r in ok], [data[r] for r in ok], report=reporter.update, device=device
+                ),
             ):
                 evaluations[run] = evaluation
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack

@@ -146,9 +146,13 @@ class TrainedClassifier(torch.nn.Module):
         if kind == "rotary_projected":
             fixed = self.phases(self.w("positional.frequencies"), length).to(torch.float32)
             prefix = f"positional.projectors.{layer}"
-            content = self.linear(F.gelu(self.linear(self.norm(hidden, f"{prefix}.norm"), f"{prefix}.in")), f"{prefix}.out")
+            content = self.linear(
+                F.gelu(self.linear(self.norm(hidden, f"{prefix}.norm"), f"{prefix}.in")), f"{prefix}.out"
+            )
             heads, pairs = self.config["heads"], fixed.shape[1]
-            angles = (fixed[None, :, None, :] + content.float().view(hidden.shape[0], length, heads, pairs)).permute(0, 2, 1, 3)
+            angles = (fixed[None, :, None, :] + content.float().view(hidden.shape[0], length, heads, pairs)).permute(
+                0, 2, 1, 3
+            )
             return torch.cos(angles), torch.sin(angles)
         head_dim = self.config["d_model"] // self.config["heads"]
         return torch.ones(length, head_dim // 2), torch.zeros(length, head_dim // 2)

@@ -115,7 +115,9 @@ def load_dataset(path: str | Path, alphabet: Sequence[str] | None = None) -> Dat
     parsed = [row.read_words(split, alphabet) for split in (located.train, *located.tests)]
     chosen = tuple(alphabet) if alphabet is not None else infer_alphabet(parsed)
     if not chosen:
-        raise FormalRopeError(f"the data at {path} holds no symbols, so no alphabet can be learnt; give --lang or --alphabet")
+        raise FormalRopeError(
+            f"the data at {path} holds no symbols, so no alphabet can be learnt; give --lang or --alphabet"
+        )
     encoded = [encode_words(words, chosen) for words in parsed]
     return Dataset(
         format=located.format,

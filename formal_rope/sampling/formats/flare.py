@@ -65,11 +65,14 @@ def read_flare_words(directory: Path, alphabet: Sequence[str] | None = None) -> 
     strings = read_lines(strings_path)
     label_lines = read_lines(labels_path)
     if len(strings) != len(label_lines):
-        shorter, longer = (labels_path, strings_path) if len(label_lines) < len(strings) else (strings_path, labels_path)
+        shorter, longer = (
+            (labels_path, strings_path) if len(label_lines) < len(strings) else (strings_path, labels_path)
+        )
         first = min(len(strings), len(label_lines)) + 1
         raise DataFormatError(
             shorter, None,
-            f"has {min(len(strings), len(label_lines))} lines but {longer.name} has {max(len(strings), len(label_lines))}; "
+            f"has {min(len(strings), len(label_lines))} lines but {longer.name} has "
+            f"{max(len(strings), len(label_lines))}; "
             f"line {first} of {longer.name} has no partner (the files must be line-aligned)",
         )
     labels = np.empty(len(label_lines), dtype=bool)
@@ -246,7 +249,9 @@ def write_flare_split(
     check_flare_symbols(dfa.alphabet)
     directory = Path(directory)
     n_lengths = _member_lengths(sets, dfa, split_lengths)
-    names = [FLARE_STRINGS, FLARE_LABELS, FLARE_NUM_EDITS, FLARE_LOG_PROBABILITIES] + ([FLARE_NEXT_SYMBOLS] if next_symbols else [])
+    names = [FLARE_STRINGS, FLARE_LABELS, FLARE_NUM_EDITS, FLARE_LOG_PROBABILITIES] + (
+        [FLARE_NEXT_SYMBOLS] if next_symbols else []
+    )
     paths = [directory / name for name in names]
     temporaries = [path.with_name(f".{path.name}.tmp") for path in paths]
     try:

@@ -32,7 +32,9 @@ def folder_splits(fmt: str, overrides: Sequence[FolderSplit] = ()) -> tuple[Fold
     chosen = {split.name: split for split in row.folder_splits}
     for override in overrides:
         if override.name not in chosen:
-            raise FormalRopeError(f"{fmt} language folders have no split {override.name!r}; they have {', '.join(names)}")
+            raise FormalRopeError(
+                f"{fmt} language folders have no split {override.name!r}; they have {', '.join(names)}"
+            )
         chosen[override.name] = FolderSplit(override.name, chosen[override.name].path, override.min_length,
                                             override.max_length, override.strings)
     return tuple(chosen[name] for name in names)

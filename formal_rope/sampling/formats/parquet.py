@@ -33,7 +33,9 @@ def read_parquet_strings(path: str | Path, alphabet: Sequence[str] | None = None
     labels = table.column("label").to_pylist()
     for number, (string, label) in enumerate(zip(rows, labels), start=1):
         if not isinstance(string, str) or not isinstance(label, bool):
-            raise DataFormatError(path, number, f"row has string {string!r} and label {label!r}; expected text and a boolean")
+            raise DataFormatError(
+                path, number, f"row has string {string!r} and label {label!r}; expected text and a boolean"
+            )
     words = text_words(path, rows, np.array(labels, dtype=bool), np.arange(1, len(rows) + 1, dtype=np.int64), alphabet)
     return encode_inferred(words, alphabet)
 

@@ -90,7 +90,9 @@ class StringFile:
         for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             if stop > start:
                 rows = np.arange(start, stop)
-                runs.append(LabeledSet(int(lengths[start]), self.block(int(lengths[start]), rows), self.labels[rows], 0))
+                runs.append(
+                    LabeledSet(int(lengths[start]), self.block(int(lengths[start]), rows), self.labels[rows], 0)
+                )
         return runs
 
 
@@ -162,7 +164,9 @@ def check_line_symbols(alphabet: Sequence[str]) -> None:
     """FormalRopeError for a symbol that would break a one-string-per-line file (a tab or a line break)."""
     for symbol in alphabet:
         if "\t" in symbol or "\n" in symbol or "\r" in symbol:
-            raise FormalRopeError(f"symbol {symbol!r} contains a tab or a line break and cannot be written as a text line")
+            raise FormalRopeError(
+                f"symbol {symbol!r} contains a tab or a line break and cannot be written as a text line"
+            )
 
 
 # ------------------------------------------------------------------------------ words -> symbols

@@ -44,7 +44,9 @@ def import_ray():
 def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise FormalRopeError(f"--address {address!r} is not HOST:PORT (or auto, for the cluster `ray start` runs here)")
+        raise FormalRopeError(
+            f"--address {address!r} is not HOST:PORT (or auto, for the cluster `ray start` runs here)"
+        )
     return host.strip("[]"), int(port)
 
 
@@ -299,7 +301,9 @@ class RayBackend:
         """A request no node can meet: an error on this machine's instance (no node will join), a
         note on a cluster (an autoscaler may add one)."""
         resources = ray.cluster_resources()
-        for name, need, flag in (("CPU", self.cpus_per_run, "--cpus-per-run"), ("GPU", self.gpus_per_run, "--gpus-per-run")):
+        for name, need, flag in (
+            ("CPU", self.cpus_per_run, "--cpus-per-run"), ("GPU", self.gpus_per_run, "--gpus-per-run")
+        ):
             have = resources.get(name, 0)
             if need > 0 and have < need:
                 message = f"{flag} {need:g} but the Ray cluster has {have:g} {name}s in all"
