@@ -24,7 +24,7 @@ class AttentionImplError(FormalRopeError, ValueError):
 
 
 def _triton_module():
-    try:
+    try:  # triton (and the GPU kernels) load only when asked for: importing kernels needs no triton
         from formal_rope.kernels import triton_attention
     except ImportError as error:  # triton is an optional (gpu) dependency
         raise AttentionImplError(

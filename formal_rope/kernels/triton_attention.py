@@ -34,6 +34,8 @@ import triton
 import triton.language as tl
 from torch.autograd.function import once_differentiable
 
+from formal_rope.kernels.reference import apply_rotary
+
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _MAX_HEAD_DIM = 256
 
@@ -655,8 +657,6 @@ def _rotation_table_grads(x: torch.Tensor, grad_rotated: torch.Tensor) -> tuple[
 
 
 def _rotate_torch(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    from formal_rope.kernels.reference import apply_rotary
-
     return apply_rotary(x, cos, sin)
 
 

@@ -134,7 +134,7 @@ class FormatOps:
         # torch (and arith, which imports it) only here: the numpy evaluator must import without torch.
         import torch
 
-        from formal_rope.precision.arith import correctly_rounded
+        from formal_rope.precision.arith import correctly_rounded  # imports torch (see above)
 
         # exp(x) rounds to 0 exactly when x <= -f_large (f_large is the smallest format value with
         # that property), and those inputs are rounding-boundary cases that would need the slow
