@@ -9,10 +9,17 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
-from typer.core import TyperCommand, TyperGroup
+try:
+    import typer
+    from typer.core import TyperCommand, TyperGroup
 
-from formal_rope.errors import FormalRopeError
+    from formal_rope.errors import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, FormalRopeError, Interrupted
+except KeyboardInterrupt:  # Ctrl-C while the command line starts: nothing ran yet
+    print("interrupted: before the command started; nothing was written", file=sys.stderr)
+    sys.exit(130)
+
+# A Ctrl-C that stops a command leaves only what is whole: every output appears complete or not at all.
+NOTHING_KEPT = "no output was written (files appear only when complete); run the command again"
 
 
 def _hide_flag_types(params: list) -> list:
@@ -43,10 +50,15 @@ class _App(typer.Typer):
         return super().command(*args, **kwargs)
 
 
+def _exit_code_table() -> str:
+    return "Exit codes: " + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + "."
+
+
 app = _App(
     cls=_Group,
     name="formalrope",
     help="Formal languages, exact transformer constructions and positional-encoding experiments.",
+    epilog=_exit_code_table(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -91,47 +103,121 @@ def main(argv: list[str] | None = None) -> None:
 
     User errors (FormalRopeError) and Click's usage errors (unknown option, missing argument, bad
     value) exit with code 2, never with a traceback; commands that end with typer.Exit(n) exit n.
-    Success returns normally, so that callers (tests, scripts) can use main() as a function.
+    Ctrl-C prints one `interrupted:` line (what was kept, how to continue) and exits 130; an output
+    that cannot be written (stdout on a full disk or /dev/full) is one `error:` line, exit 1. Success
+    returns normally, so that callers (tests, scripts) can use main() as a function.
     """
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)
     try:
-        status = app(args=argv, standalone_mode=False)
+        try:
+            status = app(args=argv, standalone_mode=False)
+            sys.stdout.flush()  # a full stdout fails here, inside the handlers, not at interpreter exit
+        except KeyboardInterrupt:  # outside a command (Typer turns one inside into Exit(130))
+            raise Interrupted(NOTHING_KEPT) from None
+        finally:
+            if isinstance(sys.stdout, _GuardedStdout):
+                sys.stdout = stdout
+    except StdoutError as error:
+        _silence_stdout()
+        _print_error(f"error: cannot write the output to standard output: {error}")
+        sys.exit(EXIT_FAILED)
+    except Interrupted as interruption:
+        _print_error(interruption.render())
+        _exit(interruption.exit_code)
     except FormalRopeError as error:
         _print_error(error.render())
-        sys.exit(error.exit_code)
+        _exit(error.exit_code)
     except typer.Abort as error:
         # Click turns every EOFError into Abort; no command prompts, so one means that some input
         # ended early (a truncated file), which is the user's input to fix, not an interruption.
         cause = error.__cause__ or error.__context__
         if isinstance(cause, EOFError):
             _print_error(f"error: an input ended early ({cause or 'EOFError'}): a file it reads is empty or truncated")
-            sys.exit(2)
+            _exit(2)
         _print_error("error: aborted")
-        sys.exit(1)
+        _exit(1)
     except typer.TyperException as error:
         # Typer's (vendored Click) usage errors: an unknown option, a missing argument, a value of
         # the wrong type. Typed by duck (format_message, exit_code, ctx): the classes are private.
         context = getattr(error, "ctx", None)
         if type(error).__name__ == "NoArgsIsHelpError" and context is not None:
             print(context.get_help())  # `formalrope` alone prints the overview, as --help does
-            sys.exit(2)  # but no command ran (Click's convention)
+            _exit(2)  # but no command ran (Click's convention)
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         hint = ""
         if context is not None:
             usage = context.get_usage().removeprefix("Usage: ")
             hint = f"\n  usage: {usage}\n  see: {context.command_path} --help"
         _print_error(f"error: {message}{hint}")
-        sys.exit(getattr(error, "exit_code", 2))
+        _exit(getattr(error, "exit_code", 2))
     except BrokenPipeError:
         # `formalrope … | head`: the reader left; stop quietly like other Unix tools.
-        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdio again at exit
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _silence_stdout()
         sys.exit(1)
+    if status == EXIT_INTERRUPTED:  # Typer's answer to a Ctrl-C inside a command that kept nothing
+        _print_error("interrupted: " + NOTHING_KEPT)
     if isinstance(status, int) and status != 0:  # typer.Exit(n) returns n outside standalone mode
-        sys.exit(status)
+        _exit(status)
+
+
+class StdoutError(Exception):
+    """Writing the command's output to stdout failed (a full disk, /dev/full): not the input's fault."""
+
+
+class _GuardedStdout:
+    """sys.stdout while a command runs: a write or flush that fails raises StdoutError, so that main
+    tells the output's failure (one line) from any other OSError. A closed pipe stays a
+    BrokenPipeError (`| head`: stop quietly). Everything else is the wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise StdoutError(error.strerror or str(error)) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise StdoutError(error.strerror or str(error)) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that what is still buffered is flushed there at exit and Python
+    prints no second error about it."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdio again at exit
+
+
+def _exit(code: int) -> None:
+    """sys.exit(code) after flushing stdout; a stdout that cannot take it is silenced (the command's
+    own message was printed already)."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _silence_stdout()
+    sys.exit(code)
 
 
 def _print_error(text: str) -> None:
-    sys.stdout.flush()  # anything a command printed before failing comes first
+    try:
+        sys.stdout.flush()  # anything a command printed before failing comes first
+    except OSError:
+        _silence_stdout()
     print(text, file=sys.stderr)
 
 

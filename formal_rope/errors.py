@@ -1,16 +1,43 @@
 """User-facing errors. The CLI prints them as one paragraph and exits with code 2 (no traceback).
 
 A message says what is wrong without any prefix; `render()` adds the `error: ` the CLI prints, so
-the prefix appears exactly once whichever layer raised the error.
+the prefix appears exactly once whichever layer raised the error. `Interrupted` is not an error: a
+command that was stopped (Ctrl-C) raises it to say what it kept and how to continue (exit 130).
+
+The command line's exit codes are `EXIT_CODES` (shown in `formalrope --help` and the README).
 """
 
 from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # a run failed, or the output could not be written (a full disk, /dev/full)
+EXIT_BAD_INPUT = 2  # an error in the input: expression, option, file (FormalRopeError)
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), 128 + 2 as shells report it
+EXIT_CODES = (
+    (EXIT_OK, "success"),
+    (EXIT_FAILED, "a run failed, or the output could not be written"),
+    (EXIT_BAD_INPUT, "bad input: an expression, option or file (one `error:` paragraph)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C): one `interrupted:` line says what was kept and how to continue"),
+)
+
+
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C; `kept` says what it kept and how to continue (one line)."""
+
+    exit_code = EXIT_INTERRUPTED
+
+    def __init__(self, kept: str):
+        self.kept = kept
+        super().__init__(kept)
+
+    def render(self) -> str:
+        return "interrupted: " + self.kept
 
 
 class FormalRopeError(Exception):
     """An error caused by the user's input (expression, option, file), not by a bug."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
     def render(self) -> str:
         """The paragraph the CLI prints on stderr: `error: ` followed by the message."""

@@ -17,6 +17,7 @@ import numpy as np
 from formal_rope.automata.dfa import DFA
 from formal_rope.automata.ops import complete
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import read_bounded_text
 
 _EPSILON_LABELS = {"<eps>", "<epsilon>", "ε"}
 
@@ -54,7 +55,7 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded_text(path, "MAX_TEXT_INPUT_BYTES", "the automaton file")
     except (OSError, UnicodeDecodeError) as error:
         raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     arcs: list[tuple[int, int, str, int]] = []

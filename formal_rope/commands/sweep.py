@@ -17,7 +17,7 @@ import typer
 
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.train import check_positive, json_ready, parse_assignments, parse_periods
-from formal_rope.errors import FormalRopeError
+from formal_rope.errors import FormalRopeError, Interrupted
 from formal_rope.training.encodings import encoding_names
 
 
@@ -309,6 +309,21 @@ class SweepSettings(NamedTuple):
         return fields
 
 
+def _dry_run_tables(plans, scale: str, console, json_output: bool) -> None:
+    """`reproduce --dry-run`: each table's runs and results folder (JSON: {table: {out, runs}})."""
+    if json_output:
+        print(json.dumps({plan.name: {"out": str(plan.out), "runs": [{"run_id": c.run_id(), **c.to_dict()}
+                                                                      for c in plan.configs]}
+                          for plan in plans}, indent=2))
+        return
+    for plan in plans:
+        console.print(f"[bold]{plan.name}[/] → {plan.out}")
+        for c in plan.configs:
+            console.print(f"{c.run_id()}  {_describe_config(c, [n for n, _ in plan.spec.axes])}  steps={c.steps}",
+                          highlight=False, soft_wrap=True)
+    console.print(f"{sum(len(plan.configs) for plan in plans)} runs ({scale} scale)")
+
+
 def _dry_run(plan, console, json_output: bool) -> None:
     if json_output:
         print(json.dumps(plan.runs_payload(), indent=2))
@@ -318,6 +333,24 @@ def _dry_run(plan, console, json_output: bool) -> None:
             f"{c.run_id()}  {_describe_config(c, plan.axis_names)}  steps={c.steps}", highlight=False, soft_wrap=True
         )
     console.print(f"{len(plan.configs)} runs ({plan.scale} scale)")
+
+
+_WORKERS_HELP = (
+    "Parallel worker processes (at least 1; with --backend local at most 4 per CPU core, MAX_WORKERS_PER_CORE; "
+    "never more are started than there are units of work)."
+)
+
+
+def _interrupted(configs, out: Path) -> Interrupted:
+    """What a Ctrl-C during a sweep keeps: every finished run, and the saved training states."""
+    from formal_rope.sweeps.results import finished_run_ids  # function-local: pyarrow, off the start-up path
+
+    ids = {config.run_id() for config in configs}
+    finished = len(ids & finished_run_ids(out))
+    return Interrupted(
+        f"{finished} of {len(ids)} runs finished and are kept in {out}; run the same command again to continue "
+        "(finished runs are skipped, runs with a saved training state resume from it)"
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -344,9 +377,7 @@ def register(app: typer.Typer) -> None:
             help="Any RunConfig field as a grid axis, FIELD=v1,v2 (repeatable), e.g. --set "
             "train_near_miss_fraction=0,0.5 --set layers=2,5.",
         ),
-        workers: Optional[int] = typer.Option(
-            None, "--workers", help="Parallel single-threaded worker processes (at least 1; default 1)."
-        ),
+        workers: Optional[int] = typer.Option(None, "--workers", help=_WORKERS_HELP + " Default 1."),
         out: Optional[Path] = typer.Option(
             None, "--out",
             help="Results folder (default results/sweep; Parquet under runs/ and evals/; missing folders are created). "
@@ -389,7 +420,10 @@ def register(app: typer.Typer) -> None:
         run_options = run.sweep_options(plan.configs, out, workers=1 if workers is None else workers,
                                         note=lambda text: console.print(f"[yellow]note:[/] {text}"))
         console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
-        summary = _run_with_progress(plan.configs, out, console, axes=plan.axis_names, **run_options)
+        try:
+            summary = _run_with_progress(plan.configs, out, console, axes=plan.axis_names, **run_options)
+        except KeyboardInterrupt:
+            raise _interrupted(plan.configs, out) from None
         console.print(
             f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
             f"{summary.statuses}, {summary.wall_s:.0f}s"
@@ -457,14 +491,19 @@ def register(app: typer.Typer) -> None:
             help="Results folder (default results/<table>-<scale>; missing folders are created). "
             "Finished runs are skipped on rerun.",
         ),
-        workers: int = typer.Option(2, "--workers", help="Parallel single-threaded worker processes (at least 1)."),
+        workers: int = typer.Option(2, "--workers", help=_WORKERS_HELP),
         seeds: Optional[int] = typer.Option(None, "--seeds", help="Override the number of seeds."),
         steps: Optional[int] = typer.Option(None, "--steps", help="Override the training steps per run."),
         n_per_length: Optional[int] = typer.Option(
             None, "--n-per-length", help="Override the test strings per length."
         ),
         run: ro.RunFlags = None,
-        json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Only list the runs of each table (and check the run options); nothing runs."
+        ),
+        json_output: bool = typer.Option(
+            False, "--json", help="Print the aggregate table as JSON (with --dry-run: the runs, per table)."
+        ),
     ) -> None:
         """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the sweeps stage (numpy) stay off the start-up path
@@ -487,8 +526,16 @@ def register(app: typer.Typer) -> None:
                 "[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items())
             )
         plans = []
-        for plan in plan_reproduce(table, scale, out=out, seeds=seeds, steps=steps, n_per_length=n_per_length,
-                                   state_dir=run.state_dir):
+        tables = plan_reproduce(table, scale, out=out, seeds=seeds, steps=steps, n_per_length=n_per_length,
+                                state_dir=run.state_dir)
+        if dry_run:
+            run.check(workers)  # what a real run checks, contacting nothing
+            for plan in tables:
+                for note in plan.notes:
+                    _note(note)
+            _dry_run_tables(tables, scale, console, json_output)
+            return
+        for plan in tables:
             for note in plan.notes:
                 _note(note)
             finished_run_ids(plan.out)
@@ -501,9 +548,12 @@ def register(app: typer.Typer) -> None:
                 f"[bold]{plan.name}[/] ({plan.spec.description}): {len(plan.configs)} "
                 f"runs at {scale} scale → {plan.out}"
             )
-            _run_with_progress(
-                plan.configs, plan.out, console, axes=[name for name, _ in plan.spec.axes], **run_options
-            )
+            try:
+                _run_with_progress(
+                    plan.configs, plan.out, console, axes=[name for name, _ in plan.spec.axes], **run_options
+                )
+            except KeyboardInterrupt:
+                raise _interrupted(plan.configs, plan.out) from None
             payloads[plan.name] = _report(plan.out, console, False, plan.out / f"{plan.name}.png", plan.spec.reference,
                                           title=plan.name, quiet=json_output, scale=scale, variants=plan.spec.variants,
                                           variant_baseline=plan.spec.overrides, languages=plan.spec.languages)

@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from formal_rope import limits
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import output_path, probe_output
 
 # Wider than any table the commands print; Rich pads nothing but a table's title to this.
 PIPED_WIDTH = 10_000
@@ -37,7 +39,10 @@ def input_strings(strings: Sequence[str] | None) -> list[str]:
         return list(strings)
     if sys.stdin is None or sys.stdin.isatty():
         raise FormalRopeError("give strings as arguments or one per line on stdin")
-    lines = sys.stdin.read().split("\n")
+    text = sys.stdin.read(limits.MAX_TEXT_INPUT_BYTES + 1)  # characters: at least as many bytes
+    if len(text) > limits.MAX_TEXT_INPUT_BYTES:
+        raise FormalRopeError(f"the strings on stdin hold more than {limits.describe('MAX_TEXT_INPUT_BYTES')} allows")
+    lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no new string
     return [line.removesuffix("\r") for line in lines]
@@ -51,11 +56,8 @@ def prepare_out(path, what: str):
     if path.is_dir() or text.endswith(("/", "\\")):
         raise FormalRopeError(f"cannot write {what} {text}: it is a directory (give a file name inside it)")
     _check_parent_folders(path, what)
-    probe = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        probe.touch()
-        probe.unlink()
+        probe_output(path, what)  # also refuses a FIFO or device in the way (a symlink: its target)
     except OSError as error:
         raise FormalRopeError(f"cannot write {what} {path}: {error.strerror or error}") from None
     return path
@@ -65,14 +67,13 @@ def prepare_out_folder(path, what: str):
     """Check an --out folder path before the work that fills it: not an existing file, no file in
     the way of its parent folders, and it can be created and written."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    if path.is_file():
         raise FormalRopeError(f"cannot write {what} {path}: it is a file, and this format writes a folder")
+    target = output_path(path, what, folder=True)  # a FIFO or device in the way; a symlink: its target
     _check_parent_folders(path, what)
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".formal-rope-probe.tmp"
-        probe.touch()
-        probe.unlink()
+        target.mkdir(parents=True, exist_ok=True)
+        probe_output(target / ".formal-rope-probe", what)
     except OSError as error:
         raise FormalRopeError(f"cannot write {what} {path}: {error.strerror or error}") from None
     return path

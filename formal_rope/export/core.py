@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_folder
 from formal_rope.export.compiled import compiled_export
 from formal_rope.model.io import load_model, read_metadata
 
@@ -70,26 +70,26 @@ def _save_safetensors(tensors: dict, path: Path, metadata: dict[str, str]) -> No
         raise FormalRopeError(
             "exporting needs the safetensors package: pip install 'formal-rope[export]' (or pip install safetensors)"
         ) from None
-    temporary = path.with_name(f".{path.name}.tmp")
-    save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, str(temporary), metadata=metadata)
-    os.replace(temporary, path)
+    save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, str(path), metadata=metadata)
+
+
+# What an export folder holds from this writer (replaced whole at each export; other files stay).
+_EXPORTED = (WEIGHTS_NAME, CONFIG_NAME, MODULE_NAME, "__pycache__")
 
 
 def _write(out: Path, kind: str, tensors: dict, config: dict) -> list[Path]:
+    # The three files are written into a temporary folder that replaces the export at once, so a
+    # folder never pairs the weights of one export with the config of another.
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise FormalRopeError(f"cannot create the export folder {str(out)!r}: {error.strerror or error}") from None
-    if not out.is_dir():
-        raise FormalRopeError(f"{str(out)!r} is not a folder")
-    paths = [out / WEIGHTS_NAME, out / CONFIG_NAME, out / MODULE_NAME]
-    try:
-        _save_safetensors(tensors, paths[0], {"format": "pt", "kind": kind})
-        paths[1].write_text(json.dumps(config, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-        paths[2].write_text((_STANDALONE / f"{kind}.py").read_text(encoding="utf-8"), encoding="utf-8")
+        with atomic_folder(out, "the export folder", _EXPORTED) as folder:
+            _save_safetensors(tensors, folder / WEIGHTS_NAME, {"format": "pt", "kind": kind})
+            (folder / CONFIG_NAME).write_text(
+                json.dumps(config, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
+            )
+            (folder / MODULE_NAME).write_text((_STANDALONE / f"{kind}.py").read_text(encoding="utf-8"), encoding="utf-8")
     except OSError as error:
         raise FormalRopeError(f"cannot write the export into {str(out)!r}: {error.strerror or error}") from None
-    return paths
+    return [out / WEIGHTS_NAME, out / CONFIG_NAME, out / MODULE_NAME]
 
 
 def export_model(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from formal_rope.errors import ExpressionError, FormalRopeError
+from formal_rope.files import read_bounded_text
 from formal_rope.lang.analysis import needs_explicit_alphabet, symbols_of, uses_temporal_or_mod
 from formal_rope.lang.ast import Formula, Regex
 from formal_rope.lang.parser import (
@@ -126,7 +127,7 @@ def att_alphabet(path: str | Path, required: bool = True) -> tuple[str, ...]:
     labels: set[str] = set()
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded_text(path, "MAX_TEXT_INPUT_BYTES", "the automaton file")
     except (OSError, UnicodeDecodeError) as error:
         raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     for number, line in enumerate(text.splitlines(), start=1):

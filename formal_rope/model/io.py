@@ -20,6 +20,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_file, read_zip_member
 from formal_rope.lang.parser import parse_ltl
 from formal_rope.model.certificate import BeyondCertifiedLengthWarning
 from formal_rope.model.evaluate import evaluate
@@ -27,6 +28,8 @@ from formal_rope.model.ir import AttentionHead, FeedForward, Layer, Readout, Rot
 from formal_rope.precision import parse_format
 
 FORMAT_VERSION = 1
+METADATA_NAME = "metadata.json"
+WEIGHTS_NAME = "weights.npz"
 _HEAD_ARRAYS = ("w_query", "b_query", "w_key", "b_key", "w_value", "b_value", "w_out")
 _FFN_ARRAYS = ("w_in", "b_in", "w_out", "b_out")
 
@@ -97,15 +100,16 @@ def save_model(model: TransformerIR, path: str | Path) -> Path:
         )
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    temporary = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)  # as every --out does
-        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr("metadata.json", json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default))
-            archive.writestr("weights.npz", buffer.getvalue())
-        temporary.replace(path)
+        # A temporary file renamed over the output (a symlink's target; never a FIFO or device),
+        # missing parent folders created as every --out does.
+        with atomic_file(path, "model file") as temporary:
+            with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+                archive.writestr(
+                    METADATA_NAME, json.dumps(metadata, indent=2, ensure_ascii=False, default=_json_default)
+                )
+                archive.writestr(WEIGHTS_NAME, buffer.getvalue())
     except OSError as error:
-        temporary.unlink(missing_ok=True)  # never leave a half-written .tmp behind
         raise FormalRopeError(f"cannot write model file {path}: {error}") from None
     return path
 
@@ -121,7 +125,7 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
         )
     try:
         with zipfile.ZipFile(path) as archive:
-            metadata = json.loads(archive.read("metadata.json").decode("utf-8"))
+            metadata = json.loads(read_zip_member(archive, METADATA_NAME, "MAX_METADATA_BYTES", "the model's metadata"))
     except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, OSError) as error:
         raise FormalRopeError(f"{path} is not a formal-rope model file (a zip with metadata.json): {error}") from None
     if not isinstance(metadata, dict) or "kind" not in metadata:
@@ -137,7 +141,8 @@ def load_model(path: str | Path) -> TransformerIR:
         raise FormalRopeError(f"{path} holds a {metadata['kind']!r} model, not a compiled one")
     try:
         with zipfile.ZipFile(path) as archive:
-            with np.load(io.BytesIO(archive.read("weights.npz")), allow_pickle=False) as npz:
+            weights = read_zip_member(archive, WEIGHTS_NAME, "MAX_WEIGHTS_BYTES", "the model's weights")
+            with np.load(io.BytesIO(weights), allow_pickle=False) as npz:
                 arrays = {name: npz[name] for name in npz.files}
         layers = []
         for layer_index, described in enumerate(metadata["layers"]):

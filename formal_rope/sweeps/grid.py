@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import read_bounded_text
 from formal_rope.lang.source import parse_alphabet
 from formal_rope.training.config import (
     BASE_ENCODINGS,
@@ -340,9 +341,11 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = read_bounded_text(path, "MAX_CONFIG_BYTES", "the sweep file")
     except OSError as error:
         raise FormalRopeError(f"cannot read sweep file {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise FormalRopeError(f"{path}: not a TOML file (not UTF-8 text: {error.reason})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_file, output_path
 from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_path
 from formal_rope.sweeps.results import CONFIG_COLUMNS, read_results
 from formal_rope.training.config import BASE_ENCODINGS, RunConfig
@@ -333,14 +334,30 @@ def _wrapped(title: str, fig) -> str:
     return "\n".join(textwrap.fill(line, width) for line in title.splitlines())
 
 
+PLOT_SUFFIX = ".png"  # what a --plot path without a suffix gets (matplotlib's default format)
+
+
+def plot_path(path: str | Path) -> Path:
+    """The file a plot to `path` is written to: `path`, with .png added when it has no suffix (the
+    format matplotlib picks then); FormalRopeError when it is a folder, a FIFO or a device."""
+    path = Path(path)
+    if path.is_dir():
+        raise FormalRopeError(f"cannot write the plot {str(path)!r}: it is a folder; give a file name such as "
+                              f"{str(path / ('nstar' + PLOT_SUFFIX))!r}")
+    if not path.suffix:
+        path = path.with_name(path.name + PLOT_SUFFIX)
+    output_path(path, "the plot")
+    return path
+
+
 def _save_figure(fig, path: str | Path) -> Path:
     import matplotlib.pyplot as plt  # function-local: matplotlib loads only when a plot is drawn
 
     fig.tight_layout()
-    path = Path(path)
+    path = plot_path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=120)
+        with atomic_file(path, "the plot") as temporary:  # the temporary keeps the suffix: the format
+            fig.savefig(temporary, dpi=120)
     except (OSError, ValueError) as error:  # unwritable folder, or an extension matplotlib cannot write
         raise FormalRopeError(
             f"cannot write the plot {str(path)!r}: {getattr(error, 'strerror', None) or error}"
@@ -528,6 +545,8 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
     (on_note says how many). The notes: the folder's own (`read_results`) and one per row whose
     runs differ in more than seeds and learning rates."""
     by = tuple(by or DEFAULT_GROUPING)
+    if plot is not None:
+        plot = plot_path(plot)  # before reading: the file the plot really goes to, or why it cannot
     results = read_results(out)
     runs = results.runs
     if variants:  # a sweep file's [[variants]]: label each run, and group by the label too

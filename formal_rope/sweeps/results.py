@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_file, write_bytes_atomically
 from formal_rope.training.config import RunConfig, RunResult, field_kind
 
 RUNS = "runs"
@@ -29,7 +29,8 @@ def ensure_results_dir(out: str | Path) -> Path:
         (out / EVALS).mkdir(parents=True, exist_ok=True)
         marker = out / MARKER
         if not marker.exists():
-            marker.write_text(json.dumps({"format": 1, "tables": [RUNS, EVALS]}) + "\n")
+            write_bytes_atomically(marker, (json.dumps({"format": 1, "tables": [RUNS, EVALS]}) + "\n").encode(),
+                                   "the results marker")
     except OSError as error:
         raise FormalRopeError(f"cannot use {str(out)!r} as a results folder: {error.strerror or error}") from None
     return out
@@ -148,9 +149,8 @@ def _atomic_parquet(columns: dict, column_types: dict, path: Path) -> None:
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pydict(columns, schema=_arrow_schema(column_types))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_file(path, "the results file") as temporary:  # hidden, unique to this process
+        pq.write_table(table, temporary)
 
 
 def write_run(out: str | Path, config: RunConfig, result: RunResult) -> None:

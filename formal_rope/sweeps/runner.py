@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import acquire_lock
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, make_backend, options_row
 from formal_rope.sweeps.backends.base import WorkerDied
 from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, write_run
@@ -29,8 +30,16 @@ from formal_rope.sweeps.units import (
 )
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.provenance import source_commit
-from formal_rope.training.state import StateOptions, absolute_location, check_state_dir, is_uri
+from formal_rope.training.state import (
+    StateOptions,
+    absolute_location,
+    check_state_dir,
+    is_uri,
+    open_state_store,
+    read_saved_state,
+)
 
+SWEEP_LOCK = ".formal-rope-sweep.lock"  # in the results folder, held while a sweep runs there
 EventCallback = Callable[[str, RunConfig, "RunResult | None"], None]
 
 
@@ -118,6 +127,17 @@ def run_sweep(
         state = replace(state, uri=absolute_location(state.uri))
         check_state_dir(state.uri)
     out = ensure_results_dir(out)
+    # One sweep at a time in a results folder: a second one would train every pending run again.
+    lock = acquire_lock(out / SWEEP_LOCK, "the results folder", out)
+    try:
+        return _run_locked(configs, out, options, state=state, runner=runner, pack_runner=pack_runner,
+                           on_event=on_event, on_note=on_note, pack=pack, start=start)
+    finally:
+        lock.release()
+
+
+def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, pack_runner, on_event, on_note, pack,
+                start: float) -> SweepSummary:
     done = finished_run_ids(out)
     pending = [c for c in configs if c.run_id() not in done]
     notify = on_event or (lambda *_: None)
@@ -161,6 +181,8 @@ def run_sweep(
             dashboard_url = capacity.dashboard_url
             units = plan_units(out, pending, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
                                per_run=runner is not None)
+            if state is not None:
+                check_saved_states(state.uri, units)
             executor.run(units, task, unit_key, unit_event)
         finally:
             executor.close()
@@ -175,6 +197,19 @@ def run_sweep(
         retries=counts["retries"],
         dashboard_url=dashboard_url,
     )
+
+
+def check_saved_states(uri: str, units: Sequence[Unit]) -> None:
+    """TrainingStateError (exit 2) for the first unit whose saved state cannot be resumed (damaged, of
+    an earlier format that could run code, of other runs), before any unit starts: a state folder is
+    the user's input, and one bad state must not cost the sweep a unit's work or be recorded as a
+    failed run. Each state is read and its header checked; its tensors are read by the unit."""
+    store = open_state_store(uri)
+    saved = set(store.keys())
+    for unit in units:
+        key = unit_key(unit)
+        if key in saved:
+            read_saved_state(store, key, [config.run_id() for config in unit])
 
 
 # Names that lived here before the backends had their own package (kept for existing imports).

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from formal_rope.errors import FormalRopeError
+from formal_rope.files import read_bounded, write_bytes_atomically
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.packing import default_threads, group_packs, pack_key
@@ -133,9 +134,9 @@ def plan_units(out: Path, configs: Sequence[RunConfig], pack, *, slots: int, mem
         return [(config,) for config in configs]
     path = Path(out) / PACK_PLAN
     try:
-        recorded = json.loads(path.read_text())
+        recorded = json.loads(read_bounded(path, "MAX_CONFIG_BYTES", "the pack plan"))
         known = [list(members) for members in recorded["packs"]] if recorded.get("pack") == str(pack) else []
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, FormalRopeError):  # a missing or unusable plan: a new one
         known = []
     by_id = {config.run_id(): config for config in configs}
     units: list[Unit] = []
@@ -148,8 +149,6 @@ def plan_units(out: Path, configs: Sequence[RunConfig], pack, *, slots: int, mem
     fresh = group_units(rest, pack, slots=slots, memory_bytes=memory_bytes, per_run=False) if rest else []
     if fresh:
         plan = {"format": 1, "pack": str(pack), "packs": known + [[c.run_id() for c in unit] for unit in fresh]}
-        temporary = path.with_name(f".{PACK_PLAN}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(plan) + "\n")
-        os.replace(temporary, path)
+        write_bytes_atomically(path, (json.dumps(plan) + "\n").encode(), "the pack plan")
     order = {config.run_id(): index for index, config in enumerate(configs)}
     return sorted(units + fresh, key=lambda unit: order[unit[0].run_id()])

@@ -13,7 +13,6 @@ import contextlib
 import copy
 import io
 import json
-import os
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import torch
 
 from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_file, probe_output, read_zip_member
 from formal_rope.precision import native_dtype, parse_format
 from formal_rope.training.config import RunConfig, RunResult, period_pairs
 from formal_rope.training.encodings import is_periodic
@@ -36,10 +36,6 @@ CHECKPOINT_FORMAT = 2
 METADATA_NAME = "metadata.json"
 STATE_NAME = "state_dict.pt"
 CLASSIFY_FORMATS = ("fp32", "bf16", "fp16")  # native formats a trained (fp32) model classifies in
-
-
-def _temporary_path(path: Path) -> Path:
-    return path.with_name(path.name + ".tmp")
 
 
 def _unwritable(path: Path, error: OSError) -> FormalRopeError:
@@ -56,12 +52,8 @@ def check_checkpoint_path(path: str | Path) -> Path:
         raise FormalRopeError(
             f"the checkpoint path {str(path)!r} is a folder; give a file name such as {str(path / 'model.zip')!r}"
         )
-    probe = _temporary_path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb"):
-            pass
-        probe.unlink()
+        probe_output(path, "the checkpoint")
     except OSError as error:
         raise _unwritable(path, error) from None
     return path
@@ -87,12 +79,11 @@ def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, resu
     }
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)
-    temporary = _temporary_path(path)
     try:
-        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2, allow_nan=True))
-            archive.writestr(STATE_NAME, buffer.getvalue())
-        os.replace(temporary, path)
+        with atomic_file(path, "the checkpoint") as temporary:
+            with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+                archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2, allow_nan=True))
+                archive.writestr(STATE_NAME, buffer.getvalue())
     except OSError as error:  # e.g. the disk filled up during training
         raise _unwritable(path, error) from None
     return path
@@ -102,7 +93,7 @@ def read_metadata(path: str | Path) -> dict:
     """The archive's metadata.json (raises FormalRopeError if it is not a formal-rope checkpoint)."""
     try:
         with zipfile.ZipFile(path) as archive:
-            return json.loads(archive.read(METADATA_NAME))
+            return json.loads(read_zip_member(archive, METADATA_NAME, "MAX_METADATA_BYTES", "the checkpoint's metadata"))
     except FileNotFoundError:
         raise FormalRopeError(f"checkpoint {str(path)!r} does not exist") from None
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as error:  # ValueError: bad JSON/UTF-8
@@ -186,7 +177,8 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         model = build_model(config, len(alphabet), periods)
     with _checkpoint_problem(path, f"its weights ({STATE_NAME}) cannot be read (truncated or corrupt)"):
         with zipfile.ZipFile(path) as archive:
-            state = torch.load(io.BytesIO(archive.read(STATE_NAME)), map_location="cpu", weights_only=True)
+            weights = read_zip_member(archive, STATE_NAME, "MAX_WEIGHTS_BYTES", "the checkpoint's weights")
+            state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
         if metadata.get("format", 1) == 1:
             state = {name: tensor.unsqueeze(0) for name, tensor in state.items()}  # add the run axis
     with _checkpoint_problem(path, f"its weights ({STATE_NAME}) do not match its config ({METADATA_NAME})"):

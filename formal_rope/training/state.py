@@ -14,6 +14,7 @@ can reach it. This module is torch-free: it stores bytes; the trainer serializes
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import struct
@@ -21,9 +22,18 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from formal_rope import limits
 from formal_rope.errors import FormalRopeError
 
 SUFFIX = ".state"
+# The payload the trainer stores (formal_rope.training.train): this magic, the length of a JSON header
+# (format, run ids, progress counters and generator states), the header, then the tensors (weights,
+# optimizer moments) as safetensors bytes. Neither part can run code when read, whoever wrote it;
+# states of earlier versions were torch pickles (a zip archive, "PK..."), which could, and are refused.
+PAYLOAD_MAGIC = b"FRPACK02"
+STATE_FORMAT = 2  # of the header; 1 was the torch pickle
+_PAYLOAD_HEADER = struct.Struct(">8sQ")
+_PICKLE_ZIP = b"PK\x03\x04"
 TEMP_PREFIX = ".tmp-"  # hidden, half-written or not yet renamed objects
 # Every stored state is framed: magic, payload length, SHA-256 of the payload. Writes are atomic,
 # but an object store may serve one read as several ranged requests, and a save landing between
@@ -35,6 +45,15 @@ _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 # Runs longer than this checkpoint by default; shorter ones (quick scale: 1,000 steps) only when asked.
 DEFAULT_CHECKPOINT_ABOVE = 10_000
+
+
+class TrainingStateError(FormalRopeError):
+    """A saved training state that cannot be used (damaged, foreign, of an earlier format, of other
+    runs): bad input, never a run's failure; the message names the state and how to start over."""
+
+    def __init__(self, location: str, problem: str):
+        self.location = location
+        super().__init__(f"the training state {location} {problem}; delete it to start that run over")
 
 
 @dataclass(frozen=True)
@@ -103,9 +122,20 @@ class StateStore:
 
         return self.filesystem.get_file_info(path).type != FileType.NotFound
 
+    def location(self, key: str) -> str:
+        """Where the state under `key` lives, as messages show it (the folder's URI and the file name)."""
+        base, mark, query = self.uri.partition("?")
+        return f"{base.rstrip('/')}/{key}{SUFFIX}{mark}{query}"
+
     def _read(self, path: str) -> bytes | None:
+        name = path.rsplit("/", 1)[-1]
+        where = f"{self.uri.partition('?')[0].rstrip('/')}/{name}"
+        limit = limits.MAX_STATE_BYTES + _HEADER.size
         for attempt in range(READ_ATTEMPTS):
             try:
+                size = self.filesystem.get_file_info(path).size
+                if size is not None and size > limit:  # checked before reading: a state is read whole
+                    raise TrainingStateError(where, f"holds more than {limits.describe('MAX_STATE_BYTES')} allows")
                 with self.filesystem.open_input_stream(path) as stream:
                     framed = stream.read()
             except FileNotFoundError:
@@ -114,10 +144,7 @@ class StateStore:
             if payload is not None:
                 return payload
             time.sleep(0.05 * (attempt + 1))  # a save replaced the object while it was read
-        raise FormalRopeError(
-            f"the training state {self.uri}/{path.rsplit('/', 1)[-1]} is damaged (its checksum does not match); "
-            "delete it to start that run over"
-        )
+        raise TrainingStateError(where, "is damaged (its checksum does not match)")
 
     def load(self, key: str) -> bytes | None:
         """The bytes last saved under `key`, or None when there are none."""
@@ -229,6 +256,53 @@ def check_state_dir(uri: str | os.PathLike) -> StateStore:
     if not readable:
         raise FormalRopeError(f"the state folder {store.uri!r} did not return what was written to it")
     return store
+
+
+def pack_payload(header: dict, tensors: bytes) -> bytes:
+    """A trainer's state as stored: PAYLOAD_MAGIC, the JSON header's length, the header, the tensors."""
+    text = json.dumps(header, allow_nan=True, separators=(",", ":")).encode("utf-8")
+    return _PAYLOAD_HEADER.pack(PAYLOAD_MAGIC, len(text)) + text + tensors
+
+
+def unpack_payload(payload: bytes, location: str) -> tuple[dict, bytes]:
+    """(header, tensor bytes) of a stored state; TrainingStateError naming `location` for anything
+    else (an earlier version's pickle, a foreign or truncated payload, a header that is not JSON)."""
+    if payload.startswith(_PICKLE_ZIP):
+        raise TrainingStateError(
+            location, "was written by an earlier formal-rope as a torch pickle, which can run code when it is loaded, "
+            "so it is never loaded"
+        )
+    if len(payload) < _PAYLOAD_HEADER.size:
+        raise TrainingStateError(location, "is not a formal-rope training state (too short)")
+    magic, length = _PAYLOAD_HEADER.unpack_from(payload)
+    if magic != PAYLOAD_MAGIC:
+        raise TrainingStateError(location, "is not a formal-rope training state of this version")
+    end = _PAYLOAD_HEADER.size + length
+    if end > len(payload):
+        raise TrainingStateError(location, "is truncated (its header runs past its end)")
+    try:
+        header = json.loads(payload[_PAYLOAD_HEADER.size:end])
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise TrainingStateError(location, f"has a damaged header ({error})") from None
+    if not isinstance(header, dict):
+        raise TrainingStateError(location, "has a damaged header (not a JSON object)")
+    return header, payload[end:]
+
+
+def read_saved_state(store: StateStore, key: str, run_ids: list[str]) -> tuple[dict, bytes] | None:
+    """(header, tensor bytes) of the state saved under `key` for the runs `run_ids`, or None when there
+    is none; TrainingStateError when it cannot be theirs (damaged, an earlier format, other runs).
+    Torch-free: a sweep's driver checks every state this way before any unit starts."""
+    blob = store.load(key)
+    if blob is None:
+        return None
+    where = store.location(key)
+    header, tensors = unpack_payload(blob, where)
+    if header.get("format") != STATE_FORMAT:
+        raise TrainingStateError(where, f"has format {header.get('format')!r}, not {STATE_FORMAT}")
+    if header.get("run_ids") != list(run_ids):
+        raise TrainingStateError(where, "belongs to other runs")
+    return header, tensors
 
 
 def _frame(payload: bytes) -> bytes:

@@ -21,7 +21,6 @@ work, so the CLI can report it.
 
 from __future__ import annotations
 
-import io
 import math
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import safetensors.torch
 import torch
 from torch.nn import functional as F
 
@@ -55,7 +55,14 @@ from formal_rope.training.setup import (  # noqa: F401 (the names docs/training.
     validate_device,
     validate_pack,
 )
-from formal_rope.training.state import check_state_dir, open_state_store
+from formal_rope.training.state import (
+    STATE_FORMAT,
+    TrainingStateError,
+    check_state_dir,
+    open_state_store,
+    pack_payload,
+    read_saved_state,
+)
 
 
 @dataclass(frozen=True)
@@ -248,35 +255,53 @@ class PackTrainingState:
 def _save_state(
     store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState
 ) -> None:
-    buffer = io.BytesIO()
-    torch.save(
-        {
-            "format": 1,
-            "run_ids": [c.run_id() for c in configs],
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "progress": progress.to_dict(),
-        },
-        buffer,
-    )
-    store.save(key, buffer.getvalue())
+    """The pack's whole training state in a format that cannot run code when read: the tensors
+    (weights, optimizer steps and moments) as safetensors, everything else as JSON."""
+    moments = optimizer.state_dict()
+    tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()}
+    tensors["optimizer.steps"] = moments["steps"]
+    for name in ("exp_avg", "exp_avg_sq"):
+        tensors.update({f"optimizer.{name}.{index}": tensor for index, tensor in enumerate(moments[name])})
+    header = {
+        "format": STATE_FORMAT,
+        "run_ids": [c.run_id() for c in configs],
+        "moments": len(moments["exp_avg"]),
+        "progress": progress.to_dict(),
+    }
+    # Contiguous copies on the CPU: safetensors refuses views that share memory.
+    payload = safetensors.torch.save({name: tensor.detach().cpu().contiguous().clone() for name, tensor in
+                                      tensors.items()})
+    store.save(key, pack_payload(header, payload))
 
 
 def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW) -> PackTrainingState | None:
-    blob = store.load(key)
-    if blob is None:
+    """Restore the state saved under `key`, or None when there is none. TrainingStateError (bad input:
+    the caller must not record it as a failed run) when it cannot be used; nothing in it is executed."""
+    saved = read_saved_state(store, key, [c.run_id() for c in configs])
+    if saved is None:
         return None
+    header, payload = saved
+    where = store.location(key)
     try:
-        saved = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=False)
-    except Exception as error:  # a damaged state file must not cost the run: start over, loudly
-        raise FormalRopeError(
-            f"the saved training state {key!r} cannot be read ({error}); delete it to start over"
-        ) from None
-    if saved.get("run_ids") != [c.run_id() for c in configs]:
-        raise FormalRopeError(f"the saved training state {key!r} belongs to other runs; delete it to start over")
-    model.load_state_dict(saved["model"])
-    optimizer.load_state_dict(saved["optimizer"])
-    return PackTrainingState.from_dict(saved["progress"])
+        tensors = safetensors.torch.load(payload)
+        moments = int(header["moments"])
+        model_state = {name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")}
+        model.load_state_dict(model_state)
+        optimizer.load_state_dict({
+            "steps": tensors["optimizer.steps"],
+            **{name: [tensors[f"optimizer.{name}.{index}"] for index in range(moments)]
+               for name in ("exp_avg", "exp_avg_sq")},
+        })
+        progress = PackTrainingState.from_dict(header["progress"])
+        runs = len(configs)
+        if not (isinstance(progress.step, int) and 0 <= progress.step <= configs[0].steps) or any(
+            len(getattr(progress, name)) != runs for name in PackTrainingState.__dataclass_fields__ if name != "step"
+        ):
+            raise ValueError(f"its progress is not that of {runs} run(s) of {configs[0].steps} steps")
+        return progress
+    except Exception as error:  # noqa: BLE001 - safetensors, torch and numpy raise many types for one bad file
+        detail = (str(error).strip().splitlines() or [""])[0][:300]
+        raise TrainingStateError(where, f"does not fit this pack ({type(error).__name__}: {detail})") from None
 
 
 def train_pack(
@@ -517,6 +542,8 @@ def run_pack(
                 ),
             ):
                 evaluations[run] = evaluation
+    except TrainingStateError:
+        raise  # a saved state that cannot be used is the user's to delete, not this pack's failure
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
         # The exception belongs to the pack's computation, not to a known run: with pack-mates it may
         # come from any one of them (or from the pack's size), so it is no run's result; each run is

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Sequence
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from formal_rope.automata.ops import coaccessible_states
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_folder
 from formal_rope.sampling.counts import count_strings, flare_move_log_weights
 from formal_rope.sampling.datasets import LabeledSet, count_table
 from formal_rope.sampling.distributions import ACCEPTED, DEFAULT_DISTRIBUTION, FLARE_ACCEPTED
@@ -52,6 +52,7 @@ FLARE_LABELS = "labels.txt"
 FLARE_NUM_EDITS = "num-edits.txt"
 FLARE_LOG_PROBABILITIES = "log-probabilities.txt"
 FLARE_NEXT_SYMBOLS = "next-symbols.jsonl"
+FLARE_FILES = (FLARE_STRINGS, FLARE_LABELS, FLARE_NUM_EDITS, FLARE_LOG_PROBABILITIES, FLARE_NEXT_SYMBOLS)
 FLARE_TEST_SPLIT = Path("datasets") / "test"
 
 # ------------------------------------------------------------------------------------------ read
@@ -252,27 +253,23 @@ def write_flare_split(
     names = [FLARE_STRINGS, FLARE_LABELS, FLARE_NUM_EDITS, FLARE_LOG_PROBABILITIES] + (
         [FLARE_NEXT_SYMBOLS] if next_symbols else []
     )
-    paths = [directory / name for name in names]
-    temporaries = [path.with_name(f".{path.name}.tmp") for path in paths]
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        handles = [open(t, "w", encoding="utf-8", newline="\n") for t in temporaries]
-        try:
-            for rows in _flare_rows(sets, dfa, next_symbols, distribution, n_lengths):
-                for name, handle in zip(names, handles):
-                    for line in rows.get(name, ()):
-                        handle.write(line)
-                        handle.write("\n")
-        finally:
-            for handle in handles:
-                handle.close()
-        for temporary, path in zip(temporaries, paths):
-            os.replace(temporary, path)  # never leave half-written files under FLaRe's names
+        # All files go into a temporary folder that replaces the split at once: a split never pairs
+        # the strings of one sampling with the labels of another (a kill between renames did).
+        with atomic_folder(directory, "the FLaRe split", FLARE_FILES) as folder:
+            handles = [open(folder / name, "w", encoding="utf-8", newline="\n") for name in names]
+            try:
+                for rows in _flare_rows(sets, dfa, next_symbols, distribution, n_lengths):
+                    for name, handle in zip(names, handles):
+                        for line in rows.get(name, ()):
+                            handle.write(line)
+                            handle.write("\n")
+            finally:
+                for handle in handles:
+                    handle.close()
     except OSError as error:
-        for temporary in temporaries:
-            temporary.unlink(missing_ok=True)
         raise FormalRopeError(f"cannot write the FLaRe split {str(directory)!r}: {error.strerror or error}") from None
-    return paths
+    return [directory / name for name in names]
 
 
 # --------------------------------------------------------------- dataset-format protocol (registry)

@@ -11,6 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_file
 from formal_rope.sampling.datasets import LabeledSet
 from formal_rope.sampling.formats.layout import WriteOptions
 from formal_rope.sampling.formats.strings import DataFormatError, StringFile, encode_inferred, text_words
@@ -58,11 +59,9 @@ def write_parquet_file(path: str | Path, sets: Sequence[LabeledSet], alphabet: S
         "length": column(lambda s: np.full(len(s), s.length, dtype=np.int64), np.int64),
         "near_miss": column(lambda s: s.near_miss, bool),
     })
-    temporary = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        frame.to_parquet(temporary, index=False)
-        temporary.replace(path)  # never leave a half-written file under the requested name
+        with atomic_file(path, "the Parquet file") as temporary:  # never a half-written file under its name
+            frame.to_parquet(temporary, index=False)
     except OSError as error:
         raise FormalRopeError(f"cannot write {str(path)!r}: {error.strerror or error}") from None
     return path

@@ -8,7 +8,6 @@ label and the line it came from); `encode_words` maps them onto an alphabet as o
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +16,7 @@ import numpy as np
 
 from formal_rope.automata.membership import split_symbols, symbol_tokens
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import atomic_file, read_bounded
 from formal_rope.sampling.datasets import LabeledSet
 from formal_rope.sampling.walker import PAD
 
@@ -126,16 +126,19 @@ def concatenate_files(files: Sequence[StringFile]) -> StringFile:
 
 # ------------------------------------------------------------------------------------- text files
 def read_text(path: Path) -> str:
-    """The UTF-8 text of `path`; a missing, unreadable or non-UTF-8 file names itself (and the line)."""
+    """The UTF-8 text of `path` (at most MAX_TEXT_INPUT_BYTES); a missing, unreadable, too large or
+    non-UTF-8 file names itself (and the line)."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_bounded(path, "MAX_TEXT_INPUT_BYTES", "the data file")
     except FileNotFoundError:
         raise DataFormatError(path, None, "no such file") from None
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
-        raise DataFormatError(path, line, f"not UTF-8 text ({error.reason})") from None
     except OSError as error:
         raise DataFormatError(path, None, f"cannot read it: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise DataFormatError(path, line, f"not UTF-8 text ({error.reason})") from None
 
 
 def split_lines(text: str) -> list[str]:
@@ -152,12 +155,11 @@ def read_lines(path: Path) -> list[str]:
 
 def write_lines(path: Path, lines: Sequence[str]) -> None:
     """Write `lines`, each ended by "\n", as UTF-8; the file appears under its name only when complete."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
-        for line in lines:
-            handle.write(line)
-            handle.write("\n")
-    os.replace(temporary, path)
+    with atomic_file(path, "the data file") as temporary:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as handle:
+            for line in lines:
+                handle.write(line)
+                handle.write("\n")
 
 
 def check_line_symbols(alphabet: Sequence[str]) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
+from formal_rope import limits
 from formal_rope.errors import FormalRopeError
+from formal_rope.processes import become_worker, stop_children
 from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
 
 
@@ -13,6 +16,13 @@ class LocalOptions(BackendOptions):
 
     def check(self) -> None:
         super().check()
+        cores = os.cpu_count() or 1
+        if self.workers > limits.MAX_WORKERS_PER_CORE * cores:
+            raise FormalRopeError(
+                f"--workers {self.workers}: at most {limits.MAX_WORKERS_PER_CORE * cores} local worker processes on "
+                f"this machine of {cores} CPU core(s) ({limits.describe('MAX_WORKERS_PER_CORE')} per core); each "
+                "imports torch and trains its own pack, so more would only share the same cores"
+            )
         if self.address is not None:
             raise FormalRopeError("--address joins a Ray cluster: use it with --backend ray")
         if self.gpus_per_run > 0:
@@ -51,11 +61,17 @@ class LocalBackend:
 
         attempts = {id(unit): 0 for unit in units}
         queue = list(units)
-        pool = ProcessPoolExecutor(max_workers=self.workers)
+        workers = min(self.workers, len(units))  # never more processes than units of work
+
+        def new_pool():
+            # Each worker dies with this process and leaves Ctrl-C to it (formal_rope.processes).
+            return ProcessPoolExecutor(max_workers=workers, initializer=become_worker, initargs=(os.getpid(),))
+
+        pool = new_pool()
         futures: dict = {}
         try:
             while queue or futures:
-                while queue and len(futures) < self.workers:
+                while queue and len(futures) < workers:
                     try:
                         future = pool.submit(task, queue[0])
                     except BrokenProcessPool:
@@ -83,11 +99,12 @@ class LocalBackend:
                         on_unit("done", unit, results)
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
-                    pool = ProcessPoolExecutor(max_workers=self.workers)
+                    pool = new_pool()
             pool.shutdown(wait=True)
         except KeyboardInterrupt:
             for future in futures:
                 future.cancel()
+            stop_children()  # the units in flight are dropped (their saved states are kept)
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # no-op after a normal end
