@@ -24,6 +24,10 @@ MAX_STATE_BYTES = 16 * GIB
 # position by position, and each step evaluates every subformula, so the work grows with the square
 # of this depth (1,000 take about 3 s).
 MAX_TEMPORAL_DEPTH = 1_000
+# Sampling: the longest string (drawn position by position) and the count table behind it (one
+# float64 per length 0..N and automaton node; the near-miss automaton has about twice the states).
+MAX_SAMPLE_LENGTH = 1_000_000
+MAX_COUNT_TABLE_BYTES = 4 * GIB
 # Local worker processes a sweep may start per CPU core (each imports torch and trains a pack).
 MAX_WORKERS_PER_CORE = 4
 # Strings `run`, `--trace` and `phases` may hold in memory at once for score matrices: see

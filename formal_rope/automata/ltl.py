@@ -32,6 +32,7 @@ import numpy as np
 from formal_rope.automata.dfa import DFA
 from formal_rope.automata.ops import DEFAULT_MAX_STATES, TooManyStatesError, check_state_limit, minimize
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.analysis import check_temporal_depth
 from formal_rope.lang.ast import (
     FORMULA_TYPES,
     And,
@@ -264,6 +265,7 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
     Raises TooManyStatesError when the reachable memory states exceed `max_states`.
     """
     alphabet = tuple(alphabet)
+    check_temporal_depth(formula, "its automaton")  # before any exploration: the work grows with its square
     layout = _layout(formula, alphabet)
     n_symbols = len(alphabet)
     if not n_symbols:
@@ -294,7 +296,11 @@ def ltl_to_dfa(formula: Formula, alphabet: Sequence[str], max_states: int = DEFA
         batch_symbols = np.tile(np.arange(n_symbols, dtype=np.int64), frontier_counter.size)
         _, next_counter, next_bits = _step(layout, batch_counter, batch_bits, batch_symbols)
         keys = _state_keys(next_counter, next_bits)
-        unique_keys, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        # Rows compared as opaque bytes: np.unique(axis=0) builds a structured dtype of one field per
+        # byte, whose cost per call grows with the row width (quadratic work for a Y^k of large k).
+        row_bytes = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.shape[1]))).ravel()
+        _, first, inverse = np.unique(row_bytes, return_index=True, return_inverse=True)
+        unique_keys = keys[first]
         inverse = np.asarray(inverse).reshape(-1)
         # Number new states in the order they first appear (canonical BFS order).
         unique_index = np.empty(unique_keys.shape[0], dtype=np.int64)

@@ -18,6 +18,7 @@ import numpy as np
 from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.automata.ops import (
     DEFAULT_MAX_STATES,
+    TooManyStatesError,
     check_state_limit,
     complement,
     empty_language,
@@ -313,12 +314,89 @@ def repeat(a: DFA, low: int, high: int | None, max_states: int = DEFAULT_MAX_STA
     require_dfa(a, "repeat", "a")
     if low < 0 or (high is not None and high < low):
         raise FormalRopeError(f"invalid repetition {{{low},{'' if high is None else high}}}: need 0 <= low <= high")
+    _check_repetition(a, low, high, max_states)
     epsilon = _epsilon(a.alphabet)
     head = power(a, low, max_states)
     if high is None:
         return concatenate(head, kleene_star(a, max_states), max_states)
     optional = minimize(product(a, epsilon, "or", max_states))
     return concatenate(head, power(optional, high - low, max_states), max_states)
+
+
+def word_lengths(a: DFA) -> tuple[int | None, int | None]:
+    """(length of the shortest nonempty word of L(a), length of the longest word of L(a)): None for
+    the first when L(a) holds no nonempty word, None for the second when L(a) is infinite (or empty).
+    One pass over the live states (those from which a word is accepted), linear in the transitions."""
+    n_states = a.n_states
+    transitions = a.transitions.tolist()
+    accepting = np.asarray(a.accepting, dtype=bool)
+    predecessors: list[list[int]] = [[] for _ in range(n_states)]
+    for state, row in enumerate(transitions):
+        for target in row:
+            predecessors[target].append(state)
+    live = accepting.copy()
+    stack = np.flatnonzero(accepting).tolist()
+    while stack:
+        for source in predecessors[stack.pop()]:
+            if not live[source]:
+                live[source] = True
+                stack.append(source)
+    if not live[a.start]:
+        return None, None
+    # Shortest nonempty word: breadth-first from the start's successors over live states.
+    shortest = None
+    seen = np.zeros(n_states, dtype=bool)
+    frontier = sorted({target for target in transitions[a.start] if live[target]})
+    depth = 1
+    while frontier and shortest is None:
+        if any(accepting[state] for state in frontier):
+            shortest = depth
+            break
+        for state in frontier:
+            seen[state] = True
+        frontier = sorted({t for state in frontier for t in transitions[state] if live[t] and not seen[t]})
+        depth += 1
+    # Longest word: the live part must be acyclic (Kahn's order), then the longest path from the start.
+    indegree = np.zeros(n_states, dtype=np.int64)
+    for state in range(n_states):
+        if live[state]:
+            for target in transitions[state]:
+                if live[target]:
+                    indegree[target] += 1
+    order = [state for state in range(n_states) if live[state] and indegree[state] == 0]
+    longest_to = np.full(n_states, -1, dtype=np.int64)
+    longest_to[a.start] = 0
+    visited = 0
+    while order:
+        state = order.pop()
+        visited += 1
+        for target in transitions[state]:
+            if not live[target]:
+                continue
+            if longest_to[state] >= 0:
+                longest_to[target] = max(longest_to[target], longest_to[state] + 1)
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                order.append(target)
+    if visited < int(live.sum()):
+        return shortest, None  # a cycle through live states: infinitely many words
+    return shortest, int(longest_to[accepting & live].max())
+
+
+def _check_repetition(a: DFA, low: int, high: int | None, max_states: int) -> None:
+    """TooManyStatesError before building L(a){low,high} when its minimal DFA needs more than
+    `max_states` states anyway: an automaton whose shortest word has n symbols has at least n + 1
+    states (and so has one of a finite language whose longest word has n). a{10^20} used to run on."""
+    shortest, longest = word_lengths(a)
+    bound, why = 0, ""
+    if shortest is not None and not a.accepting[a.start]:
+        bound, why = low * shortest + 1, f"its shortest word has {low * shortest:,} symbols"
+    if high is not None and longest is not None and high * longest + 1 > bound:
+        bound, why = high * longest + 1, f"its longest word has {high * longest:,} symbols"
+    if bound > max_states:
+        shown = f"{{{low}}}" if high == low else f"{{{low},{'' if high is None else high}}}"
+        raise TooManyStatesError(max_states, f"the repetition {shown}'s automaton ({why}, so it has at least "
+                                             f"{bound:,} states)")
 
 
 def power(a: DFA, exponent: int, max_states: int = DEFAULT_MAX_STATES) -> DFA:

@@ -15,12 +15,14 @@ from typing import List, Optional
 import typer
 
 import formal_rope.sampling.formats.registry as format_registry
+from formal_rope import limits
 from formal_rope.commands.terminal import (
     prepare_out,
     prepare_out_folder,
     stdout_console,
 )
 from formal_rope.errors import FormalRopeError
+from formal_rope.numbers import int_text
 from formal_rope.sampling.distributions import (
     DEFAULT_DISTRIBUTION,
     DISTRIBUTIONS,
@@ -53,7 +55,7 @@ def parse_lengths(text: str) -> list[int]:
         try:
             if ".." in part:
                 low_text, high_text = part.split("..", 1)
-                low, high = int(low_text), int(high_text)
+                low, high = int_text(low_text), int_text(high_text)
                 if low > high:
                     raise FormalRopeError(f"--lengths range {part!r} is empty (start > end)")
                 if high - low + 1 + len(lengths) > _MAX_LENGTHS:
@@ -62,7 +64,7 @@ def parse_lengths(text: str) -> list[int]:
                     )
                 lengths.extend(range(low, high + 1))
             else:
-                lengths.append(int(part))
+                lengths.append(int_text(part))
         except ValueError:
             raise FormalRopeError(
                 f"--lengths: {part!r} is not a length; use e.g. 41..500, 10,20,30 or 5"
@@ -71,6 +73,11 @@ def parse_lengths(text: str) -> list[int]:
         raise FormalRopeError("--lengths is empty; use e.g. 41..500, 10,20,30 or 5")
     if min(lengths) < 0:
         raise FormalRopeError(f"--lengths must be non-negative, got {min(lengths)}")
+    if max(lengths) > limits.MAX_SAMPLE_LENGTH:
+        raise FormalRopeError(
+            f"--lengths {text!r}: at most {limits.describe('MAX_SAMPLE_LENGTH')} symbols per string (they are drawn "
+            f"position by position); got {max(lengths):,}"
+        )
     return lengths
 
 
@@ -116,9 +123,9 @@ def parse_split(text: str) -> FolderSplit:
             low_text, dots, high_text = lengths.partition("..")
             if not dots:
                 raise ValueError
-            low, high = int(low_text), int(high_text)
+            low, high = int_text(low_text), int_text(high_text)
         if colon:
-            strings = int(count)
+            strings = int_text(count)
     except ValueError:
         raise FormalRopeError(
             f"--split {text!r}: expected NAME=A..B:STRINGS, NAME=A..B or NAME=:STRINGS, e.g. test=0..500:5010"

@@ -18,6 +18,7 @@ import typer
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.train import check_positive, json_ready, parse_assignments, parse_periods
 from formal_rope.errors import FormalRopeError, Interrupted
+from formal_rope.numbers import float_text
 from formal_rope.training.encodings import encoding_names
 
 
@@ -36,7 +37,7 @@ def _floats(text: str | None, what: str) -> list[float]:
     values = []
     for part in _split(text, what):
         try:
-            values.append(float(part))
+            values.append(float_text(part))
         except ValueError:
             raise FormalRopeError(
                 f"{what}: {part!r} is not a number (expected a comma-separated list like 1e-4,3e-4)"

@@ -69,8 +69,8 @@ def prepare_out_folder(path, what: str):
     path = Path(path)
     if path.is_file():
         raise FormalRopeError(f"cannot write {what} {path}: it is a file, and this format writes a folder")
-    target = output_path(path, what, folder=True)  # a FIFO or device in the way; a symlink: its target
     _check_parent_folders(path, what)
+    target = output_path(path, what, folder=True)  # a FIFO or device in the way; a symlink: its target
     try:
         target.mkdir(parents=True, exist_ok=True)
         probe_output(target / ".formal-rope-probe", what)

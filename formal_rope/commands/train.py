@@ -11,7 +11,8 @@ from typing import NamedTuple, Optional
 import typer
 
 from formal_rope.commands import run_options as ro
-from formal_rope.errors import FormalRopeError
+from formal_rope.errors import FormalRopeError, Interrupted
+from formal_rope.numbers import int_text
 from formal_rope.training.encodings import encoding_names
 
 
@@ -20,7 +21,7 @@ def parse_periods(text: str | None) -> tuple[int, ...] | None:
     if text is None or text.strip().lower() == "auto":
         return None
     try:
-        periods = tuple(int(part) for part in text.split(",") if part.strip())
+        periods = tuple(int_text(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
     if not periods or min(periods) <= 0:
@@ -403,10 +404,16 @@ def register(app: typer.Typer) -> None:
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
         state = state_flags.state(config, note=_note)
-        result, _ = run_training(
-            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
-            threads=1 if threads is None else threads, dfa=dfa, state=state,
-        )
+        try:
+            result, _ = run_training(
+                config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
+                threads=1 if threads is None else threads, dfa=dfa, state=state,
+            )
+        except KeyboardInterrupt:
+            kept = ("no checkpoint was written" if state is None else
+                    f"the training state saved every {state.every:,} steps is kept in {state.uri}; run the same "
+                    "command with --resume to continue from it")
+            raise Interrupted(kept) from None
         if result.status == "failed":
             checkpoint = None if result.steps_done == 0 else checkpoint
         if json_output:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from formal_rope.automata.membership import split_symbols
-from formal_rope.diagnostics.phases import HeadInputs
+from formal_rope.diagnostics.phases import HeadInputs, check_phases_memory
 from formal_rope.errors import FormalRopeError
 from formal_rope.model.certificate import model_certificate
 from formal_rope.model.forward import NativeForward, check_parameters_fit, rotary_cos_sin
@@ -146,6 +146,13 @@ def capture_trained(
     tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
     length = tokens.shape[1]
     blocks = list(model.blocks)
+    # Before the forward pass: every head of a layer is captured, each with d_head / 2 pairs.
+    # (Out-of-range layers are reported by the head selection below.)
+    wanted = (sorted({layer for layer, _ in heads if 0 <= layer < len(blocks)}) if heads is not None
+              else range(len(blocks)))
+    pairs = [blocks[layer].attention_norm.features // blocks[layer].heads // 2 for layer in wanted
+             for _ in range(blocks[layer].heads)]
+    check_phases_memory(length, pairs)
     layout = tuple(tuple(f"L{layer_index + 1}.H{h + 1}" for h in range(block.heads))
                    for layer_index, block in enumerate(blocks))
     device = next(model.parameters()).device
@@ -351,6 +358,7 @@ def capture_compiled(
         for h, head in enumerate(layer.heads)
     }
     chosen = _select_heads(layout, heads, rotary)
+    check_phases_memory(len(tokens), [len(model.layers[layer].heads[h].rotary) for layer, h in chosen])
     runner = NativeForward(model, fmt)
     layer_inputs: list = []
     runner.forward(tokens[None], layer_inputs=layer_inputs)

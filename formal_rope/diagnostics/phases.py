@@ -40,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+from formal_rope import limits
 from formal_rope.errors import FormalRopeError
 
 TWO_PI = 2.0 * math.pi
@@ -146,6 +147,35 @@ class HeadPhases:
 def _pair_polar(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pairs = np.asarray(pairs, dtype=np.float64)
     return np.hypot(pairs[..., 0], pairs[..., 1]), np.arctan2(pairs[..., 1], pairs[..., 0])
+
+
+# float64 arrays of (T, T, pairs) entries a head's decomposition and its Lemma 1 check hold at once
+# (magnitude, phases, terms, their temporaries; measured 11 on a compiled MOD head, rounded up).
+PHASE_ARRAYS_PER_PAIR = 12
+
+
+def phases_bytes(length: int, pairs_per_head: Sequence[int]) -> float:
+    """Estimated peak memory of decomposing heads with these pair counts on `length` positions: each
+    head's (T, T) scores are captured, then one head at a time is decomposed for every (i, j)."""
+    if not pairs_per_head:
+        return 0.0
+    return 8.0 * float(length) ** 2 * (len(pairs_per_head) + PHASE_ARRAYS_PER_PAIR * max(pairs_per_head))
+
+
+def check_phases_memory(length: int, pairs_per_head: Sequence[int]) -> None:
+    """FormalRopeError with the estimate when the decomposition needs more than MAX_SCORE_BYTES
+    (checked before any score is computed: the work and memory grow with the square of the length)."""
+    need = phases_bytes(length, pairs_per_head)
+    if need <= limits.MAX_SCORE_BYTES:
+        return
+    per_entry = need / float(length) ** 2
+    longest = max(0, int(math.sqrt(limits.MAX_SCORE_BYTES / per_entry)) - 2)
+    raise FormalRopeError(
+        f"phases on {length - 2:,} symbols needs about {limits.describe_bytes(need)}: it decomposes the scores of "
+        f"every pair (i, j) of the {length:,} positions for {len(pairs_per_head)} head(s) of up to "
+        f"{max(pairs_per_head)} rotary pair(s), more than {limits.describe('MAX_SCORE_BYTES')}; give a string of at "
+        f"most about {longest:,} symbols, or fewer heads (--layer, --head)"
+    )
 
 
 def check_queries(length: int, queries: Sequence[int] | np.ndarray | None) -> np.ndarray:

@@ -39,7 +39,7 @@ def resolve_heads(layout: Sequence[Sequence[str]], layer: int | None, head: str 
         return None if layer is None else [(layer_index, h) for layer_index in layers
                                            for h in range(len(layout[layer_index]))]
     head = head.strip()
-    if head.isdigit():
+    if head.isascii() and head.isdigit():
         number = int(head)
         chosen = [(layer_index, number - 1) for layer_index in layers if 1 <= number <= len(layout[layer_index])]
         if not chosen:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.files import atomic_folder
 from formal_rope.export.compiled import compiled_export
+from formal_rope.files import atomic_folder
 from formal_rope.model.io import load_model, read_metadata
 
 EXPORT_FORMATS = ("safetensors", "transformer-lens")
@@ -86,7 +86,8 @@ def _write(out: Path, kind: str, tensors: dict, config: dict) -> list[Path]:
             (folder / CONFIG_NAME).write_text(
                 json.dumps(config, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
             )
-            (folder / MODULE_NAME).write_text((_STANDALONE / f"{kind}.py").read_text(encoding="utf-8"), encoding="utf-8")
+            module = (_STANDALONE / f"{kind}.py").read_text(encoding="utf-8")
+            (folder / MODULE_NAME).write_text(module, encoding="utf-8")
     except OSError as error:
         raise FormalRopeError(f"cannot write the export into {str(out)!r}: {error.strerror or error}") from None
     return [out / WEIGHTS_NAME, out / CONFIG_NAME, out / MODULE_NAME]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from formal_rope import limits
+from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import (
     FORMULA_TYPES,
     REGEX_TYPES,
@@ -80,6 +82,29 @@ def uses_temporal_or_mod(formula: Formula) -> bool:
 def max_lookback(formula: Formula) -> int:
     """The largest k of any Y^k in the formula (0 without Y)."""
     return max((node.k for node in iter_nodes(formula) if isinstance(node, Yesterday)), default=0)
+
+
+def temporal_depth(formula: Formula) -> int:
+    """The most temporal operators nested on one path of the formula: P, H and S count 1, Y^k counts k
+    (the positions of memory its automaton and its compiled model keep along that path)."""
+
+    def combine(node, depths) -> int:
+        own = node.k if isinstance(node, Yesterday) else 1 if isinstance(node, (Past, Historically, Since)) else 0
+        return own + max(depths, default=0)
+
+    return int(fold_ast(formula, combine))
+
+
+def check_temporal_depth(formula: Formula, what: str) -> None:
+    """FormalRopeError when the formula nests more temporal operators than MAX_TEMPORAL_DEPTH (checked
+    before `what` is built: its construction works position by position through every subformula)."""
+    depth = temporal_depth(formula)
+    if depth > limits.MAX_TEMPORAL_DEPTH:
+        raise FormalRopeError(
+            f"the formula nests {depth:,} temporal operators (P, H and S count 1, Y^k counts k), more than "
+            f"{limits.describe('MAX_TEMPORAL_DEPTH')}: building {what} takes time that grows with the square of "
+            "this depth; use a smaller k in Y^k or fewer nested operators"
+        )
 
 
 def moduli(formula: Formula) -> tuple[int, ...]:

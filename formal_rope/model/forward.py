@@ -175,43 +175,60 @@ class EmulatedForward:
             out[..., 2 * index + 1] = ops.add(ops.mul(a, sin), ops.mul(b, cos))
         return out
 
+    def query_key(self, x: np.ndarray, head: AttentionHead) -> tuple[np.ndarray, np.ndarray]:
+        """The head's rotated queries and keys (batch, T, d_head), each once for all positions."""
+        query = self.rotate(self.linear(x, head.w_query, head.b_query), head)
+        key = self.rotate(self.linear(x, head.w_key, head.b_key), head)
+        return query, key
+
     def scores(self, x: np.ndarray, head: AttentionHead, rows: slice | None = None) -> np.ndarray:
         """Realized scores S[b, i, j] = score_scale·q_i·k_j (before masking); `rows` picks the
         query positions i (all by default), so a long scan can be done in blocks of rows."""
+        query, key = self.query_key(x, head)
+        return self.pair_scores(query if rows is None else query[:, rows], key, head)
+
+    def pair_scores(self, query: np.ndarray, key: np.ndarray, head: AttentionHead) -> np.ndarray:
+        """``score_scale·Σ_d q_d·k_d`` (left to right over d) for every query row and key given."""
         ops = self.ops
-        batch = x.shape[0]
-        query = self.rotate(self.linear(x, head.w_query, head.b_query), head)
-        key = self.rotate(self.linear(x, head.w_key, head.b_key), head)
-        if rows is not None:
-            query = query[:, rows]
-        length = query.shape[1]
         scores = None
         for d in range(head.d_head):
             q_d, k_d = query[:, :, None, d], key[:, None, :, d]
             term = ops.mul(q_d, k_d)
             scores = term if scores is None else ops.add(scores, term)
         if scores is None:
-            scores = ops.cast(np.zeros((batch, length, key.shape[1])))
+            scores = ops.cast(np.zeros((query.shape[0], query.shape[1], key.shape[1])))
         if head.score_scale != 1.0:
             scores = ops.mul(scores, ops.cast(head.score_scale))
         return scores
 
     def attention(self, x: np.ndarray, head: AttentionHead) -> np.ndarray:
+        """Strict-causal softmax attention, computed in blocks of query rows (`row_blocks`): a block
+        of rows i < stop sees keys j < stop only, so memory is linear in the length. Every row's
+        numbers are those of the whole matrix at once (rows are independent; see `_KeyTail`)."""
         ops = self.ops
         batch, length, _ = x.shape
-        scores = self.scores(x, head)
+        query, key = self.query_key(x, head)
         value = self.linear(x, head.w_value, head.b_value)
-        visible = np.tri(length, length, -1, dtype=bool)[None]  # key j < query i
-        masked = np.where(visible, scores, -np.inf)
-        row_max = masked.max(axis=2, keepdims=True)
-        row_max = np.where(np.isfinite(row_max), row_max, 0).astype(scores.dtype)
-        with np.errstate(invalid="ignore", over="ignore"):
-            shifted = np.where(visible, ops.sub(scores, row_max), -np.inf)
-        exps = ops.exp(shifted)
-        denominator = ops.causal_key_sum(exps)
-        denominator[:, 0] = 1  # bos sees no key; its output is defined as zero below
-        weights = ops.div(exps, denominator[:, :, None])
-        output = ops.causal_key_sum(ops.mul(weights[:, :, :, None], value[:, None, :, :]))
+        output = np.empty(value.shape, dtype=value.dtype)
+        tail = _KeyTail(value) if ops.dtype is not None else None
+        for start, stop in row_blocks(batch, length, value.shape[-1]):
+            positions = np.arange(start, stop)
+            visible = (np.arange(stop)[None, :] < positions[:, None])[None]  # key j < query i
+            scores = self.pair_scores(query[:, start:stop], key[:, :stop], head)
+            masked = np.where(visible, scores, -np.inf)
+            row_max = masked.max(axis=2, keepdims=True)
+            row_max = np.where(np.isfinite(row_max), row_max, 0).astype(scores.dtype)
+            with np.errstate(invalid="ignore", over="ignore"):
+                shifted = np.where(visible, ops.sub(scores, row_max), -np.inf)
+            exps = ops.exp(shifted)
+            denominator = ops.causal_key_sum(exps, first_row=start)
+            if start == 0:
+                denominator[:, 0] = 1  # bos sees no key; its output is defined as zero below
+            weights = ops.div(exps, denominator[:, :, None])
+            block = ops.causal_key_sum(ops.mul(weights[:, :, :, None], value[:, None, :stop, :]), first_row=start)
+            if tail is not None and stop < length:
+                block = tail.finish(block, stop)
+            output[:, start:stop] = block
         output[:, 0, :] = 0
         return output
 
@@ -234,6 +251,47 @@ class EmulatedForward:
             if layer.feed_forward is not None:
                 x = ops.add(x, self.feed_forward(x, layer.feed_forward))
         return x.astype(np.float64)
+
+
+# ---------------------------------------------------------------------------------- row blocks
+# Elements of the largest array a block of query rows holds at once (batch × rows × keys × value
+# coordinates, float64 or float32): 2^22, 32 MiB in float64, whatever the length.
+BLOCK_ELEMENTS = 2**22
+
+
+def row_blocks(batch: int, length: int, width: int, budget: int = BLOCK_ELEMENTS) -> list[tuple[int, int]]:
+    """Consecutive query-row ranges [start, stop) covering 0..length, each holding at most `budget`
+    elements of batch × rows × stop × width (at least one row per block)."""
+    blocks = []
+    start = 0
+    while start < length:
+        rows = max(1, budget // max(1, batch * length * max(1, width)))
+        stop = min(length, start + rows)
+        blocks.append((start, stop))
+        start = stop
+    return blocks
+
+
+class _KeyTail:
+    """What the keys a row block leaves out would add to its value sums in formats with a numpy dtype.
+
+    There ``causal_key_sum`` is a cumulative sum over *every* key, so row i also adds the products
+    weight_ij·v_j = (+0)·v_j of the keys j >= i it cannot see: +0 or −0, or NaN where v_j is not
+    finite. A block of rows i < stop stops its sums at key stop − 1; the keys from stop on would
+    turn a sum into NaN when any of their values is not finite, and a −0 sum into +0 unless every
+    one of their products is −0 (v_j < 0 or v_j = −0). `finish` applies exactly that, so blocked
+    sums equal the whole matrix's bit for bit, signed zeros and NaNs included."""
+
+    def __init__(self, value: np.ndarray):
+        reverse = value[:, ::-1]
+        self.nonfinite = np.logical_or.accumulate(~np.isfinite(reverse), axis=1)[:, ::-1]  # any v_j, j >= t
+        self.negative = np.logical_and.accumulate(np.signbit(reverse) & np.isfinite(reverse), axis=1)[:, ::-1]
+
+    def finish(self, sums: np.ndarray, stop: int) -> np.ndarray:
+        nonfinite = self.nonfinite[:, None, stop, :]
+        becomes_positive_zero = (sums == 0) & ~self.negative[:, None, stop, :]
+        sums = np.where(becomes_positive_zero, np.zeros((), dtype=sums.dtype), sums)
+        return np.where(nonfinite, np.array(np.nan, dtype=sums.dtype), sums)
 
 
 # -------------------------------------------------------------------------------- native forward
@@ -289,15 +347,29 @@ class NativeForward:
         return scores
 
     def attention(self, x, head: AttentionHead):
+        """Strict-causal softmax attention; above BLOCK_ELEMENTS score entries it runs in blocks of
+        query rows against every key (memory linear in the length; each row's softmax and its
+        product with the values are the same computation)."""
         torch = self.torch
-        length = x.shape[1]
+        batch, length = x.shape[0], x.shape[1]
         value = x @ self.tensor(head.w_value).T + self.tensor(head.b_value)
-        scores = self.scores(x, head)
-        visible = torch.ones(length, length, dtype=torch.bool).tril(-1)
-        scores = scores.masked_fill(~visible, float("-inf"))
-        weights = torch.softmax(scores[:, 1:, :], dim=-1)
-        rows = weights @ value
-        return torch.cat((torch.zeros_like(rows[:, :1, :]), rows), dim=1)
+        query = self.rotate(x @ self.tensor(head.w_query).T + self.tensor(head.b_query), head)
+        key = self.rotate(x @ self.tensor(head.w_key).T + self.tensor(head.b_key), head)
+        if batch * length * length <= BLOCK_ELEMENTS:
+            blocks = [(0, length)]
+        else:
+            blocks = [(start, stop) for start, stop in row_blocks(batch, length, 1)]
+        pieces = []
+        for start, stop in blocks:
+            scores = query[:, start:stop] @ key.transpose(1, 2)
+            if head.score_scale != 1.0:
+                scores = scores * self.tensor(np.array(head.score_scale))
+            visible = torch.arange(length)[None, :] < torch.arange(start, stop)[:, None]
+            scores = scores.masked_fill(~visible, float("-inf"))
+            first = 1 if start == 0 else 0  # bos sees no key: its output is zero
+            rows = torch.softmax(scores[:, first:, :], dim=-1) @ value
+            pieces.append(torch.cat((torch.zeros_like(value[:, :1, :]), rows), dim=1) if first else rows)
+        return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
 
     def run(self, tokens: np.ndarray) -> np.ndarray:
         """The final residual stream (batch, T, d_model) as float64 values."""

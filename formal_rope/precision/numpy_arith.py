@@ -150,8 +150,9 @@ class FormatOps:
             values[needed] = exact[inverse.reshape(-1)]
         return self.cast(values)
 
-    def causal_key_sum(self, x: np.ndarray) -> np.ndarray:
-        """``Σ_j x[:, i, j, ...]`` left to right over keys j, for x that is exactly 0 where j >= i.
+    def causal_key_sum(self, x: np.ndarray, first_row: int = 0) -> np.ndarray:
+        """``Σ_j x[:, r, j, ...]`` left to right over keys j, for x that is exactly 0 where j >= i,
+        the position of row r being i = first_row + r (a block of query rows, first_row..).
 
         Equals ``sequential_sum(x, axis=2)`` (adding the trailing exact zeros changes nothing);
         the loop path only touches the rows i > j that key j can reach.
@@ -161,7 +162,9 @@ class FormatOps:
         length = x.shape[2]
         total = x[:, :, 0].copy()
         for j in range(1, length - 1):
-            total[:, j + 1 :] = self._fix(total[:, j + 1 :] + x[:, j + 1 :, j])
+            reached = max(0, j + 1 - first_row)  # rows of positions i > j
+            if reached < total.shape[1]:
+                total[:, reached:] = self._fix(total[:, reached:] + x[:, reached:, j])
         return total
 
     def sequential_sum(self, x: np.ndarray, axis: int) -> np.ndarray:

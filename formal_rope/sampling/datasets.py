@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from formal_rope import limits
 from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.automata.membership import accepts_encoded
 from formal_rope.errors import FormalRopeError
@@ -58,6 +59,27 @@ class EmptyClassError(FormalRopeError):
 _TABLE_CACHE: "weakref.WeakKeyDictionary[DFA, dict[str, LogCounts]]" = weakref.WeakKeyDictionary()
 
 
+def _table_fits(max_length: int, nodes: int) -> bool:
+    return 8.0 * (max_length + 1) * max(1, nodes) <= limits.MAX_COUNT_TABLE_BYTES
+
+
+def check_table_size(max_length: int, nodes: int) -> None:
+    """FormalRopeError before a count table is built for strings longer than MAX_SAMPLE_LENGTH (each
+    string is drawn position by position), or one of more than MAX_COUNT_TABLE_BYTES (one float64
+    per length 0..max_length and automaton node)."""
+    if max_length > limits.MAX_SAMPLE_LENGTH:
+        raise FormalRopeError(
+            f"strings of length {max_length:,} cannot be sampled: at most {limits.describe('MAX_SAMPLE_LENGTH')} "
+            "symbols per string (they are drawn position by position, from a table of counts per length)"
+        )
+    if not _table_fits(max_length, nodes):
+        raise FormalRopeError(
+            f"sampling strings of length {max_length:,} from an automaton of {nodes:,} nodes needs a count table of "
+            f"{limits.describe_bytes(8.0 * (max_length + 1) * nodes)}, more than "
+            f"{limits.describe('MAX_COUNT_TABLE_BYTES')}; sample shorter strings"
+        )
+
+
 def count_table(dfa: DFA, kind: str, max_length: int) -> LogCounts:
     """Log-space counts for `kind` covering lengths 0..max_length: accepted / rejected (the DFA with
     accepting / rejecting finals), near_miss (`near_miss_graph`) or labelled (`labelled_graph`)."""
@@ -76,8 +98,11 @@ def count_table(dfa: DFA, kind: str, max_length: int) -> LogCounts:
             graph, weights = dfa_graph(dfa, accepted=True), flare_move_log_weights(dfa)
         else:
             raise ValueError(f"unknown count table kind {kind!r}")
+        check_table_size(max_length, graph.n_nodes)
         # Grow geometrically so a sequence of slightly longer requests stays linear overall.
-        grown = max_length if table is None else max(max_length, 2 * table.max_length)
+        grown = max_length if table is None else min(max(max_length, 2 * table.max_length), limits.MAX_SAMPLE_LENGTH)
+        if not _table_fits(grown, graph.n_nodes):
+            grown = max_length
         table = log_counts(graph, grown, weights)
         per_dfa[kind] = table
     return table

@@ -93,7 +93,8 @@ def read_metadata(path: str | Path) -> dict:
     """The archive's metadata.json (raises FormalRopeError if it is not a formal-rope checkpoint)."""
     try:
         with zipfile.ZipFile(path) as archive:
-            return json.loads(read_zip_member(archive, METADATA_NAME, "MAX_METADATA_BYTES", "the checkpoint's metadata"))
+            text = read_zip_member(archive, METADATA_NAME, "MAX_METADATA_BYTES", "the checkpoint's metadata")
+        return json.loads(text)
     except FileNotFoundError:
         raise FormalRopeError(f"checkpoint {str(path)!r} does not exist") from None
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as error:  # ValueError: bad JSON/UTF-8

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import parse_alphabet, resolve_language
+from formal_rope.numbers import float_text, int_text
 from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS: the config's public name)
     BASE_ENCODINGS,
     PERIODIC_ENCODINGS,
@@ -317,16 +318,16 @@ def parse_field_text(name: str, text: str):
     inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     try:
         if kind == "int":
-            return int(text)
+            return int_text(text)
         if kind == "float":
-            return float(text)
+            return float_text(text)
         if kind in ("str", "optional_str"):
             return text
         if kind == "symbols":
             return parse_alphabet(inner)
         if name == "test_lengths":
             return lengths_fields(inner, name, as_list=True)["test_lengths"]
-        return tuple(int(part) for part in inner.split(",") if part.strip()) or None
+        return tuple(int_text(part) for part in inner.split(",") if part.strip()) or None
     except ValueError:
         raise FormalRopeError(f"{name} must be {_KIND_WORDS[kind]}, got {text!r}") from None
 
@@ -342,7 +343,7 @@ def lengths_fields(text: str, option: str = "--test-lengths", prefix: str = "tes
     ranges = []
     for part in parts:
         try:
-            low, high = (int(piece) for piece in part.split("..", 1)) if ".." in part else (int(part), int(part))
+            low, high = (int_text(piece) for piece in part.split("..", 1)) if ".." in part else (int_text(part),) * 2
         except ValueError:
             raise FormalRopeError(
                 f"{option}: {part!r} is not a length or a range; use e.g. 41..500 or 41,45,50"

@@ -43,7 +43,7 @@ def import_ray():
 
 def _host_port(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit()):
         raise FormalRopeError(
             f"--address {address!r} is not HOST:PORT (or auto, for the cluster `ray start` runs here)"
         )
