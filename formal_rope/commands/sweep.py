@@ -127,8 +127,11 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
                 failed[0] += status == "failed"
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
                 n_star = "–" if result.n_star is None else str(result.n_star)  # None: failed, nothing measured
+                if result.n_star_worst is not None:
+                    n_star += f"/{result.n_star_worst}"
                 progress.console.print(
-                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={n_star:<4s} "
+                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={n_star:<4s}"
+                    + (" (sampled/worst-case)" if result.n_star_worst is not None else "") + " "
                     f"acc={_number(result.accuracy, 3)} {result.wall_s:6.1f}s"
                     + (f"  ({result.error})" if result.error else ""),
                     soft_wrap=True,
@@ -165,17 +168,23 @@ def _grouping(text: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _results_table(rows, by, title: str, reference: dict | None):
+def _results_table(rows, by, title: str, reference: dict | None, level: float = 0.95, longest: str = "max"):
     # function-local: rich and the report (numpy) stay off the start-up path
     from rich.table import Table
 
     from formal_rope.sweeps.report import DEFAULT_GROUPING, cell_text, reference_index
 
     paper = reference_index(reference) if tuple(by) == DEFAULT_GROUPING else {}
+    searched = any(row.runs_searched for row in rows)
     table = Table(title=title, show_lines=False)
     for name in by:
         table.add_column({"pe": "PE"}.get(name, name), justify="right" if name == "base" else "left", no_wrap=True)
-    for name in ("runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "NNCH max", "NNCH mean±std"):
+    confidence = f"{level:.0%}".replace(".0%", "%")
+    names = ["runs", "acc max", "acc mean±std", f"acc {confidence} CI", "N* max", "N* mean±std", f"N* {confidence} CI",
+             f"N*={longest}"]
+    if searched:
+        names += ["worst N* max", "worst N* mean±std", f"worst N*={longest}"]
+    for name in (*names, "NNCH max", "NNCH mean±std"):
         table.add_column(name, justify="right", no_wrap=True)
     if paper:
         table.add_column("paper: acc max / N* max (mean)", justify="right", style="dim", no_wrap=True)
@@ -185,15 +194,49 @@ def _results_table(rows, by, title: str, reference: dict | None):
             f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
             _number(row.accuracy_max, 3),
             "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
+            "–" if row.accuracy_interval is None else row.accuracy_interval.text(3),
             _number(row.n_star_max, 0),  # "–" when every run of the row failed (no N* measured)
             "–" if math.isnan(row.n_star_mean) else f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
-            *_nnch_cells(row),
+            "–" if row.n_star_interval is None else row.n_star_interval.text(0),
+            f"{row.successes}/{len(row.n_stars)}",
         ]
+        if searched:
+            cells += [
+                _number(row.n_star_worst_max, 0),
+                "–" if math.isnan(row.n_star_worst_mean) else f"{row.n_star_worst_mean:.1f}±{row.n_star_worst_std:.1f}",
+                "–" if row.successes_worst is None else f"{row.successes_worst}/{row.runs_searched}",
+            ]
+        cells += list(_nnch_cells(row))
         if paper:
             ref = paper.get((row.language, row.pe, row.base))
             mean = "" if ref is None or math.isnan(ref["n_star_mean"]) else f" ({ref['n_star_mean']:.1f})"
             cells.append("" if ref is None else f"{ref['accuracy_max']:.3f} / {ref['n_star_max']:.0f}{mean}")
         table.add_row(*cells)
+    return table
+
+
+def _comparison_table(comparisons, by):
+    from rich.table import Table  # function-local: rich, off the start-up path
+
+    from formal_rope.sweeps.report import cell_text
+
+    first = comparisons[0]
+    strata = [name for name in by if name in first]
+    table = Table(title=f"{first['a']} vs {first['b']} ({first['metric']}, per {', '.join(strata) or 'folder'})")
+    for name in (*strata, "runs", "mean", "median", "test", "p", "Cliff's δ"):
+        table.add_column({"pe": "PE"}.get(name, name), justify="left" if name in strata or name == "test" else "right",
+                         no_wrap=True)
+    for entry in comparisons:
+        p = entry["p_value"]
+        table.add_row(
+            *(cell_text(name, entry[name]) for name in strata),
+            f"{entry['n_a']} vs {entry['n_b']}",
+            f"{_number(entry['mean_a'], 3)} vs {_number(entry['mean_b'], 3)}",
+            f"{_number(entry['median_a'], 3)} vs {_number(entry['median_b'], 3)}",
+            entry["method"],
+            "–" if p is None else f"{p:.3g}",
+            "–" if entry["cliffs_delta"] is None else f"{entry['cliffs_delta']:+.2f}",
+        )
     return table
 
 
@@ -218,7 +261,8 @@ def _print_wide(console, table) -> None:
 
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
             quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=(),
-            variant_baseline: dict | None = None, languages=()) -> dict:
+            variant_baseline: dict | None = None, languages=(), level: float = 0.95, comparison=None,
+            metric: str = "n_star") -> dict:
     """Aggregate `out` (`sweeps.report.build_report`); print the table (or, with json_output, the
     payload as JSON) unless quiet; return the payload."""
     # function-local: rich and the report (pandas) stay off the start-up path
@@ -227,13 +271,20 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     from formal_rope.sweeps.report import build_report, failure_lines
 
     report = build_report(out, by=by, sort=sort, reference=reference, plot=plot, title=title, scale=scale,
-                          variants=variants, variant_baseline=variant_baseline, languages=languages, on_note=_note)
+                          variants=variants, variant_baseline=variant_baseline, languages=languages, on_note=_note,
+                          level=level, comparison=comparison, metric=metric)
     payload = report.payload
     if json_output or quiet:
         if json_output:
             _print_json(payload)
         return payload
-    _print_wide(console, _results_table(report.rows, report.by, title or f"results in {out}", reference))
+    lengths = sorted({int(n) for n in report.runs["test_max_length"].dropna()}) if len(report.runs) else []
+    longest = str(lengths[0]) if len(lengths) == 1 else "max"
+    _print_wide(console, _results_table(report.rows, report.by, title or f"results in {out}", reference, level,
+                                        longest))
+    console.print(f"[dim]{payload['intervals']}[/]", highlight=False, soft_wrap=True)
+    if payload["comparisons"]:
+        _print_wide(console, _comparison_table(payload["comparisons"], report.by))
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     lines = failure_lines(report.runs, report.by)
@@ -294,16 +345,20 @@ class SweepSettings(NamedTuple):
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."
     )
-    eval_mode: Optional[str] = typer.Option(
-        None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length)."
-    )
+    eval_mode: ro.EvalMode = None
+    worst_case_budget: ro.WorstCaseBudget = None
+
+    def worst_case(self):
+        """The worst-case search's settings (`--eval worst-case`), or None."""
+        return ro.worst_case_settings(ro.parse_eval(self.eval_mode)[1], self.worst_case_budget)
 
     def fields(self) -> dict:
         """The RunConfig fields given (FormalRopeError for malformed test lengths)."""
         from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
 
         fields = _overrides(steps=self.steps, batch_size=self.batch_size, layers=self.layers, d_model=self.d_model,
-                            heads=self.heads, n_per_length=self.n_per_length, eval_mode=self.eval_mode)
+                            heads=self.heads, n_per_length=self.n_per_length,
+                            eval_mode=ro.parse_eval(self.eval_mode)[0])
         if self.test_lengths is not None:
             fields.update(lengths_fields(self.test_lengths, "--test-lengths"))
         return fields
@@ -366,6 +421,7 @@ def register(app: typer.Typer) -> None:
         check_positive(workers=workers)
         console = Console(stderr=json_output)
         fixed = settings.fields()
+        worst_case = settings.worst_case()
         axes = check_axes(parse_assignments(set_fields), fixed)
         plan = plan_sweep(
             GridRequest(config=config, scale=scale, settings=fixed, axes=axes, data=data, **grid.parsed())
@@ -388,6 +444,7 @@ def register(app: typer.Typer) -> None:
         finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
         run_options = run.sweep_options(plan.configs, out, workers=1 if workers is None else workers,
                                         note=lambda text: console.print(f"[yellow]note:[/] {text}"))
+        run_options["worst_case"] = worst_case
         console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
         summary = _run_with_progress(plan.configs, out, console, axes=plan.axis_names, **run_options)
         console.print(
@@ -424,6 +481,22 @@ def register(app: typer.Typer) -> None:
             help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or "
             "accuracy; default: the grouping's order.",
         ),
+        confidence: float = typer.Option(
+            0.95, "--confidence",
+            help="Confidence level of each row's intervals for mean N* and accuracy (bootstrap of the mean from 5 "
+            "runs on, exact order-statistic interval of the median below; docs/sweeps.md).",
+        ),
+        compare: Optional[tuple[str, str]] = typer.Option(
+            None, "--compare",
+            help="Compare two cells over seeds: --compare pe=rope_p pe=nope (COLUMN=VALUE[,COLUMN=VALUE] each), per "
+            "value of the other grouping columns (per language by default): exact permutation test (Mann-Whitney U "
+            "for large samples) and Cliff's delta.",
+        ),
+        metric: str = typer.Option(
+            "n_star", "--metric",
+            help="What --compare compares: n_star, accuracy, nnch_accuracy, n_star_worst, success (N* at the longest "
+            "test length, 0/1) or success_worst.",
+        ),
     ) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the report (numpy) stay off the start-up path
@@ -432,10 +505,15 @@ def register(app: typer.Typer) -> None:
         from formal_rope.sweeps.report import DEFAULT_GROUPING, reference_table
 
         grouping = _grouping(by)
+        if not 0 < confidence < 1:
+            raise FormalRopeError(f"--confidence must lie strictly between 0 and 1 (e.g. 0.95), got {confidence}")
         if reference is not None and plot is None and grouping != DEFAULT_GROUPING:
             _note("--reference is shown in the table only with the default grouping (language,pe,base) and "
                   "otherwise only on a --plot; it has no effect here")
-        _report(results, Console(), json_output, plot, reference_table(reference), by=grouping, sort=sort)
+        if compare is None and metric != "n_star":
+            _note("--metric chooses what --compare compares; it has no effect without --compare")
+        _report(results, Console(), json_output, plot, reference_table(reference), by=grouping, sort=sort,
+                level=confidence, comparison=compare, metric=metric)
 
     @app.command()
     @ro.with_option_groups
@@ -463,6 +541,13 @@ def register(app: typer.Typer) -> None:
         n_per_length: Optional[int] = typer.Option(
             None, "--n-per-length", help="Override the test strings per length."
         ),
+        eval_mode: Optional[str] = typer.Option(
+            None, "--eval",
+            help="worst-case: also search every run for misclassified strings (n_star_worst beside n_star; "
+            "docs/evaluation.md); finished runs without it are trained again (same packs, same numbers). full: the "
+            "default (every test length).",
+        ),
+        worst_case_budget: ro.WorstCaseBudget = None,
         run: ro.RunFlags = None,
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
     ) -> None:
@@ -478,6 +563,11 @@ def register(app: typer.Typer) -> None:
         reproduce_tables(table)
         check_scale(scale)
         check_positive(workers=workers)
+        mode, search = ro.parse_eval(eval_mode)
+        if mode == "nstar":
+            raise FormalRopeError("reproduce evaluates every test length (--eval full); nstar would make other runs "
+                                  "(another run id): use `sweep --config sweeps/<table>.toml --eval nstar`")
+        worst_case = ro.worst_case_settings(search, worst_case_budget)
         console = Console(stderr=json_output)
         if scale in SCALE_SHRINKS:
             console.print(f"[yellow]{scale} scale shrinks:[/]\n  " + "\n  ".join(SCALE_SHRINKS[scale]))
@@ -493,8 +583,9 @@ def register(app: typer.Typer) -> None:
                 _note(note)
             finished_run_ids(plan.out)
             # Every table's options (state folder, Ray) are checked before the first run starts.
-            plans.append((plan, run.sweep_options(plan.configs, plan.out, workers=workers, state_dir=plan.state_dir,
-                                                  note=lambda text: console.print(f"[yellow]note:[/] {text}"))))
+            options = run.sweep_options(plan.configs, plan.out, workers=workers, state_dir=plan.state_dir,
+                                        note=lambda text: console.print(f"[yellow]note:[/] {text}"))
+            plans.append((plan, {**options, "worst_case": worst_case}))
         payloads = {}
         for plan, run_options in plans:
             console.print(

@@ -148,6 +148,11 @@ def _render(result, checkpoint: Path | None) -> None:
     else:
         summary.add_row("accuracy", "- (not evaluated)")
     summary.add_row("first failing string", result.first_failure if result.first_failure is not None else "none")
+    if result.n_star_worst is not None:
+        margin = "" if result.worst_failure_margin is None else f" (margin {result.worst_failure_margin:.3g})"
+        summary.add_row("worst-case N*", f"{result.n_star_worst} ({result.worst_strings_tried:,} strings searched)")
+        summary.add_row("worst-case failure", "none found" if result.worst_failure is None
+                        else f"{result.worst_failure}{margin}")
     summary.add_row("wall time", f"{result.wall_s:.1f} s")
     if checkpoint is not None:
         summary.add_row("checkpoint", str(checkpoint))
@@ -288,9 +293,8 @@ class TrainSettings(NamedTuple):
     layers: ro.Layers = None
     d_model: ro.DModel = None
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (head dimension must be even).")
-    eval_mode: Optional[str] = typer.Option(
-        None, "--eval", help="full: every test length; nstar: stop at the first imperfect length."
-    )
+    eval_mode: ro.EvalMode = None
+    worst_case_budget: ro.WorstCaseBudget = None
     phase_precision: Optional[str] = typer.Option(
         None, "--phase-precision",
         help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. "
@@ -320,7 +324,8 @@ class TrainSettings(NamedTuple):
             "base": self.base, "rope_fraction": self.rope_fraction, "steps": self.steps, "lr": self.lr,
             "lr_schedule": self.lr_schedule, "warmup_steps": self.warmup_steps, "weight_decay": self.weight_decay,
             "train_near_miss_fraction": self.train_near_miss, "seed": self.seed, "batch_size": self.batch_size,
-            "layers": self.layers, "d_model": self.d_model, "heads": self.heads, "eval_mode": self.eval_mode,
+            "layers": self.layers, "d_model": self.d_model, "heads": self.heads,
+            "eval_mode": ro.parse_eval(self.eval_mode)[0],
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
         }
         fields = {key: value for key, value in plain.items() if value is not None}
@@ -403,9 +408,13 @@ def register(app: typer.Typer) -> None:
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
         state = state_flags.state(config, note=_note)
+        worst_case = ro.worst_case_settings(ro.parse_eval(settings.eval_mode)[1], settings.worst_case_budget)
+        if worst_case is not None and dfa is None:
+            raise FormalRopeError("--eval worst-case labels its strings with the language's DFA; a run on data files "
+                                  "needs --lang for it")
         result, _ = run_training(
             config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
-            threads=1 if threads is None else threads, dfa=dfa, state=state,
+            threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
         )
         if result.status == "failed":
             checkpoint = None if result.steps_done == 0 else checkpoint

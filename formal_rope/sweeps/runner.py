@@ -84,6 +84,7 @@ def run_sweep(
     pack_runner: Callable[..., Sequence[RunResult]] | None = None,
     on_event: EventCallback | None = None,
     on_note: Callable[[str], None] | None = None,
+    worst_case=None,
 ) -> SweepSummary:
     """Run every config not already finished in `out`; each result is written as soon as it ends.
 
@@ -108,6 +109,10 @@ def run_sweep(
     progress display; on_note(text) receives one-line notes (the Ray dashboard URL, warnings).
     `runner` (RunConfig -> RunResult) or `pack_runner(configs, device=, threads=, state=)` replace
     the trainer (tests, custom experiments); both must be importable by the workers.
+    worst_case: the worst-case search's settings (`evaluation.engine.SearchSettings`, `--eval
+    worst-case`): every run is also searched for misclassified strings, and a finished run without
+    a worst-case result counts as unfinished (it is trained again; the packs OUT/packs.json records
+    are reused, so its numbers are the same). A custom pack_runner then gets worst_case= too.
     """
     start = time.perf_counter()
     options = resolve_backend(backend, workers=workers, address=address, cpus_per_run=cpus_per_run,
@@ -118,7 +123,7 @@ def run_sweep(
         state = replace(state, uri=absolute_location(state.uri))
         check_state_dir(state.uri)
     out = ensure_results_dir(out)
-    done = finished_run_ids(out)
+    done = finished_run_ids(out, worst_case=worst_case is not None)
     pending = [c for c in configs if c.run_id() not in done]
     notify = on_event or (lambda *_: None)
     note = on_note or (lambda _text: None)
@@ -126,7 +131,7 @@ def run_sweep(
         if config.run_id() in done:
             notify("skip", config, None)
     task = UnitTask(runner=runner, pack_runner=pack_runner, threads=options.threads, workers=options.workers,
-                    state=state)
+                    state=state, worst_case=worst_case)
     commit = source_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()

@@ -403,6 +403,11 @@ class RunResult:
     eval_complete: bool = False  # every test length was evaluated (eval_mode nstar may stop early)
     pack_id: str | None = None  # the pack the run trained in (packing.pack_key of its members)
     pack_size: int = 1  # runs in that pack (1: trained alone)
+    # Worst-case evaluation (`--eval worst-case`, formal_rope.evaluation); None: not searched.
+    n_star_worst: int | None = None  # N* over the searched strings (<= n_star)
+    worst_failure: str | None = None  # the shortest failing string the search found
+    worst_failure_margin: float | None = None  # how far past the decision it lies (logit difference)
+    worst_strings_tried: int | None = None  # strings the search scored, all lengths
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""

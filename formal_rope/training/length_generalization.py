@@ -53,7 +53,6 @@ def chunk_size(batch: int, heads: int, tokens: int, budget: int | None = None) -
     return max(1, min(batch, budget // max(1, heads * tokens * tokens)))
 
 
-@torch.no_grad()
 def predict_pack(
     model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
 ) -> np.ndarray:
@@ -61,15 +60,33 @@ def predict_pack(
 
     Every run reads the same strings; duplicates are run once.
     """
+    return _forward_pack(model, symbols, device=device, scores=False)[0]
+
+
+def pack_scores(
+    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Decisions, bool (R, n); accept scores, float64 (R, n): logit(accept) − logit(reject)) of every
+    run of a pack for symbols (n, L) of one length, in the same batched passes as `predict_pack`.
+
+    A run accepts exactly where its decision is True (the logits compared as `predict_pack` compares
+    them); the score says how far from the decision boundary the run is (the worst-case search,
+    `formal_rope.evaluation`, climbs it)."""
+    return _forward_pack(model, symbols, device=device, scores=True)
+
+
+@torch.no_grad()
+def _forward_pack(model: Classifier, symbols: np.ndarray, *, device, scores: bool) -> tuple[np.ndarray, np.ndarray]:
     symbols = np.asarray(symbols, dtype=np.int64)
     runs = model.runs
     if symbols.shape[0] == 0:
-        return np.zeros((runs, 0), dtype=bool)
+        return np.zeros((runs, 0), dtype=bool), np.zeros((runs, 0), dtype=np.float64)
     unique, inverse = np.unique(symbols, axis=0, return_inverse=True)
     tokens, readout = encode_fixed_length(unique, model.n_symbols)
     heads = model.blocks[0].heads if len(model.blocks) else 1
     step = chunk_size(len(unique), runs * heads, tokens.shape[1])
     decisions = np.empty((runs, len(unique)), dtype=bool)
+    margins = np.empty((runs, len(unique) if scores else 0), dtype=np.float64)
     for start in range(0, len(unique), step):
         chunk = slice(start, start + step)
         chunk_tokens = tokens[chunk].to(device)
@@ -78,7 +95,10 @@ def predict_pack(
             chunk_tokens[None].expand(runs, count, -1), readout[chunk].to(device)[None].expand(runs, count)
         )
         decisions[:, chunk] = (logits[..., 1] > logits[..., 0]).cpu().numpy()
-    return decisions[:, np.asarray(inverse).reshape(-1)]
+        if scores:
+            margins[:, chunk] = (logits[..., 1].double() - logits[..., 0].double()).cpu().numpy()
+    order = np.asarray(inverse).reshape(-1)
+    return decisions[:, order], margins[:, order] if scores else margins
 
 
 def predict_fixed_length(
