@@ -180,10 +180,10 @@ def _results_table(rows, by, title: str, reference: dict | None, level: float = 
     for name in by:
         table.add_column({"pe": "PE"}.get(name, name), justify="right" if name == "base" else "left", no_wrap=True)
     confidence = f"{level:.0%}".replace(".0%", "%")
-    names = ["runs", "acc max", "acc mean±std", f"acc {confidence} CI", "N* max", "N* mean±std", f"N* {confidence} CI",
-             f"N*={longest}"]
+    names = ["runs", "acc max", "acc mean±std", "N* max", "N* mean±std", f"N* {confidence} CI", f"acc {confidence} CI",
+             f"reached {longest}"]
     if searched:
-        names += ["worst N* max", "worst N* mean±std", f"worst N*={longest}"]
+        names += ["worst N* max", "worst N* mean±std", f"worst reached {longest}"]
     for name in (*names, "NNCH max", "NNCH mean±std"):
         table.add_column(name, justify="right", no_wrap=True)
     if paper:
@@ -194,10 +194,10 @@ def _results_table(rows, by, title: str, reference: dict | None, level: float = 
             f"{row.runs}" + ("" if row.ok_runs == row.runs else f" ({row.runs - row.ok_runs} not ok)"),
             _number(row.accuracy_max, 3),
             "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
-            "–" if row.accuracy_interval is None else row.accuracy_interval.text(3),
             _number(row.n_star_max, 0),  # "–" when every run of the row failed (no N* measured)
             "–" if math.isnan(row.n_star_mean) else f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
             "–" if row.n_star_interval is None else row.n_star_interval.text(0),
+            "–" if row.accuracy_interval is None else row.accuracy_interval.text(3),
             f"{row.successes}/{len(row.n_stars)}",
         ]
         if searched:
