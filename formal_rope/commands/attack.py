@@ -156,7 +156,8 @@ def register(app: typer.Typer) -> None:
             if bar is not None:
                 bar.stop()
         payload = {
-            "model": str(model_path), "kind": "compiled" if compiled else "trained", "language": language, "lengths": [int(n) for n in tested],
+            "model": str(model_path), "kind": "compiled" if compiled else "trained", "language": language,
+            "lengths": [int(n) for n in tested],
             "budget": budget, "seed": seed,
             "start": start if start is not None else (16 if compiled else model.config.n_per_length),
             "format": fmt_name, "mode": (mode or model.mode) if compiled else "native",

@@ -84,7 +84,8 @@ def parse_eval(text: str | None) -> tuple[str | None, bool]:
     words = [word.strip() for word in text.split(",") if word.strip()]
     unknown = [word for word in words if word not in EVAL_WORDS]
     if unknown or not words:
-        raise FormalRopeError(f"unknown eval mode in --eval {text!r}: expected full, nstar or worst-case (or nstar,worst-case)")
+        raise FormalRopeError(f"unknown eval mode in --eval {text!r}: expected full, nstar or worst-case (or "
+                              "nstar,worst-case)")
     modes = sorted({word for word in words if word != "worst-case"})
     if len(modes) > 1:
         raise FormalRopeError("--eval full and nstar exclude each other: full tests every length, nstar stops at the "
