@@ -258,7 +258,7 @@ class GridFlags(NamedTuple):
         None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."
     )
     pe: Optional[str] = typer.Option(
-        None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')})."
+        None, "--pe", help=f"Positional encodings, comma-separated (e.g. rope,rope_p): {encoding_names()}."
     )
     base: Optional[str] = typer.Option(
         None, "--base",
