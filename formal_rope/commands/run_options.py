@@ -71,6 +71,10 @@ WorstCaseBudget = Annotated[Optional[int], typer.Option(
 BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Training batch size.")]
 Layers = Annotated[Optional[int], typer.Option("--layers", help="Transformer layers.")]
 DModel = Annotated[Optional[int], typer.Option("--d-model", help="Model width.")]
+NnchSamples = Annotated[Optional[int], typer.Option(
+    "--nnch-samples", help="Uniformly random strings per test length for NNCH's score (Delétang et al.'s mean "
+    "accuracy over the test lengths but the first: 42..500; NNCH draws 512). Default 2; 0: not measured. Runs on "
+    "--data files have no NNCH score.")]
 
 
 EVAL_WORDS = ("full", "nstar", "worst-case")

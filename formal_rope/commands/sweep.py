@@ -241,7 +241,8 @@ def _comparison_table(comparisons, by):
 
 
 def _nnch_cells(row) -> tuple[str, str]:
-    """NNCH max and mean±std; "–" when no run of the row evaluated every test length (eval nstar)."""
+    """NNCH max and mean±std; "–" when no run of the row has NNCH's score (evaluation stopped early, runs
+    on files, nnch_samples 0, results written before the score was measured)."""
     if math.isnan(row.nnch_max):
         return "–", "–"
     return f"{row.nnch_max:.3f}", f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"
@@ -308,7 +309,7 @@ class GridFlags(NamedTuple):
         None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."
     )
     pe: Optional[str] = typer.Option(
-        None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')})."
+        None, "--pe", help=f"Positional encodings, comma-separated (e.g. rope,rope_p): {encoding_names()}."
     )
     base: Optional[str] = typer.Option(
         None, "--base",
@@ -342,6 +343,7 @@ class SweepSettings(NamedTuple):
     d_model: ro.DModel = None
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads.")
     n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length.")
+    nnch_samples: ro.NnchSamples = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."
     )
@@ -357,7 +359,7 @@ class SweepSettings(NamedTuple):
         from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
 
         fields = _overrides(steps=self.steps, batch_size=self.batch_size, layers=self.layers, d_model=self.d_model,
-                            heads=self.heads, n_per_length=self.n_per_length,
+                            heads=self.heads, n_per_length=self.n_per_length, nnch_samples=self.nnch_samples,
                             eval_mode=ro.parse_eval(self.eval_mode)[0])
         if self.test_lengths is not None:
             fields.update(lengths_fields(self.test_lengths, "--test-lengths"))
@@ -478,7 +480,7 @@ def register(app: typer.Typer) -> None:
         ),
         sort: Optional[str] = typer.Option(
             None, "--sort",
-            help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or "
+            help="Order rows best first by n_star (N* max, then mean), nnch (NNCH's score max, then mean) or "
             "accuracy; default: the grouping's order.",
         ),
         confidence: float = typer.Option(
@@ -498,7 +500,7 @@ def register(app: typer.Typer) -> None:
             "test length, 0/1) or success_worst.",
         ),
     ) -> None:
-        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
+        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's score (uniform strings, lengths 42..500)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the report (numpy) stay off the start-up path
         from rich.console import Console
 
@@ -548,6 +550,7 @@ def register(app: typer.Typer) -> None:
             "default (every test length).",
         ),
         worst_case_budget: ro.WorstCaseBudget = None,
+        nnch_samples: ro.NnchSamples = None,
         run: ro.RunFlags = None,
         json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON."),
     ) -> None:
@@ -571,14 +574,14 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         if scale in SCALE_SHRINKS:
             console.print(f"[yellow]{scale} scale shrinks:[/]\n  " + "\n  ".join(SCALE_SHRINKS[scale]))
-        explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length)
+        explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length, nnch_samples=nnch_samples)
         if explicit:
             console.print(
                 "[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items())
             )
         plans = []
         for plan in plan_reproduce(table, scale, out=out, seeds=seeds, steps=steps, n_per_length=n_per_length,
-                                   state_dir=run.state_dir):
+                                   nnch_samples=nnch_samples, state_dir=run.state_dir):
             for note in plan.notes:
                 _note(note)
             finished_run_ids(plan.out)

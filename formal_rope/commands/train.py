@@ -112,6 +112,24 @@ def _length_runs(per_length) -> list[tuple[int, int, float]]:
     return runs
 
 
+def _nnch_text(result) -> str:
+    """NNCH's score with what it averages, or why the run has none."""
+    lengths = [r for r in result.per_length if r.nnch_n]
+    if not math.isnan(result.nnch_accuracy):
+        return (f"{result.nnch_accuracy:.4f} (uniformly random strings, {lengths[0].nnch_n} per length, mean over "
+                f"lengths {lengths[0].length}..{lengths[-1].length}: Delétang et al.'s number)")
+    config = result.config
+    if config.data is not None:
+        return "– (a run on files: NNCH's score needs uniformly random strings)"
+    if config.nnch_samples == 0:
+        return "– (not measured: --nnch-samples 0)"
+    if result.per_length and not result.eval_complete:
+        return "– (evaluation stopped early: NNCH's score needs every length)"
+    if result.per_length:
+        return f"– (no test length beyond {config.train_max_length + 1}: NNCH's score leaves out the first)"
+    return "– (not evaluated)"
+
+
 def _render(result, checkpoint: Path | None) -> None:
     from rich.console import Console  # function-local: rich, off the start-up path
     from rich.table import Table
@@ -147,6 +165,7 @@ def _render(result, checkpoint: Path | None) -> None:
         summary.add_row("accuracy", f"{result.accuracy:.4f} (mean over {len(result.per_length)} lengths{stopped})")
     else:
         summary.add_row("accuracy", "- (not evaluated)")
+    summary.add_row("NNCH score", _nnch_text(result))
     summary.add_row("first failing string", result.first_failure if result.first_failure is not None else "none")
     if result.n_star_worst is not None:
         margin = "" if result.worst_failure_margin is None else f" (margin {result.worst_failure_margin:.3g})"
@@ -178,6 +197,7 @@ def _render(result, checkpoint: Path | None) -> None:
 # strings per test length of a run on data files, ... Giving one where it does nothing is an error.
 _EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": "rope_fraction",
                    "--phase-precision": "phase_precision", "--n-per-length": "n_per_length",
+                   "--nnch-samples": "nnch_samples",
                    "--train-near-miss": "train_near_miss_fraction"}
 
 
@@ -308,6 +328,7 @@ class TrainSettings(NamedTuple):
         help="Test strings per length (default 512; quick scale 16). An error with --data (the "
         "test files' strings are used).",
     )
+    nnch_samples: ro.NnchSamples = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths",
         help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With "
@@ -327,6 +348,7 @@ class TrainSettings(NamedTuple):
             "layers": self.layers, "d_model": self.d_model, "heads": self.heads,
             "eval_mode": ro.parse_eval(self.eval_mode)[0],
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
+            "nnch_samples": self.nnch_samples,
         }
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:

@@ -8,7 +8,6 @@ names starting with '.' or '_') always sees complete runs only.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -113,11 +112,10 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
 
 
 def nnch_accuracy(result: RunResult) -> float:
-    """Delétang et al.'s metric for one run: the mean per-length accuracy over *every* test length.
-
-    Equal to `result.accuracy` when every length was evaluated; NaN when eval mode nstar stopped
-    at the first imperfect length (the remaining lengths' accuracies are unknown) or the run diverged."""
-    return float(result.accuracy) if result.eval_complete else math.nan
+    """NNCH's score of one run (`training.nnch`: Delétang et al.'s mean accuracy on uniformly random
+    strings over their lengths, 42..500 by default); NaN where it was not measured (evaluation
+    stopped early, a run on files, nnch_samples 0, a diverged or failed run)."""
+    return float(result.nnch_accuracy)
 
 
 def worst_case_columns(result: RunResult) -> dict:
@@ -131,8 +129,8 @@ def worst_case_columns(result: RunResult) -> dict:
 
 
 def metric_columns(result: RunResult) -> dict:
-    """The columns placed beside n_star and accuracy (mean over the *evaluated* lengths): nnch_accuracy
-    and eval_complete (whether every test length was evaluated)."""
+    """The columns placed beside n_star and accuracy (mean over the *evaluated* lengths of the balanced
+    sets): nnch_accuracy and eval_complete (whether every test length was evaluated)."""
     return {"nnch_accuracy": nnch_accuracy(result), "eval_complete": bool(result.eval_complete)}
 
 
@@ -232,9 +230,22 @@ def read_results(out: str | Path) -> Results:
             "(run `formalrope sweep --out DIR` or `formalrope reproduce --out DIR` first)"
         )
     frames = [_read_parquet(path, RUN_REQUIRED, "run").to_pandas().assign(file=path.name) for path in run_files]
+    frames, older = zip(*(_without_balanced_nnch(frame) for frame in frames))
     runs, notes = _deduplicated(_normalised_runs(out / RUNS, pd.concat(frames, ignore_index=True)))
+    if any(older):
+        notes.insert(0, f"{sum(older)} run file(s) were written before NNCH's score was measured on uniformly random "
+                        "strings: their nnch_accuracy (the balanced accuracy over every test length, a number NNCH "
+                        "never reports) reads as unknown; rerun those runs (delete their files) to measure it")
     evals = _read_evals(out / EVALS, runs)
     return Results(runs[[c for c in RUN_COLUMN_TYPES if c in runs.columns]].reset_index(drop=True), evals, tuple(notes))
+
+
+def _without_balanced_nnch(frame):
+    """(frame, older): a run file written before the `nnch_samples` field existed held in nnch_accuracy
+    the mean *balanced* accuracy over every test length, not NNCH's score: null it there."""
+    if "nnch_samples" in frame.columns or "nnch_accuracy" not in frame.columns:
+        return frame, False
+    return frame.assign(nnch_accuracy=None), True
 
 
 def _parquet_files(folder: Path) -> list[Path]:

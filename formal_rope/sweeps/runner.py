@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, make_backend, options_row
-from formal_rope.sweeps.backends.base import WorkerDied
+from formal_rope.sweeps.backends.base import NodeLost, SweepStopped, WorkerDied
 from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, write_run
 from formal_rope.sweeps.units import (
     Unit,
@@ -167,6 +167,8 @@ def run_sweep(
             units = plan_units(out, pending, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
                                per_run=runner is not None)
             executor.run(units, task, unit_key, unit_event)
+        except NodeLost as lost:
+            raise SweepStopped(stopped_message(str(lost), out, configs, done, written)) from None
         finally:
             executor.close()
     return SweepSummary(
@@ -180,6 +182,25 @@ def run_sweep(
         retries=counts["retries"],
         dashboard_url=dashboard_url,
     )
+
+
+def stopped_message(what: str, out: Path, configs: Sequence[RunConfig], done: set[str], written: set[str],
+                    shown: int = 10) -> str:
+    """The `error:` paragraph of a sweep whose backend was lost: what happened, which runs are kept
+    (finished before or during this sweep, each a file in OUT/runs), how many are not, what to do."""
+    kept = [config for config in configs if config.run_id() in written]
+    earlier = sum(config.run_id() in done for config in configs)
+    missing = len(configs) - len(kept) - earlier
+    lines = [f"the sweep stopped: {what}; the runs in flight or queued there are lost. Kept in {out / 'runs'}: "
+             f"{len(kept)} run(s) finished by this sweep" + (f" and {earlier} finished before" if earlier else "")
+             + (":" if kept else ".")]
+    for config in kept[:shown]:
+        lines.append(f"  {config.run_id()}  {config.language} {config.pe} seed={config.seed} lr={config.lr:g}")
+    if len(kept) > shown:
+        lines.append(f"  … and {len(kept) - shown} more")
+    lines.append(f"  Not run: {missing}. Rerun the same command to run them (finished runs are skipped; a run that "
+                 "saved its training state, --checkpoint-every, resumes from it).")
+    return "\n".join(lines)
 
 
 # Names that lived here before the backends had their own package (kept for existing imports).

@@ -399,8 +399,9 @@ def train_model(
 def evaluate_pack(
     model: Classifier, configs, data, *, report=None, device="cpu", modes=None
 ) -> list[Evaluation]:
-    """Per-length accuracy and N* of every run of `model` on the seeded test sets of its config, all
-    runs in the same forward passes (the runs of a pack share their test sets: data[0]'s).
+    """Per-length accuracy, N* and NNCH's score of every run of `model` on the seeded test sets of its
+    config (and NNCH's uniform strings), all runs in the same forward passes (the runs of a pack share
+    their test sets: data[0]'s).
 
     `modes` overrides each config's eval_mode. A run in nstar mode stops costing compute at its
     first imperfect length.
@@ -426,7 +427,8 @@ def evaluate_pack(
                 )
 
     return evaluate_pack_sets(
-        model, data[0].test_sets(), decode=data[0].decode, modes=modes, device=device, on_length=on_length
+        model, data[0].test_sets(), decode=data[0].decode, modes=modes, device=device, on_length=on_length,
+        uniform_sets=data[0].nnch_set,
     )
 
 
@@ -436,7 +438,8 @@ def evaluate_model(
     """Per-length accuracy and N* of a single-run `model` on the seeded test sets of `config`
     (lengths test_min..test_max).
 
-    The sets depend only on `dfa`, `config.eval_seed` and `n_per_length`; `mode` overrides `config.eval_mode`.
+    The sets depend only on `dfa`, `config.eval_seed`, `n_per_length` and `nnch_samples`; `mode` overrides
+    `config.eval_mode`.
     """
     if mode is not None and mode not in EVAL_MODES:
         raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
@@ -641,6 +644,7 @@ def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, 
                 alphabet=ingredients.alphabet,
                 resolved_periods=ingredients.periods[run],
                 eval_complete=evaluation.complete if evaluation else False,
+                nnch_accuracy=evaluation.nnch_accuracy if evaluation else math.nan,
                 pack_id=key,
                 pack_size=len(configs),
             )
