@@ -65,7 +65,8 @@ app = _App(
 )
 
 _COMMAND_MODULES = (
-    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "phases", "export"
+    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "attack", "phases",
+    "export",
 )
 
 

@@ -83,6 +83,32 @@ def test_bracketed_words_in_option_help_survive_rich_markup(capsys, monkeypatch,
     assert code == 0
 
 
+def _help_words(text: str) -> list[str]:
+    """The words of a help text as Rich prints them (markup escapes undone)."""
+    return text.replace("\\[", "[").split()
+
+
+@pytest.mark.parametrize("name", [None, *_commands()[1]])
+def test_no_help_text_is_cut_at_80_columns(capsys, monkeypatch, name):
+    # Rich wraps only at blanks and crops a longer word with "…": sweep's --pe list (names joined by
+    # commas without blanks) read `…,part…` at 80 columns, and so did sample's --next-symbols and
+    # --language-folder. Every word of every option's help (and of every command's description in
+    # the command list) must come out whole.
+    monkeypatch.setenv("COLUMNS", "80")
+    group = _commands()[0]
+    command = group if name is None else group.commands[name]
+    code, out, _ = run_main(capsys, ["--help"] if name is None else [name, "--help"])
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    flat = " " + " ".join(re.sub(r"[│╭╮╰╯─]", " ", out).split()) + " "
+    texts = [(param.name, param.help or "") for param in command.params]
+    if name is None:
+        texts += [(sub, (group.commands[sub].help or "").split("\n\n")[0]) for sub in group.commands]
+    cut = [(owner, word) for owner, text in texts for word in _help_words(text) if word not in flat]
+    assert cut == [], cut
+    # Nor anything else (a default value, a type): every "…" printed is one the texts hold.
+    assert out.count("…") <= sum(text.count("…") for _, text in texts) + (command.help or "").count("…")
+
+
 def test_piped_tables_keep_their_natural_width(capsys, monkeypatch):
     # Piped output used Rich's 80 columns: descriptions and expressions were folded mid-word.
     monkeypatch.delenv("COLUMNS", raising=False)

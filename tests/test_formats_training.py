@@ -172,14 +172,16 @@ def test_data_lengths_record_what_the_run_trains_and_tests_on(flare, capsys):
 def test_sampling_settings_are_refused_on_data_and_leave_the_config_neutral(flare, capsys):
     # Regression: --n-per-length and --set eval_seed changed the run id of an identical training.
     for argv, named in [(["--n-per-length", "7"], "--n-per-length"), (["--set", "eval_seed=5"], "--set eval_seed"),
-                        (["--train-near-miss", "0.5"], "--train-near-miss")]:
+                        (["--train-near-miss", "0.5"], "--train-near-miss"),
+                        (["--nnch-samples", "8"], "--nnch-samples")]:
         code, _, err = run_main(capsys, ["train", "--data", str(flare), *argv, *TINY])
         assert code == 2 and named in err and "reads its strings from files" in err, argv
     settings = {**data_settings(flare), "pe": "rope"}
     neutral = RunConfig(**settings)
-    sampled_settings = RunConfig(**settings, n_per_length=7, eval_seed=5, train_near_miss_fraction=0.5)
+    sampled_settings = RunConfig(**settings, n_per_length=7, eval_seed=5, train_near_miss_fraction=0.5, nnch_samples=8)
     assert sampled_settings == neutral and sampled_settings.run_id() == neutral.run_id()
-    assert {neutral.to_dict()[name] for name in ("n_per_length", "eval_seed", "train_near_miss_fraction")} == {None}
+    assert {neutral.to_dict()[name]
+            for name in ("n_per_length", "eval_seed", "train_near_miss_fraction", "nnch_samples")} == {None}
     assert RunConfig("(ab)*", n_per_length=7) != RunConfig("(ab)*")  # sampled runs keep them
 
 
@@ -205,10 +207,11 @@ def test_sweep_on_data_never_multiplies_over_sampling_settings(flare, capsys):
     # and --set train_max_length said it was "given both by its own option and by --set".
     base = ["sweep", "--data", str(flare), "--seeds", "1", "--lrs", "1e-3", "--dry-run", "--json"]
     code, out, err = run_main(capsys, [*base, "--set", "eval_seed=1,2", "--set", "train_near_miss_fraction=0,0.5",
-                                       "--n-per-length", "4"])
+                                       "--n-per-length", "4", "--nnch-samples", "8"])
     runs = json.loads(out)
     assert code == 0 and len(runs) == 1 and runs[0]["eval_seed"] is None and runs[0]["n_per_length"] is None
-    for option in ("--set eval_seed", "--set train_near_miss_fraction", "--n-per-length"):
+    assert runs[0]["nnch_samples"] is None
+    for option in ("--set eval_seed", "--set train_near_miss_fraction", "--n-per-length", "--nnch-samples"):
         assert f"note: {option} has no effect on this grid: its runs read their strings from files" in err, option
     grid_file = flare.parent / "axes.toml"  # a sweep file's [axes] entry is said the same way
     grid_file.write_text('languages = ["Σ*abΣ*"]\n[axes]\neval_seed = [0, 3]\n')

@@ -1,6 +1,6 @@
-"""NNCH's metric (Delétang et al.: mean accuracy over every test length) beside N* and accuracy:
-Parquet columns, aggregation, `report --sort`, and its absence (not a guess) for runs whose
-evaluation stopped early."""
+"""NNCH's score (Delétang et al.: mean accuracy on uniformly random strings over lengths 42..500,
+training.nnch) beside N* and accuracy: Parquet columns, aggregation, `report --sort`, and its absence
+(not a guess) for runs whose evaluation stopped early and for folders written before it was measured."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import math
 import pandas as pd
 
 from formal_rope.sweeps.report import aggregate, sort_rows
-from formal_rope.sweeps.results import load_results, write_run
+from formal_rope.sweeps.results import load_results, read_results, write_run
 from formal_rope.training.config import LengthResult, RunConfig, RunResult
 from tests.cli_support import run_main
 
+WORST_CASE_COLUMNS = ("n_star_worst", "worst_failure", "worst_failure_margin", "worst_strings_tried")
 
-def _result(config, accuracies, complete):
+
+def _result(config, accuracies, complete, nnch):
     per_length = tuple(LengthResult(41 + i, a, 4) for i, a in enumerate(accuracies))
     n_star = 0
     for r in per_length:
@@ -23,30 +25,31 @@ def _result(config, accuracies, complete):
             break
         n_star = r.length
     return RunResult(run_id=config.run_id(), config=config, status="ok", n_star=n_star,
-                     accuracy=sum(accuracies) / len(accuracies), per_length=per_length, eval_complete=complete)
+                     accuracy=sum(accuracies) / len(accuracies), per_length=per_length, eval_complete=complete,
+                     nnch_accuracy=nnch)
 
 
 def _folder(tmp_path):
     """(ab)*: rope wins on NNCH (high mean, early failure), rope_p wins on N* (perfect longer, then collapses);
     nope's evaluation stopped at its first imperfect length (eval nstar)."""
     runs = [
-        (RunConfig(language="(ab)*", pe="rope", seed=0), [1.0, 0.75, 1.0, 1.0], True),
-        (RunConfig(language="(ab)*", pe="rope", seed=1), [1.0, 0.75, 0.75, 1.0], True),
-        (RunConfig(language="(ab)*", pe="rope_p", seed=0), [1.0, 1.0, 1.0, 0.5], True),
-        (RunConfig(language="(ab)*", pe="nope", seed=0, eval_mode="nstar"), [1.0, 1.0, 0.75], False),
+        (RunConfig(language="(ab)*", pe="rope", seed=0), [1.0, 0.75, 1.0, 1.0], True, 0.9375),
+        (RunConfig(language="(ab)*", pe="rope", seed=1), [1.0, 0.75, 0.75, 1.0], True, 0.875),
+        (RunConfig(language="(ab)*", pe="rope_p", seed=0), [1.0, 1.0, 1.0, 0.5], True, 0.75),
+        (RunConfig(language="(ab)*", pe="nope", seed=0, eval_mode="nstar"), [1.0, 1.0, 0.75], False, math.nan),
     ]
-    for config, accuracies, complete in runs:
-        write_run(tmp_path, config, _result(config, accuracies, complete))
+    for config, accuracies, complete, nnch in runs:
+        write_run(tmp_path, config, _result(config, accuracies, complete, nnch))
     return tmp_path
 
 
 def test_parquet_carries_nnch_and_eval_complete(tmp_path):
     runs, _ = load_results(_folder(tmp_path))
     by_pe = {(row.pe, row.seed): row for row in runs.itertuples()}
-    assert by_pe[("rope", 0)].nnch_accuracy == by_pe[("rope", 0)].accuracy == 0.9375
-    assert by_pe[("rope_p", 0)].nnch_accuracy == 0.875 and by_pe[("rope_p", 0)].n_star == 43
+    assert by_pe[("rope", 0)].nnch_accuracy == 0.9375
+    assert by_pe[("rope_p", 0)].nnch_accuracy == 0.75 and by_pe[("rope_p", 0)].accuracy == 0.875
     nope = by_pe[("nope", 0)]
-    # Mean over the 3 evaluated lengths, but the NNCH mean over all 4 is unknown: NaN, not 0.9167.
+    # Mean over the 3 evaluated lengths; NNCH's score needs every length: NaN, not a guess.
     assert not nope.eval_complete
     assert math.isclose(nope.accuracy, 2.75 / 3) and math.isnan(nope.nnch_accuracy)
     assert str(runs["eval_complete"].dtype) == "bool"
@@ -73,10 +76,23 @@ def test_report_shows_and_sorts_by_nnch(tmp_path, capsys):
     assert code == 2 and "n_star, nnch, accuracy" in err
 
 
+def test_old_results_with_the_balanced_number_read_as_unknown(tmp_path):
+    """Files written before nnch_samples existed held the balanced mean in nnch_accuracy: not NNCH's score."""
+    folder = _folder(tmp_path)
+    for path in (folder / "runs").glob("*.parquet"):
+        # Written before worst-case evaluation too (its nullable integer columns would come back from pandas as
+        # float64, which the reader refuses as a hand-made file).
+        frame = pd.read_parquet(path).drop(columns=["nnch_samples", *WORST_CASE_COLUMNS])
+        frame.to_parquet(path, index=False)
+    results = read_results(folder)
+    assert results.runs["nnch_accuracy"].isna().all() and results.runs["accuracy"].notna().all()
+    assert any("before NNCH's score was measured on uniformly random strings" in note for note in results.notes)
+
+
 def test_old_results_without_the_column_read_as_unknown(tmp_path):
     folder = _folder(tmp_path)
     for path in (folder / "runs").glob("*.parquet"):
-        frame = pd.read_parquet(path).drop(columns=["nnch_accuracy", "eval_complete"])
+        frame = pd.read_parquet(path).drop(columns=["nnch_accuracy", "eval_complete", *WORST_CASE_COLUMNS])
         frame.to_parquet(path, index=False)
     runs, _ = load_results(folder)
     assert runs["nnch_accuracy"].isna().all()

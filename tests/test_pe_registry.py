@@ -126,7 +126,7 @@ def test_the_config_tuples_labels_and_help_lists_are_read_from_the_rows():
     commands = get_command(app).commands
     helps = {name: next(p.help for p in commands[name].params if "--pe" in p.opts) for name in ("train", "sweep")}
     assert helps == {"train": f"Positional encoding: {encoding_names()}.",
-                     "sweep": f"Positional encodings, comma-separated ({encoding_names(',')})."}
+                     "sweep": f"Positional encodings, comma-separated (e.g. rope,rope_p): {encoding_names()}."}
 
 
 def test_the_docs_table_lists_every_encoding_with_its_rows_help():

@@ -26,6 +26,7 @@ SUBPACKAGES = (
     "training",
     "sweeps",
     "diagnostics",
+    "evaluation",
     "kernels",
     "export",
 )
@@ -55,6 +56,8 @@ CLI_TO_PYTHON = {
     "reproduce": ["sweeps:paper_sweep_path", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:run_sweep",
                   "sweeps:aggregate", "sweeps:plot_n_star"],
     "export": ["export:export_model", "export:load_exported", "export:transformer_lens_obstacles"],
+    "attack": ["model:load_runnable", "evaluation:worst_case", "evaluation:SearchSettings", "evaluation:model_dfa",
+               "evaluation:model_language"],
     "phases": ["diagnostics:load_model_any", "diagnostics:capture_heads", "diagnostics:phases_summary",
                "diagnostics:decompose_head", "diagnostics:check_lemma1", "diagnostics:check_phase_options"],
 }

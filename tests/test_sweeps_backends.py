@@ -22,6 +22,8 @@ from formal_rope.sweeps.backends import (
     Capacity,
     LocalBackend,
     LocalOptions,
+    NodeLost,
+    SweepStopped,
     WorkerDied,
     backend_options,
     make_backend,
@@ -196,6 +198,41 @@ def test_a_backend_added_by_one_row_is_a_choice_of_the_command_line(tmp_path, ca
     code, stdout, _ = _cli(capsys, [*base, "--backend", "serial", "--out", str(tmp_path / "s"), "--json"])
     sweep = json.loads(stdout)["sweep"]
     assert code == 0 and (sweep["backend"], sweep["completed"], sweep["statuses"]) == ("serial", 2, {"ok": 2})
+
+
+class NodeLosingBackend(SerialBackend):
+    """The serial backend whose machine is lost (NodeLost) when it reaches a unit holding seed 2."""
+
+    def run(self, units, task, key_of, on_unit) -> None:
+        for unit in units:
+            if any(config.seed == 2 for config in unit):
+                raise NodeLost("the serial machine died (test)")
+            on_unit("start", unit)
+            on_unit("done", unit, task(unit))
+
+
+def test_a_lost_node_stops_the_sweep_with_one_paragraph_naming_the_kept_runs(tmp_path, capsys, monkeypatch):
+    import formal_rope.sweeps.runner as runner_module
+
+    monkeypatch.setitem(BACKENDS, "serial", BackendRow("serial", NodeLosingBackend, SerialOptions, "loses its node"))
+    configs = expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=4, lrs=[1e-4]))
+    run_sweep(configs[:1], tmp_path, backend="serial", pack=1, runner=fake_runner)  # seed 0, finished before
+    with pytest.raises(SweepStopped) as stopped:
+        run_sweep(configs, tmp_path, backend="serial", pack=1, runner=fake_runner)
+    assert stopped.value.exit_code == 3 and isinstance(stopped.value, FormalRopeError)
+    message = str(stopped.value)
+    assert message.startswith("the sweep stopped: the serial machine died (test); the runs in flight or queued")
+    assert "1 run(s) finished by this sweep and 1 finished before:" in message
+    assert configs[1].run_id() in message and configs[0].run_id() not in message and "Not run: 2." in message
+    assert sorted(load_results(tmp_path)[0]["seed"]) == [0, 1]  # what ran is kept
+    real_run_sweep = runner_module.run_sweep
+    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": fake_runner}))
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope", "--seeds", "4", "--pack", "1",
+                                    "--backend", "serial", "--out", str(tmp_path / "cli")])
+    lines = stderr.strip().splitlines()
+    first = next(index for index, line in enumerate(lines) if line.startswith("error: "))
+    assert code == 3 and "Traceback" not in stderr and all(line.startswith("  ") for line in lines[first + 1:])
+    assert "Kept in" in lines[first] and "Not run: 2." in stderr
 
 
 def test_the_registry_and_the_command_line_start_without_numpy_or_the_runner():

@@ -362,6 +362,59 @@ def test_ctrl_c_stops_the_sweep_shuts_its_ray_down_and_a_rerun_finishes_it(tmp_p
     assert not list((tmp_path / "state").glob("*.state"))
 
 
+def test_a_dying_node_ends_the_sweep_with_one_paragraph_naming_the_kept_runs(tmp_path):
+    # Regression: killing the Ray instance's raylet ended the sweep ~12 s later with exit 1 (Ray's core
+    # worker ends the driver) and only Ray's own log lines. Now: exit 3, an error paragraph, the
+    # finished run kept and listed, the rest said to be rerun, no Ray process left behind.
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = tmp_path / "out"
+    args = [argument for argument in tiny_sweep_args(out) if argument not in ("--steps", "40")]
+    args += ["--seeds", "1", "--set", "steps=5,100000", "--backend", "ray", "--workers", "2", "--pack", "1"]
+    driver = subprocess.Popen([sys.executable, "-m", "formal_rope.cli", *args], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        while not list((out / "runs").glob("*.parquet")) and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert driver.poll() is None, driver.communicate()[1]
+        listing = subprocess.run(["ps", "-eo", "pid=,sid=,comm="], capture_output=True, text=True).stdout.split("\n")
+        raylets = [int(pid) for pid, sid, name in (line.split(None, 2) for line in listing if line.strip())
+                   if int(sid) == driver.pid and name.strip() == "raylet"]
+        assert len(raylets) == 1
+        os.kill(raylets[0], signal.SIGKILL)
+        _, stderr = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    kept = load_results(out)[0]
+    assert driver.returncode == 3 and "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    first = next(index for index, line in enumerate(lines) if line.startswith("error: "))
+    assert all(line.startswith("  ") for line in lines[first + 1:]), stderr  # one paragraph, the last thing said
+    paragraph = " ".join(" ".join(lines[first:]).split())
+    assert f"the Ray instance this sweep started died (its raylet process (pid {raylets[0]}) exited" in paragraph
+    assert f"Kept in {out / 'runs'}: 1 run(s) finished by this sweep" in paragraph
+    assert list(kept["status"]) == ["ok"] and kept["run_id"][0] in paragraph and "Not run: 1" in paragraph
+    for _ in range(100):
+        if not _session_processes(driver.pid):
+            break
+        time.sleep(0.2)
+    assert not _session_processes(driver.pid)  # the instance's other processes are shut down
+
+
+def test_the_node_check_reads_whether_the_raylet_socket_is_listened_on(ray_instance, tmp_path):
+    from formal_rope.sweeps.backends.ray import lost_node, socket_listening
+
+    assert lost_node(ray) is None  # a live instance
+    path = str(tmp_path / "sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(1)
+    assert socket_listening(path) is True
+    server.close()
+    assert Path(path).exists() and socket_listening(path) is False  # the file stays, nobody listens
+
+
 def test_addresses_that_do_not_answer_are_user_errors_within_seconds(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("RAY_ADDRESS", None)

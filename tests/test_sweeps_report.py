@@ -60,7 +60,7 @@ def test_report_table_is_not_squeezed_and_bad_plot_path_is_a_user_error(tmp_path
     assert code == 0 and "language" in stdout and "paper: acc max / N* max (mean)" in stdout and "…" not in stdout
     code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--json"])
     assert code == 0 and set(json.loads(stdout)) == {
-        "results", "by", "runs", "evals", "statuses", "rows", "notes", "plot"
+        "results", "by", "runs", "evals", "statuses", "rows", "notes", "plot", "level", "intervals", "comparisons"
     }
     blocker = tmp_path / "file"
     blocker.write_text("")

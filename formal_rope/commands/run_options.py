@@ -60,10 +60,56 @@ TrainStateDir = Annotated[Optional[str], typer.Option(
 Resume = Annotated[bool, typer.Option(
     "--resume", help="Continue from the training state this run saved in --state-dir (a killed run); without a "
     "saved state, start at step 0 (a note says where it looked).")]
+EvalMode = Annotated[Optional[str], typer.Option(
+    "--eval", help="full: every test length (the default); nstar: stop at the first imperfect length; worst-case: "
+    "also search each run for misclassified strings (n_star_worst beside n_star; docs/evaluation.md). Combine as "
+    "nstar,worst-case. worst-case changes no run id.")]
+WorstCaseBudget = Annotated[Optional[int], typer.Option(
+    "--worst-case-budget", help="Strings per test length the worst-case search scores beyond the sampled test set "
+    "(with --eval worst-case; default 256).")]
 # The model options `train` and `sweep` word alike.
 BatchSize = Annotated[Optional[int], typer.Option("--batch-size", help="Training batch size.")]
 Layers = Annotated[Optional[int], typer.Option("--layers", help="Transformer layers.")]
 DModel = Annotated[Optional[int], typer.Option("--d-model", help="Model width.")]
+NnchSamples = Annotated[Optional[int], typer.Option(
+    "--nnch-samples", help="Uniformly random strings per test length for NNCH's score (Delétang et al.'s mean "
+    "accuracy over the test lengths but the first: 42..500; NNCH draws 512). Default 2; 0: not measured. Runs on "
+    "--data files have no NNCH score.")]
+
+
+EVAL_WORDS = ("full", "nstar", "worst-case")
+
+
+def parse_eval(text: str | None) -> tuple[str | None, bool]:
+    """`--eval` -> (the sampled evaluation mode, a RunConfig field, or None for its default; whether
+    to run the worst-case search too). 'worst-case' alone keeps the default mode (full)."""
+    if text is None:
+        return None, False
+    words = [word.strip() for word in text.split(",") if word.strip()]
+    unknown = [word for word in words if word not in EVAL_WORDS]
+    if unknown or not words:
+        raise FormalRopeError(f"unknown eval mode in --eval {text!r}: expected full, nstar or worst-case (or "
+                              "nstar,worst-case)")
+    modes = sorted({word for word in words if word != "worst-case"})
+    if len(modes) > 1:
+        raise FormalRopeError("--eval full and nstar exclude each other: full tests every length, nstar stops at the "
+                              "first imperfect one")
+    return (modes[0] if modes else None), "worst-case" in words
+
+
+def worst_case_settings(search: bool, budget: int | None):
+    """The worst-case search's settings for `--eval worst-case` (None: no search) with
+    `--worst-case-budget`; a budget without the search is a user error."""
+    if not search:
+        if budget is not None:
+            raise FormalRopeError("--worst-case-budget sets the worst-case search's strings per length; it needs "
+                                  "--eval worst-case")
+        return None
+    from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings  # function-local: numpy, off start-up
+
+    if budget is not None and budget < 0:
+        raise FormalRopeError(f"--worst-case-budget must be non-negative, got {budget}")
+    return SearchSettings(budget=DEFAULT_BUDGET if budget is None else budget)
 
 
 # ----------------------------------------------------------------------------------------------

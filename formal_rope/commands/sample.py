@@ -389,7 +389,7 @@ def register(app: typer.Typer) -> None:
         alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
         out: Optional[Path] = typer.Option(
             None, "--out",
-            help="Write a Parquet file (columns string,label,length,near_miss) instead of JSON lines on stdout.",
+            help="Write a Parquet file (columns string, label, length, near_miss) instead of JSON lines on stdout.",
         ),
         data_format: Optional[str] = typer.Option(None, "--format", help=format_help()),
         next_symbols: Optional[bool] = typer.Option(
@@ -407,8 +407,8 @@ def register(app: typer.Typer) -> None:
         language_folder: bool = typer.Option(
             False, "--language-folder",
             help="With --format flare --out DIR: write a whole FLaRe language folder "
-            "(training at the top, datasets/validation-short, validation-long, test) with FLaRe's default lengths and "
-            "sizes; split i is drawn with --seed + i.",
+            "(training at the top; validation-short, validation-long and test under datasets/) with FLaRe's default "
+            "lengths and sizes; split i is drawn with --seed + i.",
         ),
         split: Optional[List[str]] = typer.Option(
             None, "--split", metavar="<str>",

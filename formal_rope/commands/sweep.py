@@ -128,8 +128,11 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
                 failed[0] += status == "failed"
                 colour = {"ok": "green", "diverged": "yellow"}.get(status, "red")
                 n_star = "–" if result.n_star is None else str(result.n_star)  # None: failed, nothing measured
+                if result.n_star_worst is not None:
+                    n_star += f"/{result.n_star_worst}"
                 progress.console.print(
-                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={n_star:<4s} "
+                    f"[{colour}]{status:8s}[/] {_describe_config(config, axes):48s} N*={n_star:<4s}"
+                    + (" (sampled/worst-case)" if result.n_star_worst is not None else "") + " "
                     f"acc={_number(result.accuracy, 3)} {result.wall_s:6.1f}s"
                     + (f"  ({result.error})" if result.error else ""),
                     soft_wrap=True,
@@ -166,17 +169,23 @@ def _grouping(text: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _results_table(rows, by, title: str, reference: dict | None):
+def _results_table(rows, by, title: str, reference: dict | None, level: float = 0.95, longest: str = "max"):
     # function-local: rich and the report (numpy) stay off the start-up path
     from rich.table import Table
 
     from formal_rope.sweeps.report import DEFAULT_GROUPING, cell_text, reference_index
 
     paper = reference_index(reference) if tuple(by) == DEFAULT_GROUPING else {}
+    searched = any(row.runs_searched for row in rows)
     table = Table(title=title, show_lines=False)
     for name in by:
         table.add_column({"pe": "PE"}.get(name, name), justify="right" if name == "base" else "left", no_wrap=True)
-    for name in ("runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "NNCH max", "NNCH mean±std"):
+    confidence = f"{level:.0%}".replace(".0%", "%")
+    names = ["runs", "acc max", "acc mean±std", "N* max", "N* mean±std", f"N* {confidence} CI", f"acc {confidence} CI",
+             f"reached {longest}"]
+    if searched:
+        names += ["worst N* max", "worst N* mean±std", f"worst reached {longest}"]
+    for name in (*names, "NNCH max", "NNCH mean±std"):
         table.add_column(name, justify="right", no_wrap=True)
     if paper:
         table.add_column("paper: acc max / N* max (mean)", justify="right", style="dim", no_wrap=True)
@@ -188,8 +197,17 @@ def _results_table(rows, by, title: str, reference: dict | None):
             "–" if math.isnan(row.accuracy_mean) else f"{row.accuracy_mean:.3f}±{row.accuracy_std:.3f}",
             _number(row.n_star_max, 0),  # "–" when every run of the row failed (no N* measured)
             "–" if math.isnan(row.n_star_mean) else f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
-            *_nnch_cells(row),
+            "–" if row.n_star_interval is None else row.n_star_interval.text(0),
+            "–" if row.accuracy_interval is None else row.accuracy_interval.text(3),
+            f"{row.successes}/{len(row.n_stars)}",
         ]
+        if searched:
+            cells += [
+                _number(row.n_star_worst_max, 0),
+                "–" if math.isnan(row.n_star_worst_mean) else f"{row.n_star_worst_mean:.1f}±{row.n_star_worst_std:.1f}",
+                "–" if row.successes_worst is None else f"{row.successes_worst}/{row.runs_searched}",
+            ]
+        cells += list(_nnch_cells(row))
         if paper:
             ref = paper.get((row.language, row.pe, row.base))
             mean = "" if ref is None or math.isnan(ref["n_star_mean"]) else f" ({ref['n_star_mean']:.1f})"
@@ -198,8 +216,34 @@ def _results_table(rows, by, title: str, reference: dict | None):
     return table
 
 
+def _comparison_table(comparisons, by):
+    from rich.table import Table  # function-local: rich, off the start-up path
+
+    from formal_rope.sweeps.report import cell_text
+
+    first = comparisons[0]
+    strata = [name for name in by if name in first]
+    table = Table(title=f"{first['a']} vs {first['b']} ({first['metric']}, per {', '.join(strata) or 'folder'})")
+    for name in (*strata, "runs", "mean", "median", "test", "p", "Cliff's δ"):
+        table.add_column({"pe": "PE"}.get(name, name), justify="left" if name in strata or name == "test" else "right",
+                         no_wrap=True)
+    for entry in comparisons:
+        p = entry["p_value"]
+        table.add_row(
+            *(cell_text(name, entry[name]) for name in strata),
+            f"{entry['n_a']} vs {entry['n_b']}",
+            f"{_number(entry['mean_a'], 3)} vs {_number(entry['mean_b'], 3)}",
+            f"{_number(entry['median_a'], 3)} vs {_number(entry['median_b'], 3)}",
+            entry["method"],
+            "–" if p is None else f"{p:.3g}",
+            "–" if entry["cliffs_delta"] is None else f"{entry['cliffs_delta']:+.2f}",
+        )
+    return table
+
+
 def _nnch_cells(row) -> tuple[str, str]:
-    """NNCH max and mean±std; "–" when no run of the row evaluated every test length (eval nstar)."""
+    """NNCH max and mean±std; "–" when no run of the row has NNCH's score (evaluation stopped early, runs
+    on files, nnch_samples 0, results written before the score was measured)."""
     if math.isnan(row.nnch_max):
         return "–", "–"
     return f"{row.nnch_max:.3f}", f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"
@@ -219,7 +263,8 @@ def _print_wide(console, table) -> None:
 
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
             quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=(),
-            variant_baseline: dict | None = None, languages=()) -> dict:
+            variant_baseline: dict | None = None, languages=(), level: float = 0.95, comparison=None,
+            metric: str = "n_star") -> dict:
     """Aggregate `out` (`sweeps.report.build_report`); print the table (or, with json_output, the
     payload as JSON) unless quiet; return the payload."""
     # function-local: rich and the report (pandas) stay off the start-up path
@@ -228,13 +273,20 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     from formal_rope.sweeps.report import build_report, failure_lines
 
     report = build_report(out, by=by, sort=sort, reference=reference, plot=plot, title=title, scale=scale,
-                          variants=variants, variant_baseline=variant_baseline, languages=languages, on_note=_note)
+                          variants=variants, variant_baseline=variant_baseline, languages=languages, on_note=_note,
+                          level=level, comparison=comparison, metric=metric)
     payload = report.payload
     if json_output or quiet:
         if json_output:
             _print_json(payload)
         return payload
-    _print_wide(console, _results_table(report.rows, report.by, title or f"results in {out}", reference))
+    lengths = sorted({int(n) for n in report.runs["test_max_length"].dropna()}) if len(report.runs) else []
+    longest = str(lengths[0]) if len(lengths) == 1 else "max"
+    _print_wide(console, _results_table(report.rows, report.by, title or f"results in {out}", reference, level,
+                                        longest))
+    console.print(f"[dim]{payload['intervals']}[/]", highlight=False, soft_wrap=True)
+    if payload["comparisons"]:
+        _print_wide(console, _comparison_table(payload["comparisons"], report.by))
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     lines = failure_lines(report.runs, report.by)
@@ -258,7 +310,7 @@ class GridFlags(NamedTuple):
         None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."
     )
     pe: Optional[str] = typer.Option(
-        None, "--pe", help=f"Positional encodings, comma-separated ({encoding_names(',')})."
+        None, "--pe", help=f"Positional encodings, comma-separated (e.g. rope,rope_p): {encoding_names()}."
     )
     base: Optional[str] = typer.Option(
         None, "--base",
@@ -292,19 +344,24 @@ class SweepSettings(NamedTuple):
     d_model: ro.DModel = None
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads.")
     n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length.")
+    nnch_samples: ro.NnchSamples = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."
     )
-    eval_mode: Optional[str] = typer.Option(
-        None, "--eval", help="full (every test length) or nstar (stop at the first imperfect length)."
-    )
+    eval_mode: ro.EvalMode = None
+    worst_case_budget: ro.WorstCaseBudget = None
+
+    def worst_case(self):
+        """The worst-case search's settings (`--eval worst-case`), or None."""
+        return ro.worst_case_settings(ro.parse_eval(self.eval_mode)[1], self.worst_case_budget)
 
     def fields(self) -> dict:
         """The RunConfig fields given (FormalRopeError for malformed test lengths)."""
         from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
 
         fields = _overrides(steps=self.steps, batch_size=self.batch_size, layers=self.layers, d_model=self.d_model,
-                            heads=self.heads, n_per_length=self.n_per_length, eval_mode=self.eval_mode)
+                            heads=self.heads, n_per_length=self.n_per_length, nnch_samples=self.nnch_samples,
+                            eval_mode=ro.parse_eval(self.eval_mode)[0])
         if self.test_lengths is not None:
             fields.update(lengths_fields(self.test_lengths, "--test-lengths"))
         return fields
@@ -398,6 +455,7 @@ def register(app: typer.Typer) -> None:
         check_positive(workers=workers)
         console = Console(stderr=json_output)
         fixed = settings.fields()
+        worst_case = settings.worst_case()
         axes = check_axes(parse_assignments(set_fields), fixed)
         plan = plan_sweep(
             GridRequest(config=config, scale=scale, settings=fixed, axes=axes, data=data, **grid.parsed())
@@ -420,6 +478,7 @@ def register(app: typer.Typer) -> None:
         finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
         run_options = run.sweep_options(plan.configs, out, workers=1 if workers is None else workers,
                                         note=lambda text: console.print(f"[yellow]note:[/] {text}"))
+        run_options["worst_case"] = worst_case
         console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
         try:
             summary = _run_with_progress(plan.configs, out, console, axes=plan.axis_names, **run_options)
@@ -456,21 +515,42 @@ def register(app: typer.Typer) -> None:
         ),
         sort: Optional[str] = typer.Option(
             None, "--sort",
-            help="Order rows best first by n_star (N* max, then mean), nnch (NNCH accuracy max, then mean) or "
+            help="Order rows best first by n_star (N* max, then mean), nnch (NNCH's score max, then mean) or "
             "accuracy; default: the grouping's order.",
         ),
+        confidence: float = typer.Option(
+            0.95, "--confidence",
+            help="Confidence level of each row's intervals for mean N* and accuracy (bootstrap of the mean from 5 "
+            "runs on, exact order-statistic interval of the median below; docs/sweeps.md).",
+        ),
+        compare: Optional[tuple[str, str]] = typer.Option(
+            None, "--compare",
+            help="Compare two cells over seeds: --compare pe=rope_p pe=nope (COLUMN=VALUE[,COLUMN=VALUE] each), per "
+            "value of the other grouping columns (per language by default): exact permutation test (Mann-Whitney U "
+            "for large samples) and Cliff's delta.",
+        ),
+        metric: str = typer.Option(
+            "n_star", "--metric",
+            help="What --compare compares: n_star, accuracy, nnch_accuracy, n_star_worst, success (N* at the longest "
+            "test length, 0/1) or success_worst.",
+        ),
     ) -> None:
-        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH accuracy (mean over every test length)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
+        """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's score (uniform strings, lengths 42..500)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the report (numpy) stay off the start-up path
         from rich.console import Console
 
         from formal_rope.sweeps.report import DEFAULT_GROUPING, reference_table
 
         grouping = _grouping(by)
+        if not 0 < confidence < 1:
+            raise FormalRopeError(f"--confidence must lie strictly between 0 and 1 (e.g. 0.95), got {confidence}")
         if reference is not None and plot is None and grouping != DEFAULT_GROUPING:
             _note("--reference is shown in the table only with the default grouping (language,pe,base) and "
                   "otherwise only on a --plot; it has no effect here")
-        _report(results, Console(), json_output, plot, reference_table(reference), by=grouping, sort=sort)
+        if compare is None and metric != "n_star":
+            _note("--metric chooses what --compare compares; it has no effect without --compare")
+        _report(results, Console(), json_output, plot, reference_table(reference), by=grouping, sort=sort,
+                level=confidence, comparison=compare, metric=metric)
 
     @app.command()
     @ro.with_option_groups
@@ -498,6 +578,14 @@ def register(app: typer.Typer) -> None:
         n_per_length: Optional[int] = typer.Option(
             None, "--n-per-length", help="Override the test strings per length."
         ),
+        eval_mode: Optional[str] = typer.Option(
+            None, "--eval",
+            help="worst-case: also search every run for misclassified strings (n_star_worst beside n_star; "
+            "docs/evaluation.md); finished runs without it are trained again (same packs, same numbers). full: the "
+            "default (every test length).",
+        ),
+        worst_case_budget: ro.WorstCaseBudget = None,
+        nnch_samples: ro.NnchSamples = None,
         run: ro.RunFlags = None,
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Only list the runs of each table (and check the run options); nothing runs."
@@ -518,17 +606,22 @@ def register(app: typer.Typer) -> None:
         reproduce_tables(table)
         check_scale(scale)
         check_positive(workers=workers)
+        mode, search = ro.parse_eval(eval_mode)
+        if mode == "nstar":
+            raise FormalRopeError("reproduce evaluates every test length (--eval full); nstar would make other runs "
+                                  "(another run id): use `sweep --config sweeps/<table>.toml --eval nstar`")
+        worst_case = ro.worst_case_settings(search, worst_case_budget)
         console = Console(stderr=json_output)
         if scale in SCALE_SHRINKS:
             console.print(f"[yellow]{scale} scale shrinks:[/]\n  " + "\n  ".join(SCALE_SHRINKS[scale]))
-        explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length)
+        explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length, nnch_samples=nnch_samples)
         if explicit:
             console.print(
                 "[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items())
             )
         plans = []
         tables = plan_reproduce(table, scale, out=out, seeds=seeds, steps=steps, n_per_length=n_per_length,
-                                state_dir=run.state_dir)
+                                nnch_samples=nnch_samples, state_dir=run.state_dir)
         if dry_run:
             run.check(workers)  # what a real run checks, contacting nothing
             for plan in tables:
@@ -541,8 +634,9 @@ def register(app: typer.Typer) -> None:
                 _note(note)
             finished_run_ids(plan.out)
             # Every table's options (state folder, Ray) are checked before the first run starts.
-            plans.append((plan, run.sweep_options(plan.configs, plan.out, workers=workers, state_dir=plan.state_dir,
-                                                  note=lambda text: console.print(f"[yellow]note:[/] {text}"))))
+            options = run.sweep_options(plan.configs, plan.out, workers=workers, state_dir=plan.state_dir,
+                                        note=lambda text: console.print(f"[yellow]note:[/] {text}"))
+            plans.append((plan, {**options, "worst_case": worst_case}))
         payloads = {}
         for plan, run_options in plans:
             console.print(

@@ -113,6 +113,24 @@ def _length_runs(per_length) -> list[tuple[int, int, float]]:
     return runs
 
 
+def _nnch_text(result) -> str:
+    """NNCH's score with what it averages, or why the run has none."""
+    lengths = [r for r in result.per_length if r.nnch_n]
+    if not math.isnan(result.nnch_accuracy):
+        return (f"{result.nnch_accuracy:.4f} (uniformly random strings, {lengths[0].nnch_n} per length, mean over "
+                f"lengths {lengths[0].length}..{lengths[-1].length}: Delétang et al.'s number)")
+    config = result.config
+    if config.data is not None:
+        return "– (a run on files: NNCH's score needs uniformly random strings)"
+    if config.nnch_samples == 0:
+        return "– (not measured: --nnch-samples 0)"
+    if result.per_length and not result.eval_complete:
+        return "– (evaluation stopped early: NNCH's score needs every length)"
+    if result.per_length:
+        return f"– (no test length beyond {config.train_max_length + 1}: NNCH's score leaves out the first)"
+    return "– (not evaluated)"
+
+
 def _render(result, checkpoint: Path | None) -> None:
     from rich.console import Console  # function-local: rich, off the start-up path
     from rich.table import Table
@@ -148,7 +166,13 @@ def _render(result, checkpoint: Path | None) -> None:
         summary.add_row("accuracy", f"{result.accuracy:.4f} (mean over {len(result.per_length)} lengths{stopped})")
     else:
         summary.add_row("accuracy", "- (not evaluated)")
+    summary.add_row("NNCH score", _nnch_text(result))
     summary.add_row("first failing string", result.first_failure if result.first_failure is not None else "none")
+    if result.n_star_worst is not None:
+        margin = "" if result.worst_failure_margin is None else f" (margin {result.worst_failure_margin:.3g})"
+        summary.add_row("worst-case N*", f"{result.n_star_worst} ({result.worst_strings_tried:,} strings searched)")
+        summary.add_row("worst-case failure", "none found" if result.worst_failure is None
+                        else f"{result.worst_failure}{margin}")
     summary.add_row("wall time", f"{result.wall_s:.1f} s")
     if checkpoint is not None:
         summary.add_row("checkpoint", str(checkpoint))
@@ -174,6 +198,7 @@ def _render(result, checkpoint: Path | None) -> None:
 # strings per test length of a run on data files, ... Giving one where it does nothing is an error.
 _EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": "rope_fraction",
                    "--phase-precision": "phase_precision", "--n-per-length": "n_per_length",
+                   "--nnch-samples": "nnch_samples",
                    "--train-near-miss": "train_near_miss_fraction"}
 
 
@@ -289,9 +314,8 @@ class TrainSettings(NamedTuple):
     layers: ro.Layers = None
     d_model: ro.DModel = None
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (head dimension must be even).")
-    eval_mode: Optional[str] = typer.Option(
-        None, "--eval", help="full: every test length; nstar: stop at the first imperfect length."
-    )
+    eval_mode: ro.EvalMode = None
+    worst_case_budget: ro.WorstCaseBudget = None
     phase_precision: Optional[str] = typer.Option(
         None, "--phase-precision",
         help="fp64: theta*i reduced mod 2pi in float64 (default); fp32: naive float32 product. "
@@ -305,6 +329,7 @@ class TrainSettings(NamedTuple):
         help="Test strings per length (default 512; quick scale 16). An error with --data (the "
         "test files' strings are used).",
     )
+    nnch_samples: ro.NnchSamples = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths",
         help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With "
@@ -321,8 +346,10 @@ class TrainSettings(NamedTuple):
             "base": self.base, "rope_fraction": self.rope_fraction, "steps": self.steps, "lr": self.lr,
             "lr_schedule": self.lr_schedule, "warmup_steps": self.warmup_steps, "weight_decay": self.weight_decay,
             "train_near_miss_fraction": self.train_near_miss, "seed": self.seed, "batch_size": self.batch_size,
-            "layers": self.layers, "d_model": self.d_model, "heads": self.heads, "eval_mode": self.eval_mode,
+            "layers": self.layers, "d_model": self.d_model, "heads": self.heads,
+            "eval_mode": ro.parse_eval(self.eval_mode)[0],
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
+            "nnch_samples": self.nnch_samples,
         }
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:
@@ -404,10 +431,14 @@ def register(app: typer.Typer) -> None:
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
         state = state_flags.state(config, note=_note)
+        worst_case = ro.worst_case_settings(ro.parse_eval(settings.eval_mode)[1], settings.worst_case_budget)
+        if worst_case is not None and dfa is None:
+            raise FormalRopeError("--eval worst-case labels its strings with the language's DFA; a run on data files "
+                                  "needs --lang for it")
         try:
             result, _ = run_training(
                 config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
-                threads=1 if threads is None else threads, dfa=dfa, state=state,
+                threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
             )
         except KeyboardInterrupt:
             kept = ("no checkpoint was written" if state is None else

@@ -65,12 +65,15 @@ def transformer_lens_obstacles(kind: str) -> tuple[str, ...]:
 
 def _save_safetensors(tensors: dict, path: Path, metadata: dict[str, str]) -> None:
     try:
-        from safetensors.torch import save_file  # torch: only when writing, never on the package import
+        from safetensors.torch import save  # torch: only when writing, never on the package import
     except ImportError:
         raise FormalRopeError(
             "exporting needs the safetensors package: pip install 'formal-rope[export]' (or pip install safetensors)"
         ) from None
-    save_file({name: tensor.contiguous() for name, tensor in tensors.items()}, str(path), metadata=metadata)
+    # The bytes, written by us: safetensors' save_file creates its file through a temporary of mode
+    # 0600 whatever the umask, while every other file formal-rope writes gets 0666 minus the umask.
+    # (`path` lies in the export's temporary folder, renamed whole once every file is written.)
+    path.write_bytes(save({name: tensor.contiguous() for name, tensor in tensors.items()}, metadata=metadata))
 
 
 # What an export folder holds from this writer (replaced whole at each export; other files stay).

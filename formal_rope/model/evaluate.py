@@ -14,9 +14,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from formal_rope.errors import FormalRopeError
 from formal_rope.model.certificate import ModelCertificate, model_certificate
 from formal_rope.model.forward import EmulatedForward, NativeForward, check_mode, check_parameters_fit
-from formal_rope.model.ir import TransformerIR
+from formal_rope.model.ir import BOS, EOS, TransformerIR
 from formal_rope.precision import FloatFormat, parse_format
 
 # Upper bound on batch·T·T score entries held at once (float64: 8 bytes each).
@@ -74,6 +75,37 @@ def accepts_from_readout(model: TransformerIR, values: np.ndarray) -> np.ndarray
     readout = model.readout
     threshold = readout.threshold if readout.kind == "coordinate" else 0.0
     return values > threshold
+
+
+def readout_scores(
+    model: TransformerIR, symbols: np.ndarray, *, fmt: FloatFormat | str = "fp32", mode: str = "emulated"
+) -> np.ndarray:
+    """Accept scores, float64 (n,), of n strings of one length given as symbol indices (n, L) into
+    ``model.alphabet``: the readout value minus the threshold it is compared with, so the model
+    accepts exactly where the score is > 0 (NaN: rejected), as `evaluate` decides. The score's size
+    is the string's distance from the decision (the worst-case search, `formal_rope.evaluation`,
+    climbs it). No certificate is computed here; `evaluate` gives one."""
+    fmt = parse_format(fmt)
+    check_mode(mode)
+    check_parameters_fit(model, fmt)
+    symbols = np.asarray(symbols, dtype=np.int64)
+    if symbols.ndim != 2:
+        raise FormalRopeError(f"readout_scores takes symbols of shape (n, length), got {symbols.shape}")
+    index = {symbol: position for position, symbol in enumerate(model.vocabulary)}
+    vocabulary_of = np.array([index[symbol] for symbol in model.alphabet], dtype=np.int64)
+    n, length = symbols.shape
+    tokens = np.empty((n, length + 2), dtype=np.int64)
+    tokens[:, 0], tokens[:, -1] = index[BOS], index[EOS]
+    tokens[:, 1:-1] = vocabulary_of[symbols]
+    runner = EmulatedForward(model, fmt) if mode == "emulated" else NativeForward(model, fmt)
+    threshold = model.readout.threshold if model.readout.kind == "coordinate" else 0.0
+    scores = np.empty(n, dtype=np.float64)
+    chunk = max(1, _SCORE_BUDGET // ((length + 2) * (length + 2)))
+    for start in range(0, n, chunk):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # the format's IEEE semantics
+            final = runner.run(tokens[start: start + chunk])
+            scores[start: start + chunk] = readout_values(model, final[:, -1, :]) - threshold
+    return scores
 
 
 def evaluate(

@@ -16,9 +16,10 @@ _MODULES = {
     ],
     "formal_rope.sampling.datasets": [
         "EmptyClassError", "LabeledSet", "TrainingBatch", "TrainingDraw", "count_table", "draw_training_batch",
-        "sample_strings", "test_set", "test_sets", "training_batch", "walk_training_batches",
+        "sample_strings", "test_set", "test_sets", "training_batch", "uniform_set", "walk_training_batches",
     ],
     "formal_rope.sampling.distributions": ["DISTRIBUTIONS", "positive_distribution"],
+    "formal_rope.sampling.enumeration": ["capped_counts", "class_counts", "enumerate_class", "one_edit_neighbours"],
     "formal_rope.sampling.formats.dataset": ["Dataset", "check_labels", "load_dataset"],
     "formal_rope.sampling.formats.flare": ["read_flare_split", "write_flare_split"],
     "formal_rope.sampling.formats.folders": ["write_language_folder"],

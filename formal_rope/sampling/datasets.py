@@ -379,6 +379,30 @@ test_sets.__test__ = False  # type: ignore[attr-defined]
 test_set.__test__ = False  # type: ignore[attr-defined]
 
 
+# Spawn key of the uniform strings' generators: their stream never meets a test set's ([seed, length]).
+_UNIFORM_STREAM = 0x4E4E4348  # "NNCH"
+
+
+def uniform_set(dfa: DFA, length: int, n: int, seed: int = 0) -> LabeledSet:
+    """`n` strings of `length` symbols, every symbol drawn independently and uniformly from the alphabet
+    (uniform over Σ^length, with replacement: *not* balanced, so a language with few strings of that
+    length gets almost only negatives), labelled by the DFA. This is the test distribution of
+    Delétang et al.'s range evaluation (`formal_rope.training.nnch`). The generator depends on
+    (seed, length) only, on a stream of its own: the strings never depend on the other lengths
+    requested, and the balanced `test_sets` of the same seed are not changed by drawing them."""
+    require_dfa(dfa, "uniform_set", "dfa")
+    if length < 0 or n < 0:
+        raise FormalRopeError(f"length and n must be non-negative (got length={length}, n={n})")
+    if int(seed) < 0:  # numpy's SeedSequence takes non-negative integers only
+        raise FormalRopeError(f"seed must be non-negative, got {seed}")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(length), _UNIFORM_STREAM]))
+    symbols = rng.integers(0, dfa.n_symbols, size=(int(n), int(length)), dtype=np.int64)
+    labels = accepts_encoded(dfa, symbols, np.full(int(n), int(length), dtype=np.int64))
+    symbols.setflags(write=False)
+    labels.setflags(write=False)
+    return LabeledSet(int(length), symbols, labels, 0)
+
+
 @dataclass(frozen=True, eq=False)
 class TrainingBatch:
     """A balanced batch: symbols (B, max_length) int64 padded with PAD (-1), lengths (B,), labels (B,)."""

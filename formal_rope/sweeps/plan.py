@@ -31,7 +31,7 @@ from formal_rope.training.state import state_subfolder
 # Fields some runs do not use: those of some encodings only, and those data files cannot use.
 MAYBE_UNUSED = frozenset({*FIELD_APPLIES_TO, *SAMPLING_FIELDS})
 # The option that sets such a field in `settings`, where it is not the field's name.
-_SETTING_OPTIONS = {"n_per_length": "--n-per-length"}
+_SETTING_OPTIONS = {"n_per_length": "--n-per-length", "nnch_samples": "--nnch-samples"}
 
 
 @dataclass(frozen=True)
@@ -207,12 +207,14 @@ def check_scale(scale: str) -> str:
 
 
 def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: int | None = None,
-                   steps: int | None = None, n_per_length: int | None = None,
+                   steps: int | None = None, n_per_length: int | None = None, nnch_samples: int | None = None,
                    state_dir: str | None = None) -> list[TablePlan]:
-    """The tables of `reproduce TABLE` at `scale` (seeds, steps and strings per length overridden
-    where given): each sweep file's grid, in `out` (`all`: a folder per table inside it; default
-    results/<table>-<scale>), each table of `all` with its own subfolder of `state_dir`."""
-    settings = {key: value for key, value in (("steps", steps), ("n_per_length", n_per_length)) if value is not None}
+    """The tables of `reproduce TABLE` at `scale` (seeds, steps, strings per length and NNCH's uniform
+    strings per length overridden where given): each sweep file's grid, in `out` (`all`: a folder per
+    table inside it; default results/<table>-<scale>), each table of `all` with its own subfolder of
+    `state_dir`."""
+    settings = {key: value for key, value in (("steps", steps), ("n_per_length", n_per_length),
+                                              ("nnch_samples", nnch_samples)) if value is not None}
     plans = []
     for name in reproduce_tables(table):
         # Asked of the grid module when called: the one lookup of the paper's files that Python users share.

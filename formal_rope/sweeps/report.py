@@ -14,6 +14,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, output_path
 from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_path
 from formal_rope.sweeps.results import CONFIG_COLUMNS, read_results
+from formal_rope.sweeps.statistics import DEFAULT_LEVEL, Interval, compare, mean_interval
 from formal_rope.training.config import BASE_ENCODINGS, RunConfig
 from formal_rope.training.encodings import report_labels
 from formal_rope.training.scales import scale_overrides
@@ -54,10 +55,25 @@ class AggregateRow:
     nnch_std: float = math.nan
     group: tuple = ()  # ((column, value), ...) in the grouping's order
     n_stars: tuple = ()  # every measured N* (failed runs have none), largest first: the spread behind max and mean
+    # Uncertainty over the row's runs (`sweeps.statistics.mean_interval`: bootstrap of the mean from
+    # 5 runs on, the exact order-statistic interval of the median below); None: not computed.
+    n_star_interval: Interval | None = None
+    accuracy_interval: Interval | None = None
+    # Runs whose N* reaches the row's longest test length (N* = 500 at the paper's lengths).
+    successes: int = 0
+    # The worst-case search (`--eval worst-case`): NaN / None where no run of the row was searched.
+    n_star_worst_max: float = math.nan
+    n_star_worst_mean: float = math.nan
+    n_star_worst_std: float = math.nan
+    successes_worst: int | None = None
+    runs_searched: int = 0
+    n_star_pairs: tuple = ()  # (N*, worst-case N*) of every searched run, largest N* first
 
     def to_dict(self) -> dict:
         """The grouping columns, then runs, ok_runs and the statistics (NaN -> None, strict JSON)."""
         def clean(value):
+            if isinstance(value, Interval):
+                return value.to_dict()
             return None if isinstance(value, float) and math.isnan(value) else value
 
         group = dict(self.group) if self.group else {"language": self.language, "pe": self.pe, "base": self.base}
@@ -94,14 +110,17 @@ def _cell(value):
     return value.item() if hasattr(value, "item") else value
 
 
-def aggregate(runs, by=DEFAULT_GROUPING, language_order=()) -> list[AggregateRow]:
+def aggregate(runs, by=DEFAULT_GROUPING, language_order=(), level: float = DEFAULT_LEVEL) -> list[AggregateRow]:
     """One row per distinct value of the `by` columns (default language, PE, base) over the other
-    columns (seeds and learning rates, for a paper grid); sample std (ddof=1, as pandas).
+    columns (seeds and learning rates, for a paper grid); sample std (ddof=1, as pandas), and an
+    interval at confidence `level` for the row's N* and accuracy (`statistics.mean_interval`).
     Languages come in `language_order` (a sweep's own order) when given, else in order of first
     appearance.
 
     Diverged and failed runs count with their recorded accuracy/N* when available (a failed run has
-    neither, a diverged one N* 0); `ok_runs` says how many finished normally.
+    neither, a diverged one N* 0); `ok_runs` says how many finished normally. `successes` counts the
+    runs whose N* reaches their longest test length; with worst-case results (`--eval
+    worst-case`), the same statistics of n_star_worst.
     """
     frame = normalise_runs(runs)
     by = check_grouping(frame, by)
@@ -112,6 +131,10 @@ def aggregate(runs, by=DEFAULT_GROUPING, language_order=()) -> list[AggregateRow
         # Null for failed runs (read_results): not a measurement, left out like a missing accuracy.
         n_star = group["n_star"].astype(float).where(group["status"] != "failed")
         nnch = group["nnch_accuracy"].astype(float) if "nnch_accuracy" in group else accuracy * math.nan
+        longest = group["test_max_length"].astype(float) if "test_max_length" in group else n_star * math.nan
+        worst = (group["n_star_worst"].astype(float).where(group["status"] != "failed") if "n_star_worst" in group
+                 else n_star * math.nan)
+        searched = worst.notna()
         rows.append(
             AggregateRow(
                 language=values.get("language"),
@@ -130,6 +153,16 @@ def aggregate(runs, by=DEFAULT_GROUPING, language_order=()) -> list[AggregateRow
                 nnch_std=_spread(nnch),
                 group=tuple(values.items()),
                 n_stars=tuple(sorted((int(v) for v in n_star.dropna()), reverse=True)),
+                n_star_interval=mean_interval(n_star.dropna().tolist(), level),
+                accuracy_interval=mean_interval(accuracy.dropna().tolist(), level),
+                successes=int((n_star >= longest).sum()),
+                n_star_worst_max=float(worst.max()),
+                n_star_worst_mean=float(worst.mean()),
+                n_star_worst_std=_spread(worst),
+                successes_worst=int((worst >= longest).sum()) if searched.any() else None,
+                runs_searched=int(searched.sum()),
+                n_star_pairs=tuple(sorted(((int(a), int(b)) for a, b in zip(n_star[searched], worst[searched])),
+                                          reverse=True)),
             )
         )
     variant_order = list(frame.attrs.get("variant_order", ()))
@@ -503,7 +536,95 @@ def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) 
 
 
 # ----------------------------------------------------------------------------------------------
+# Comparing two cells over seeds (`report --compare A B`)
+
+# `--metric` -> how a run's value is read from its row (success: N* at the longest test length).
+COMPARE_METRICS = ("n_star", "accuracy", "nnch_accuracy", "n_star_worst", "success", "success_worst")
+
+
+def parse_selection(text: str) -> tuple[tuple[str, str], ...]:
+    """'pe=rope_p' or 'pe=rope,base=1e4' -> (('pe', 'rope_p'),) / (('pe', 'rope'), ('base', '1e4'))."""
+    pairs = []
+    for part in text.split(","):
+        name, equals, value = part.partition("=")
+        if not equals or not name.strip():
+            raise FormalRopeError(f"--compare takes COLUMN=VALUE[,COLUMN=VALUE...] for each side, got {text!r}")
+        pairs.append((name.strip(), value.strip()))
+    return tuple(pairs)
+
+
+def _matches(column, text: str):
+    """Rows whose `column` value is `text` (numbers compared as numbers; a PE by its name or its
+    paper label; 'none' or '–' for a missing value)."""
+    if text.lower() in ("none", "–", "-", "null"):
+        return column.isna()
+    if column.name == "pe":
+        names = {label: name for name, label in PE_LABELS.items()}
+        text = names.get(text, text)
+    numeric = column.dropna()
+    if len(numeric) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numeric):
+        try:
+            number = float(text)
+        except ValueError:
+            raise FormalRopeError(f"--compare: column {column.name} holds numbers, got {text!r}") from None
+        return column.astype(float).sub(number).abs().le(1e-9 * max(1.0, abs(number)))
+    return column.astype(str).eq(text) & column.notna()
+
+
+def metric_values(group, metric: str):
+    """Each run's value of `metric` (NaN: not measured; failed runs measure nothing)."""
+    failed = group["status"] == "failed"
+    if metric in ("success", "success_worst"):
+        column = group["n_star" if metric == "success" else "n_star_worst"].astype(float)
+        values = (column >= group["test_max_length"].astype(float)).astype(float).where(column.notna())
+    elif metric in COMPARE_METRICS:
+        values = group[metric].astype(float) if metric in group else group["n_star"].astype(float) * math.nan
+    else:
+        raise FormalRopeError(f"unknown metric {metric!r}; expected one of {', '.join(COMPARE_METRICS)}")
+    return values.where(~failed)
+
+
+def compare_cells(runs, first: str, second: str, by=DEFAULT_GROUPING, metric: str = "n_star") -> list[dict]:
+    """`report --compare FIRST SECOND`: within each value of the grouping columns that neither side
+    names (per language, for the default grouping and --compare pe=rope_p pe=nope), the runs
+    matching FIRST against those matching SECOND on `metric` (`statistics.compare`: exact
+    permutation test or Mann-Whitney U, and Cliff's δ). Strata where a side has no run are left out."""
+    frame = normalise_runs(runs)
+    sides = (parse_selection(first), parse_selection(second))
+    named = {name for side in sides for name, _ in side}
+    check_grouping(frame, tuple(named))
+    metric_values(frame.head(0), metric)  # an unknown metric: an error before any work
+    strata = [name for name in check_grouping(frame, by) if name not in named]
+    selected = []
+    for side in sides:
+        mask = frame["status"].notna()
+        for name, value in side:
+            mask &= _matches(frame[name], value)
+        selected.append(mask)
+    groups = frame.groupby(strata, dropna=False, sort=False) if strata else [((), frame)]
+    comparisons = []
+    for keys, group in groups:
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        a = metric_values(group[selected[0].loc[group.index]], metric).dropna()
+        b = metric_values(group[selected[1].loc[group.index]], metric).dropna()
+        if not len(a) or not len(b):
+            continue
+        result = compare(a.tolist(), b.tolist())
+        comparisons.append({
+            **{name: _cell(key) for name, key in zip(strata, keys)},
+            "a": first, "b": second, "metric": metric, **result.to_dict(), "text": result.text(metric),
+        })
+    if not comparisons:
+        raise FormalRopeError(f"--compare {first!r} {second!r}: no stratum has runs of both sides")
+    return comparisons
+
+
+# ----------------------------------------------------------------------------------------------
 # A results folder, reported (what `formalrope report` prints)
+
+
+INTERVAL_NOTE = ("intervals: percentile bootstrap of the mean over a cell's runs (10,000 resamples, seed 0) from 5 "
+                 "runs on; below 5, the exact order-statistic interval of the median, with its coverage")
 
 
 @dataclass(frozen=True)
@@ -535,7 +656,8 @@ def reference_table(reference: str | None) -> dict | None:
 def build_report(out: str | Path, *, by=None, sort: str | None = None, reference: dict | None = None,
                  plot: str | Path | None = None, title: str = "", scale: str | None = None, variants=(),
                  variant_baseline: dict | None = None, languages=(),
-                 on_note: Callable[[str], None] = lambda text: None) -> Report:
+                 on_note: Callable[[str], None] = lambda text: None, level: float = DEFAULT_LEVEL,
+                 comparison: tuple[str, str] | None = None, metric: str = "n_star") -> Report:
     """Aggregate the results folder `out` by `by` (default language, PE, base), rows in `sort`
     order (`SORT_KEYS`; None: the grouping's, languages in `languages` order), and draw the N* plot
     to `plot` when given (titled `title` and the scale: `scale`, or what the runs' settings say).
@@ -543,7 +665,8 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
     variants (a sweep file's [[variants]], with its fixed values `variant_baseline`): each run is
     labelled with its variant, rows are grouped by it too, and runs of no variant are left out
     (on_note says how many). The notes: the folder's own (`read_results`) and one per row whose
-    runs differ in more than seeds and learning rates."""
+    runs differ in more than seeds and learning rates. level: the confidence of each row's
+    intervals; comparison (FIRST, SECOND): the payload's "comparisons" (`compare_cells` on `metric`)."""
     by = tuple(by or DEFAULT_GROUPING)
     if plot is not None:
         plot = plot_path(plot)  # before reading: the file the plot really goes to, or why it cannot
@@ -560,7 +683,7 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
         by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
     check_grouping(runs, by)
     # The sweep's own language order ((aa)* before (ab)*), not the order the runs finished in.
-    rows = sort_rows(aggregate(runs, by, language_order=languages), sort)
+    rows = sort_rows(aggregate(runs, by, language_order=languages, level=level), sort)
     notes = list(results.notes)
     for *keys, differing in mixed_settings(runs, by):
         settings = "; ".join(f"{key} {', '.join(values)}" for key, values in differing.items())
@@ -576,6 +699,9 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
         "rows": [row.to_dict() for row in rows],
         "notes": notes,
         "plot": None,  # always present, so the JSON keys do not depend on the options
+        "level": level,
+        "intervals": INTERVAL_NOTE,
+        "comparisons": None if comparison is None else compare_cells(runs, *comparison, by=by, metric=metric),
     }
     if plot is not None:
         label = f"{scale} scale" if scale else scale_label(runs)

@@ -8,7 +8,6 @@ names starting with '.' or '_') always sees complete runs only.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -36,9 +35,10 @@ def ensure_results_dir(out: str | Path) -> Path:
     return out
 
 
-def finished_run_ids(out: str | Path) -> set[str]:
+def finished_run_ids(out: str | Path, worst_case: bool = False) -> set[str]:
     """Ids of the runs a rerun skips: every written run except those with status `failed` (an error
-    or a dead worker, which a rerun should retry; ok and diverged runs are results).
+    or a dead worker, which a rerun should retry; ok and diverged runs are results). With
+    `worst_case`, also except the runs without a worst-case result (`n_star_worst` null).
 
     Ids are recomputed from each file's stored config, so runs written under an older id scheme (file
     named by the old id) count as finished under today's id. A file that is not a readable run or
@@ -53,10 +53,23 @@ def finished_run_ids(out: str | Path) -> set[str]:
     finished = set()
     for path in _parquet_files(runs):
         table = _read_parquet(path, RUN_REQUIRED, "run", columns=["status", "config"])
-        for status, config_text in zip(table.column("status").to_pylist(), table.column("config").to_pylist()):
-            if status != "failed":
+        searched = [True] * table.num_rows
+        if worst_case:
+            searched = [False] * table.num_rows  # files written before the search existed lack the column
+            if "n_star_worst" in _column_names(path):
+                column = _read_parquet(path, RUN_REQUIRED, "run", columns=["n_star_worst"]).column("n_star_worst")
+                searched = [value is not None for value in column.to_pylist()]
+        for status, config_text, found in zip(table.column("status").to_pylist(), table.column("config").to_pylist(),
+                                              searched):
+            if status != "failed" and found:
                 finished.add(_stored_config(path, config_text).run_id())
     return finished
+
+
+def _column_names(path: Path) -> list[str]:
+    import pyarrow.parquet as pq  # function-local: pyarrow loads where results are read or written
+
+    return list(pq.read_schema(path).names)
 
 
 def _column_value(value):
@@ -82,6 +95,7 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "n_star": None if result.n_star is None else int(result.n_star),
         "accuracy": float(result.accuracy),
         **metric_columns(result),
+        **worst_case_columns(result),
         "pack_id": result.pack_id,
         "pack_size": int(result.pack_size),
         "first_failure": result.first_failure,
@@ -99,16 +113,25 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
 
 
 def nnch_accuracy(result: RunResult) -> float:
-    """Delétang et al.'s metric for one run: the mean per-length accuracy over *every* test length.
+    """NNCH's score of one run (`training.nnch`: Delétang et al.'s mean accuracy on uniformly random
+    strings over their lengths, 42..500 by default); NaN where it was not measured (evaluation
+    stopped early, a run on files, nnch_samples 0, a diverged or failed run)."""
+    return float(result.nnch_accuracy)
 
-    Equal to `result.accuracy` when every length was evaluated; NaN when eval mode nstar stopped
-    at the first imperfect length (the remaining lengths' accuracies are unknown) or the run diverged."""
-    return float(result.accuracy) if result.eval_complete else math.nan
+
+def worst_case_columns(result: RunResult) -> dict:
+    """The worst-case search's columns beside n_star (`--eval worst-case`; null when not searched)."""
+    return {
+        "n_star_worst": None if result.n_star_worst is None else int(result.n_star_worst),
+        "worst_failure": result.worst_failure,
+        "worst_failure_margin": None if result.worst_failure_margin is None else float(result.worst_failure_margin),
+        "worst_strings_tried": None if result.worst_strings_tried is None else int(result.worst_strings_tried),
+    }
 
 
 def metric_columns(result: RunResult) -> dict:
-    """The columns placed beside n_star and accuracy (mean over the *evaluated* lengths): nnch_accuracy
-    and eval_complete (whether every test length was evaluated)."""
+    """The columns placed beside n_star and accuracy (mean over the *evaluated* lengths of the balanced
+    sets): nnch_accuracy and eval_complete (whether every test length was evaluated)."""
     return {"nnch_accuracy": nnch_accuracy(result), "eval_complete": bool(result.eval_complete)}
 
 
@@ -122,7 +145,10 @@ RUN_COLUMN_TYPES = {
     "run_id": "string", "language": "string", "alphabet": "string", "pe": "string", "base": "float64",
     "periods": "string", "seed": "int64", "lr": "float64", "steps": "int64", "batch_size": "int64",
     "layers": "int64", "d_model": "int64", "heads": "int64", "n_star": "int64", "accuracy": "float64",
-    "nnch_accuracy": "float64", "eval_complete": "bool", "data": "string", "data_hash": "string",
+    "nnch_accuracy": "float64", "eval_complete": "bool",
+    "n_star_worst": "int64", "worst_failure": "string", "worst_failure_margin": "float64",
+    "worst_strings_tried": "int64",
+    "data": "string", "data_hash": "string",
     "pack_id": "string", "pack_size": "int64",
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",
     "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string",
@@ -204,9 +230,22 @@ def read_results(out: str | Path) -> Results:
             "(run `formalrope sweep --out DIR` or `formalrope reproduce --out DIR` first)"
         )
     frames = [_read_parquet(path, RUN_REQUIRED, "run").to_pandas().assign(file=path.name) for path in run_files]
+    frames, older = zip(*(_without_balanced_nnch(frame) for frame in frames))
     runs, notes = _deduplicated(_normalised_runs(out / RUNS, pd.concat(frames, ignore_index=True)))
+    if any(older):
+        notes.insert(0, f"{sum(older)} run file(s) were written before NNCH's score was measured on uniformly random "
+                        "strings: their nnch_accuracy (the balanced accuracy over every test length, a number NNCH "
+                        "never reports) reads as unknown; rerun those runs (delete their files) to measure it")
     evals = _read_evals(out / EVALS, runs)
     return Results(runs[[c for c in RUN_COLUMN_TYPES if c in runs.columns]].reset_index(drop=True), evals, tuple(notes))
+
+
+def _without_balanced_nnch(frame):
+    """(frame, older): a run file written before the `nnch_samples` field existed held in nnch_accuracy
+    the mean *balanced* accuracy over every test length, not NNCH's score: null it there."""
+    if "nnch_samples" in frame.columns or "nnch_accuracy" not in frame.columns:
+        return frame, False
+    return frame.assign(nnch_accuracy=None), True
 
 
 def _parquet_files(folder: Path) -> list[Path]:
@@ -304,10 +343,11 @@ def _normalised_runs(folder: Path, frame):
     frame = frame.astype({name: "float64" for name, kind in RUN_COLUMN_TYPES.items() if kind == "float64"})
     # A failed run measured nothing; files written before that was recorded as null hold N* 0 for it.
     failed = (frame["status"] == "failed").to_numpy()
-    measured = {"n_star": frame["n_star"].astype("float64").where(~failed)}
+    measured = {"n_star": frame["n_star"].astype("float64").where(~failed),
+                "n_star_worst": frame["n_star_worst"].astype("float64").where(~failed)}
     measured.update({name: frame[name].where(~failed) for name in ("accuracy", "nnch_accuracy")})
     # Nullable integers: N* stays an integer (41, not 41.0) where a failed run's is missing.
-    return frame.assign(**measured).astype({"n_star": "Int64"})
+    return frame.assign(**measured).astype({"n_star": "Int64", "n_star_worst": "Int64", "worst_strings_tried": "Int64"})
 
 
 _STATUS_RANK = {"ok": 0, "diverged": 0, "failed": 1}

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import acquire_lock
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, make_backend, options_row
-from formal_rope.sweeps.backends.base import WorkerDied
+from formal_rope.sweeps.backends.base import NodeLost, SweepStopped, WorkerDied
 from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, write_run
 from formal_rope.sweeps.units import (
     Unit,
@@ -93,6 +93,7 @@ def run_sweep(
     pack_runner: Callable[..., Sequence[RunResult]] | None = None,
     on_event: EventCallback | None = None,
     on_note: Callable[[str], None] | None = None,
+    worst_case=None,
 ) -> SweepSummary:
     """Run every config not already finished in `out`; each result is written as soon as it ends.
 
@@ -117,6 +118,10 @@ def run_sweep(
     progress display; on_note(text) receives one-line notes (the Ray dashboard URL, warnings).
     `runner` (RunConfig -> RunResult) or `pack_runner(configs, device=, threads=, state=)` replace
     the trainer (tests, custom experiments); both must be importable by the workers.
+    worst_case: the worst-case search's settings (`evaluation.engine.SearchSettings`, `--eval
+    worst-case`): every run is also searched for misclassified strings, and a finished run without
+    a worst-case result counts as unfinished (it is trained again; the packs OUT/packs.json records
+    are reused, so its numbers are the same). A custom pack_runner then gets worst_case= too.
     """
     start = time.perf_counter()
     options = resolve_backend(backend, workers=workers, address=address, cpus_per_run=cpus_per_run,
@@ -131,14 +136,14 @@ def run_sweep(
     lock = acquire_lock(out / SWEEP_LOCK, "the results folder", out)
     try:
         return _run_locked(configs, out, options, state=state, runner=runner, pack_runner=pack_runner,
-                           on_event=on_event, on_note=on_note, pack=pack, start=start)
+                           on_event=on_event, on_note=on_note, pack=pack, start=start, worst_case=worst_case)
     finally:
         lock.release()
 
 
 def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, pack_runner, on_event, on_note, pack,
-                start: float) -> SweepSummary:
-    done = finished_run_ids(out)
+                start: float, worst_case) -> SweepSummary:
+    done = finished_run_ids(out, worst_case=worst_case is not None)
     pending = [c for c in configs if c.run_id() not in done]
     notify = on_event or (lambda *_: None)
     note = on_note or (lambda _text: None)
@@ -146,7 +151,7 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
         if config.run_id() in done:
             notify("skip", config, None)
     task = UnitTask(runner=runner, pack_runner=pack_runner, threads=options.threads, workers=options.workers,
-                    state=state)
+                    state=state, worst_case=worst_case)
     commit = source_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()
@@ -184,6 +189,8 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
             if state is not None:
                 check_saved_states(state.uri, units)
             executor.run(units, task, unit_key, unit_event)
+        except NodeLost as lost:
+            raise SweepStopped(stopped_message(str(lost), out, configs, done, written)) from None
         finally:
             executor.close()
     return SweepSummary(
@@ -210,6 +217,25 @@ def check_saved_states(uri: str, units: Sequence[Unit]) -> None:
         key = unit_key(unit)
         if key in saved:
             read_saved_state(store, key, [config.run_id() for config in unit])
+
+
+def stopped_message(what: str, out: Path, configs: Sequence[RunConfig], done: set[str], written: set[str],
+                    shown: int = 10) -> str:
+    """The `error:` paragraph of a sweep whose backend was lost: what happened, which runs are kept
+    (finished before or during this sweep, each a file in OUT/runs), how many are not, what to do."""
+    kept = [config for config in configs if config.run_id() in written]
+    earlier = sum(config.run_id() in done for config in configs)
+    missing = len(configs) - len(kept) - earlier
+    lines = [f"the sweep stopped: {what}; the runs in flight or queued there are lost. Kept in {out / 'runs'}: "
+             f"{len(kept)} run(s) finished by this sweep" + (f" and {earlier} finished before" if earlier else "")
+             + (":" if kept else ".")]
+    for config in kept[:shown]:
+        lines.append(f"  {config.run_id()}  {config.language} {config.pe} seed={config.seed} lr={config.lr:g}")
+    if len(kept) > shown:
+        lines.append(f"  … and {len(kept) - shown} more")
+    lines.append(f"  Not run: {missing}. Rerun the same command to run them (finished runs are skipped; a run that "
+                 "saved its training state, --checkpoint-every, resumes from it).")
+    return "\n".join(lines)
 
 
 # Names that lived here before the backends had their own package (kept for existing imports).

@@ -32,14 +32,15 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
 
 
 def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
-                           state: StateOptions | None, threads_alone: int | None = None) -> list[RunResult]:
+                           state: StateOptions | None, threads_alone: int | None = None,
+                           worst_case=None) -> list[RunResult]:
     """Train and evaluate a pack of compatible runs in this process (the default pack runner).
     threads_alone: the threads of each run trained again alone when the pack raises (default
-    `threads`; `run_pack`)."""
+    `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`)."""
     from formal_rope.training.train import run_pack  # function-local: torch, only where a unit trains
 
     return run_pack(configs, progress=False, device=device, threads=threads, threads_alone=threads_alone,
-                    state=state)[0]
+                    state=state, worst_case=worst_case)[0]
 
 
 def default_runner(config: RunConfig) -> RunResult:
@@ -53,7 +54,8 @@ class UnitTask:
 
     `runner` (one RunConfig -> RunResult) runs the unit's configs one by one, each failure recorded
     on its own run; otherwise `pack_runner(configs, device=, threads=, state=)` trains the unit at
-    once (None: `pack_runner_in_process`). When the pack runner raises for a unit of several runs,
+    once (None: `pack_runner_in_process`); `worst_case` (the worst-case search's settings, `--eval
+    worst-case`) is passed to it as worst_case= when set. When the pack runner raises for a unit of several runs,
     each run is given to it again alone, so one run's failure is never recorded as its pack-mates'
     result. Exceptions that are not `Exception` (KeyboardInterrupt) propagate.
     """
@@ -64,6 +66,7 @@ class UnitTask:
     threads: int | None = None  # None: packing.default_threads for the unit's size and `workers`
     workers: int = 1
     state: StateOptions | None = None
+    worst_case: object | None = None  # evaluation.engine.SearchSettings (`--eval worst-case`)
 
     def threads_for(self, size: int) -> int:
         """The torch threads of a unit of `size` runs."""
@@ -91,13 +94,14 @@ class UnitTask:
 
     def _train(self, unit: Unit, device: str) -> Sequence[RunResult]:
         threads = self.threads_for(len(unit))
+        extra = {} if self.worst_case is None else {"worst_case": self.worst_case}
         if self.pack_runner is not None:
-            return self.pack_runner(unit, device=device, threads=threads, state=self.state)
+            return self.pack_runner(unit, device=device, threads=threads, state=self.state, **extra)
         # A pack that raises is trained again run by run (run_pack); each run then gets the threads
         # of a unit of one, as the same run trained alone (--pack 1) does: with the pack's threads
         # its loss and gradient sums would round differently (one partial sum per thread).
         return pack_runner_in_process(unit, device=device, threads=threads, threads_alone=self.threads_for(1),
-                                      state=self.state)
+                                      state=self.state, **extra)
 
     def _run_one(self, config: RunConfig) -> RunResult:
         start = time.perf_counter()

@@ -61,7 +61,15 @@ SAMPLING_FIELDS: dict[str, str] = {
     "n_per_length": "its test strings are every test-file string of each tested length, not a sample of n per length",
     "eval_seed": "its test strings are read from the test files, not sampled with a seed",
     "train_near_miss_fraction": "its training negatives are the training file's negatives, not sampled near-misses",
+    "nnch_samples": "NNCH's score reads uniformly random strings labelled by a language's DFA, and the run tests on "
+                    "the test files' strings",
 }
+# Uniform strings per test length for NNCH's score: few, so that `reproduce table2` (quick scale: 16
+# balanced strings per length) takes about 3% longer than without them, its slowest run ((ab)*: all of
+# a length's positives are one string) about 4% (bench/nnch_overhead.py). 2 x 459 lengths put the
+# score's standard error below 1.7 points. It is also the field's id-neutral value, so every run id
+# written before the score existed is unchanged.
+DEFAULT_NNCH_SAMPLES = 2
 # RunConfig.language of a run whose strings come only from files (`train --data DIR` without --lang):
 # the language is whatever the labels say, and no DFA exists.
 DATA_LANGUAGE_PREFIX = "data:"
@@ -102,6 +110,8 @@ class RunConfig:
     test_min_length: int = 41  # with test_lengths: its first length
     test_max_length: int = 500  # with test_lengths: its last length
     n_per_length: int = 512
+    # Uniformly random strings per length for NNCH's score (training.nnch; NNCH itself draws 512); 0: not measured.
+    nnch_samples: int = DEFAULT_NNCH_SAMPLES
     eval_mode: str = "full"  # full | nstar (stop once N* is known)
     eval_seed: int = 0  # test sets depend on this only, so runs with different seeds share them
     lr_schedule: str = "constant"  # constant | cosine (decay to 10% of lr)
@@ -199,7 +209,7 @@ ID_NEUTRAL: dict = {
     "phase_precision": "fp64", "attention": "auto", "seed": 0, "lr": 3e-4, "steps": 1000,
     "batch_size": 128, "layers": 5, "d_model": 64, "heads": 8, "ffn_mult": 4, "weight_decay": 0.01,
     "grad_clip": 1.0, "train_min_length": 0, "train_max_length": 40, "test_min_length": 41,
-    "test_max_length": 500, "n_per_length": 512, "eval_mode": "full", "eval_seed": 0,
+    "test_max_length": 500, "n_per_length": 512, "nnch_samples": 2, "eval_mode": "full", "eval_seed": 0,
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
     "data": None, "data_hash": None,
 }
@@ -370,11 +380,14 @@ MAX_LENGTH_LIST = 1_000_000  # lengths an explicit list may hold (a single range
 
 @dataclass(frozen=True)
 class LengthResult:
-    """The accuracy on the `n` test strings of one length."""
+    """The accuracy on the `n` (balanced) test strings of one length, and on the `nnch_n` uniformly
+    random strings NNCH's score reads there (`training.nnch`; None and 0 where it reads none)."""
 
     length: int
     accuracy: float
     n: int
+    nnch_accuracy: float | None = None
+    nnch_n: int = 0
 
 
 @dataclass(frozen=True)
@@ -404,6 +417,14 @@ class RunResult:
     eval_complete: bool = False  # every test length was evaluated (eval_mode nstar may stop early)
     pack_id: str | None = None  # the pack the run trained in (packing.pack_key of its members)
     pack_size: int = 1  # runs in that pack (1: trained alone)
+    # NNCH's score (training.nnch): mean accuracy on uniform strings over NNCH's lengths; NaN when not
+    # measured (evaluation stopped early, a run on files, nnch_samples 0, a diverged or failed run).
+    nnch_accuracy: float = math.nan
+    # Worst-case evaluation (`--eval worst-case`, formal_rope.evaluation); None: not searched.
+    n_star_worst: int | None = None  # N* over the searched strings (<= n_star)
+    worst_failure: str | None = None  # the shortest failing string the search found
+    worst_failure_margin: float | None = None  # how far past the decision it lies (logit difference)
+    worst_strings_tried: int | None = None  # strings the search scored, all lengths
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""

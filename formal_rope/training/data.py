@@ -31,6 +31,7 @@ from formal_rope.sampling import (
 )
 from formal_rope.sampling.formats import check_labels, load_dataset
 from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
+from formal_rope.training.nnch import nnch_set
 
 TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
 
@@ -48,6 +49,10 @@ class RunData(Protocol):
 
     def decode(self, symbols: np.ndarray) -> str:
         """One string (a row of symbol ids) as text, as `accepts` reads it."""
+
+    def nnch_set(self, length: int):
+        """The uniformly random labelled strings NNCH's score reads at test length `length`
+        (`training.nnch`), or None where it reads none."""
 
 
 def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_length: int, max_length: int):
@@ -124,6 +129,9 @@ class SampledData:
 
     def decode(self, symbols: np.ndarray) -> str:
         return decode(np.asarray(symbols)[None, :], self.dfa.alphabet)[0]
+
+    def nnch_set(self, length: int):
+        return nnch_set(self.config, self.dfa, length)
 
 
 def training_batches(data: Sequence, rngs: Sequence[np.random.Generator], batch_size: int) -> list:
@@ -239,6 +247,9 @@ class FileData:
 
     def decode(self, symbols: np.ndarray) -> str:
         return decode(np.asarray(symbols)[None, :], self.alphabet)[0]
+
+    def nnch_set(self, length: int):
+        return None  # the run tests on the files' strings; nnch_samples does not apply (SAMPLING_FIELDS)
 
 
 def _is_tested(config: RunConfig, length) -> bool:

@@ -1,9 +1,12 @@
-"""Length-generalisation evaluation: per-length accuracy, N* and the first failing string (SPEC §8).
+"""Length-generalisation evaluation: per-length accuracy, N* and the first failing string (SPEC §8),
+and NNCH's score (`training.nnch`).
 
 Each test length is one balanced, seeded set from the sampler. Its strings share a length, so the
 set is one padded-free batch; duplicate strings (common for small alphabets: over {a} every string
-of a length is the same) are classified once. Batches are split into chunks whose attention score
-matrices stay under a fixed element budget, so memory is bounded at length 500 and beyond.
+of a length is the same) are classified once. The uniformly random strings NNCH's score reads at a
+length join that length's batch, so they cost no forward pass of their own. Batches are split into
+chunks whose attention score matrices stay under a fixed element budget, so memory is bounded at
+length 500 and beyond.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import torch
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import LengthResult
 from formal_rope.training.model import Classifier, encode_fixed_length
+from formal_rope.training.nnch import nnch_score
 
 EVAL_MODES = ("full", "nstar")
 SCORE_ELEMENT_BUDGET = 1 << 23  # attention scores per chunk (batch * heads * T * T), ~32 MB in fp32
@@ -32,6 +36,7 @@ class Evaluation:
     accuracy: float  # mean of per-length accuracies over the evaluated lengths
     first_failure: str | None  # a misclassified string of the shortest imperfect length
     complete: bool  # every requested length was evaluated (False when nstar mode stopped early)
+    nnch_accuracy: float = math.nan  # NNCH's score (training.nnch); NaN unless complete with uniform strings
 
 
 def n_star(lengths: Sequence[int], accuracies: Sequence[float]) -> int:
@@ -53,7 +58,6 @@ def chunk_size(batch: int, heads: int, tokens: int, budget: int | None = None) -
     return max(1, min(batch, budget // max(1, heads * tokens * tokens)))
 
 
-@torch.no_grad()
 def predict_pack(
     model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
 ) -> np.ndarray:
@@ -61,15 +65,33 @@ def predict_pack(
 
     Every run reads the same strings; duplicates are run once.
     """
+    return _forward_pack(model, symbols, device=device, scores=False)[0]
+
+
+def pack_scores(
+    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Decisions, bool (R, n); accept scores, float64 (R, n): logit(accept) − logit(reject)) of every
+    run of a pack for symbols (n, L) of one length, in the same batched passes as `predict_pack`.
+
+    A run accepts exactly where its decision is True (the logits compared as `predict_pack` compares
+    them); the score says how far from the decision boundary the run is (the worst-case search,
+    `formal_rope.evaluation`, climbs it)."""
+    return _forward_pack(model, symbols, device=device, scores=True)
+
+
+@torch.no_grad()
+def _forward_pack(model: Classifier, symbols: np.ndarray, *, device, scores: bool) -> tuple[np.ndarray, np.ndarray]:
     symbols = np.asarray(symbols, dtype=np.int64)
     runs = model.runs
     if symbols.shape[0] == 0:
-        return np.zeros((runs, 0), dtype=bool)
+        return np.zeros((runs, 0), dtype=bool), np.zeros((runs, 0), dtype=np.float64)
     unique, inverse = np.unique(symbols, axis=0, return_inverse=True)
     tokens, readout = encode_fixed_length(unique, model.n_symbols)
     heads = model.blocks[0].heads if len(model.blocks) else 1
     step = chunk_size(len(unique), runs * heads, tokens.shape[1])
     decisions = np.empty((runs, len(unique)), dtype=bool)
+    margins = np.empty((runs, len(unique) if scores else 0), dtype=np.float64)
     for start in range(0, len(unique), step):
         chunk = slice(start, start + step)
         chunk_tokens = tokens[chunk].to(device)
@@ -78,7 +100,10 @@ def predict_pack(
             chunk_tokens[None].expand(runs, count, -1), readout[chunk].to(device)[None].expand(runs, count)
         )
         decisions[:, chunk] = (logits[..., 1] > logits[..., 0]).cpu().numpy()
-    return decisions[:, np.asarray(inverse).reshape(-1)]
+        if scores:
+            margins[:, chunk] = (logits[..., 1].double() - logits[..., 0].double()).cpu().numpy()
+    order = np.asarray(inverse).reshape(-1)
+    return decisions[:, order], margins[:, order] if scores else margins
 
 
 def predict_fixed_length(
@@ -98,13 +123,17 @@ def evaluate_pack_sets(
     modes: Sequence[str],
     device: str | torch.device = "cpu",
     on_length: Callable[[int, LengthResult], None] | None = None,
+    uniform_sets: Callable[[int], object | None] | None = None,
 ) -> list[Evaluation]:
     """Evaluate every run of a pack on labelled sets (.length, .symbols (n, L), .labels (n,)) in
     increasing length, all runs in the same forward passes.
 
     modes[r] "nstar" stops run r at its first imperfect length (enough to know its N*): the pack
     then shrinks to the runs still going, and sampling stops once no run needs further lengths.
-    on_length(run, result) is called for each run and length.
+    on_length(run, result) is called for each run and length. uniform_sets(length): the uniformly
+    random labelled strings NNCH's score reads at that length (None: none), classified in the same
+    forward passes; they give each LengthResult its nnch_accuracy and the Evaluation NNCH's score,
+    and never N*, accuracy or the first failure.
     """
     for mode in modes:
         if mode not in EVAL_MODES:
@@ -121,13 +150,20 @@ def evaluate_pack_sets(
     try:
         for labelled in sets:
             labels = np.asarray(labelled.labels, dtype=bool)
-            predictions = predict_pack(current, labelled.symbols, device=device)
             n = len(labels)
+            uniform = uniform_sets(int(labelled.length)) if uniform_sets is not None else None
+            uniform_labels = np.asarray(uniform.labels, dtype=bool) if uniform is not None else labels[:0]
+            symbols = np.asarray(labelled.symbols)
+            if len(uniform_labels):
+                symbols = np.concatenate([symbols, np.asarray(uniform.symbols)])
+            predictions = predict_pack(current, symbols, device=device)
             finished = []
             for position, run in enumerate(going):
-                wrong = np.flatnonzero(predictions[position] != labels)
+                wrong = np.flatnonzero(predictions[position, :n] != labels)
                 accuracy = 1.0 - len(wrong) / n if n else 1.0
-                result = LengthResult(length=int(labelled.length), accuracy=float(accuracy), n=int(n))
+                nnch = float(np.mean(predictions[position, n:] == uniform_labels)) if len(uniform_labels) else None
+                result = LengthResult(length=int(labelled.length), accuracy=float(accuracy), n=int(n),
+                                      nnch_accuracy=nnch, nnch_n=len(uniform_labels))
                 results[run].append(result)
                 if on_length is not None:
                     on_length(run, result)
@@ -155,6 +191,7 @@ def evaluate_pack_sets(
                 accuracy=float(np.mean(accuracies)) if accuracies else math.nan,
                 first_failure=first_failures[run],
                 complete=not stopped[run],
+                nnch_accuracy=math.nan if stopped[run] else nnch_score(results[run]),
             )
         )
     return evaluations
@@ -168,15 +205,18 @@ def evaluate_sets(
     mode: str = "full",
     device: str | torch.device = "cpu",
     on_length: Callable[[LengthResult], None] | None = None,
+    uniform_sets: Callable[[int], object | None] | None = None,
 ) -> Evaluation:
     """Evaluate a single-run model on labelled sets (objects with .length, .symbols (n, L), .labels (n,))
     in increasing length (a pack of one through `evaluate_pack_sets`).
 
     mode "nstar" stops at the first imperfect length (enough to know N*); "full" tests every length.
+    uniform_sets: as for `evaluate_pack_sets` (NNCH's strings).
     """
     if mode not in EVAL_MODES:
         raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
     if model.runs != 1:
         raise FormalRopeError(f"evaluate_sets takes a single run; this pack has {model.runs} (use evaluate_pack_sets)")
     callback = None if on_length is None else (lambda run, result: on_length(result))
-    return evaluate_pack_sets(model, sets, decode=decode, modes=[mode], device=device, on_length=callback)[0]
+    return evaluate_pack_sets(model, sets, decode=decode, modes=[mode], device=device, on_length=callback,
+                              uniform_sets=uniform_sets)[0]

@@ -62,7 +62,7 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError(f"unknown lr schedule {config.lr_schedule!r}; expected constant or cosine")
     if config.periods is not None:
         validate_periods(config.periods)
-    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed"):
+    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed", "nnch_samples"):
         if getattr(config, name) < 0:
             raise FormalRopeError(f"{name} must be non-negative, got {getattr(config, name)}")
     for name in ("batch_size", "layers", "d_model", "heads", "ffn_mult", "n_per_length"):

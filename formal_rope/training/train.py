@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,8 @@ import torch
 from torch.nn import functional as F
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.engine import SearchSettings, WorstCase
+from formal_rope.evaluation.models import worst_case_pack
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.data import run_data, training_batches
@@ -67,7 +69,8 @@ from formal_rope.training.state import (
 
 @dataclass(frozen=True)
 class TrainingProgress:
-    """What a progress callback receives: stage "train" (per logging interval) or "eval" (per length)."""
+    """What a progress callback receives: stage "train" (per logging interval), "eval" (per length)
+    or "search" (per length of the worst-case search, `--eval worst-case`)."""
 
     stage: str
     done: int
@@ -144,6 +147,9 @@ class _Reporter:
                 pack = f" ({event.info.get('active', runs)}/{runs} runs)" if runs > 1 else ""
                 info = (f"loss {event.loss:.4f} acc {event.accuracy:.3f} "
                         f"{event.info.get('steps_per_s', 0):.0f} steps/s{pack}")
+            elif event.stage == "search":
+                info = (f"len {event.info.get('length')} worst-case N* so far {event.info.get('n_star_worst')} "
+                        f"({event.info.get('tried')} strings)")
             else:
                 info = f"len {event.info.get('length')} acc {event.accuracy:.3f} N* so far {event.info.get('n_star')}"
             self.bar.update(self.task, completed=event.done, info=info)
@@ -418,8 +424,9 @@ def train_model(
 def evaluate_pack(
     model: Classifier, configs, data, *, report=None, device="cpu", modes=None
 ) -> list[Evaluation]:
-    """Per-length accuracy and N* of every run of `model` on the seeded test sets of its config, all
-    runs in the same forward passes (the runs of a pack share their test sets: data[0]'s).
+    """Per-length accuracy, N* and NNCH's score of every run of `model` on the seeded test sets of its
+    config (and NNCH's uniform strings), all runs in the same forward passes (the runs of a pack share
+    their test sets: data[0]'s).
 
     `modes` overrides each config's eval_mode. A run in nstar mode stops costing compute at its
     first imperfect length.
@@ -445,7 +452,8 @@ def evaluate_pack(
                 )
 
     return evaluate_pack_sets(
-        model, data[0].test_sets(), decode=data[0].decode, modes=modes, device=device, on_length=on_length
+        model, data[0].test_sets(), decode=data[0].decode, modes=modes, device=device, on_length=on_length,
+        uniform_sets=data[0].nnch_set,
     )
 
 
@@ -455,13 +463,59 @@ def evaluate_model(
     """Per-length accuracy and N* of a single-run `model` on the seeded test sets of `config`
     (lengths test_min..test_max).
 
-    The sets depend only on `dfa`, `config.eval_seed` and `n_per_length`; `mode` overrides `config.eval_mode`.
+    The sets depend only on `dfa`, `config.eval_seed`, `n_per_length` and `nnch_samples`; `mode` overrides
+    `config.eval_mode`.
     """
     if mode is not None and mode not in EVAL_MODES:
         raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
     return evaluate_pack(
         model, [config], [run_data(config, dfa)], report=report, device=device, modes=[mode or config.eval_mode]
     )[0]
+
+
+def first_failing_length(evaluation: Evaluation) -> int | None:
+    """The shortest tested length at which the sampled evaluation found a misclassified string."""
+    return next((result.length for result in evaluation.per_length if result.accuracy < 1.0), None)
+
+
+def search_pack(
+    model: Classifier, configs, data, dfa, evaluations, *, settings: SearchSettings, report=None, device="cpu"
+) -> list[WorstCase]:
+    """The worst-case search (`formal_rope.evaluation`) of every run of an evaluated pack, run by
+    run so that a run's search depends on its own weights only: it starts from the run's sampled
+    test sets and stops at its first sampled failure (its N* cannot be beaten there), or earlier at
+    the first failure it finds."""
+    configs = list(configs)
+    total = len(configs[0].tested_lengths())
+    searches = []
+    for run, evaluation in enumerate(evaluations):
+        seen = {"n_star_worst": 0, "perfect": True, "tried": 0}
+
+        def on_length(_run: int, entry, seen=seen) -> None:
+            seen["tried"] += entry.tried
+            if seen["perfect"] and not entry.failures:
+                seen["n_star_worst"] = entry.length
+            else:
+                seen["perfect"] = False
+            if report is not None:
+                report(TrainingProgress("search", _position(configs[0], entry.length), total, None, None,
+                                        {"length": entry.length, "n_star_worst": seen["n_star_worst"],
+                                         "tried": seen["tried"]}))
+
+        single = model if model.runs == 1 else model.select_runs([run])
+        searches.append(worst_case_pack(
+            model=single, dfa=dfa, start_sets=data[run].test_sets(), settings=settings,
+            last_lengths=[first_failing_length(evaluation)], device=device, on_length=on_length,
+        )[0])
+    return searches
+
+
+def _position(config: RunConfig, length: int) -> int:
+    """How many of the config's test lengths are at most `length` (the progress bar's count)."""
+    tested = config.tested_lengths()
+    if isinstance(tested, range):
+        return max(0, min(len(tested), length - tested.start + 1))
+    return int(np.searchsorted(np.asarray(tested), length, side="right"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -479,6 +533,7 @@ def run_pack(
     dfa=None,
     state=None,
     on_step: Callable[[int, list[float]], None] | None = None,
+    worst_case: SearchSettings | None = None,
 ) -> tuple[list[RunResult], Classifier | None]:
     """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
 
@@ -495,6 +550,8 @@ def run_pack(
     sum over the batch, into one partial sum per thread), so a caller whose runs alone get other
     threads than its packs (a sweep: `packing.default_threads`) passes theirs, and such a run ends
     bit-identical to the same run trained alone.
+    worst_case: also search each evaluated run for misclassified strings (`search_pack`; the
+    result's n_star_worst, worst_failure, worst_failure_margin, worst_strings_tried).
     """
     configs = list(configs)
     if not configs:
@@ -512,6 +569,9 @@ def run_pack(
     # the user's error, not a failed run.
     ingredients = pack_ingredients(configs, dfa)
     data = ingredients.data
+    if worst_case is not None and ingredients.dfa is None:
+        raise FormalRopeError(f"--eval worst-case labels its strings with the language's DFA, and "
+                              f"{configs[0].language} has none (data files without a language): give --lang too")
     if threads is not None and str(device).startswith("cpu"):
         torch.set_num_threads(threads)
     runs = len(configs)
@@ -523,6 +583,7 @@ def run_pack(
     model: Classifier | None = None
     outcomes: list[tuple[str, float | None, int]] = [("failed", None, 0)] * runs
     evaluations: list[Evaluation | None] = [None] * runs
+    searches: list[WorstCase | None] = [None] * runs
     error: str | None = None
     pack_failed = False
     try:
@@ -542,6 +603,13 @@ def run_pack(
                 ),
             ):
                 evaluations[run] = evaluation
+            if worst_case is not None:
+                reporter.stage("worst case", len(first.tested_lengths()))
+                for run, found in zip(ok, search_pack(
+                    evaluated, [configs[r] for r in ok], [data[r] for r in ok], ingredients.dfa,
+                    [evaluations[r] for r in ok], settings=worst_case, report=reporter.update, device=device,
+                )):
+                    searches[run] = found
     except TrainingStateError:
         raise  # a saved state that cannot be used is the user's to delete, not this pack's failure
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
@@ -551,6 +619,7 @@ def run_pack(
         pack_failed = runs > 1
         outcomes = [("failed", outcome[1], outcome[2]) for outcome in outcomes]
         evaluations = [None] * runs
+        searches = [None] * runs
         error = f"{type(exception).__name__}: {exception}"
     finally:
         reporter.close()
@@ -558,9 +627,11 @@ def run_pack(
         model = None  # the pack's half-trained weights are no run's result; free them first
         alone = threads if threads_alone is None else threads_alone
         return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone,
-                          dfa=ingredients.dfa, state=state, on_step=on_step), None
+                          dfa=ingredients.dfa, state=state, on_step=on_step, worst_case=worst_case), None
     results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
                             error=error)
+    if worst_case is not None:
+        results = [with_worst_case(result, found) for result, found in zip(results, searches)]
     if model is not None:
         for run, path in enumerate(paths):
             if path is not None:
@@ -600,6 +671,7 @@ def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, 
                 alphabet=ingredients.alphabet,
                 resolved_periods=ingredients.periods[run],
                 eval_complete=evaluation.complete if evaluation else False,
+                nnch_accuracy=evaluation.nnch_accuracy if evaluation else math.nan,
                 pack_id=key,
                 pack_size=len(configs),
             )
@@ -607,7 +679,27 @@ def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, 
     return results
 
 
-def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step) -> list[RunResult]:
+def with_worst_case(result: RunResult, found: WorstCase | None) -> RunResult:
+    """`result` with its worst-case fields: from the search `found` (never above the sampled N*: the
+    search starts from the same test sets, and a failure there counts even if the search's own pass
+    rounds it the other way), N* 0 for a diverged run (as its N*), nothing for a failed one."""
+    if found is None:
+        if result.status == "diverged":
+            return replace(result, n_star_worst=0, worst_strings_tried=0)
+        return result
+    n_star_worst = found.n_star_worst if result.n_star is None else min(found.n_star_worst, result.n_star)
+    sampled_first = found.failure_length is None or n_star_worst < found.n_star_worst
+    return replace(
+        result,
+        n_star_worst=n_star_worst,
+        worst_failure=result.first_failure if sampled_first else found.failure,
+        worst_failure_margin=None if sampled_first else found.failure_margin,
+        worst_strings_tried=found.tried,
+    )
+
+
+def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step,
+               worst_case=None) -> list[RunResult]:
     """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
     outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
     own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
@@ -620,7 +712,7 @@ def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, stat
             def step(index, losses, run=run):
                 on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
         (result,), _ = run_pack([config], progress=progress, checkpoint_paths=[path], device=device, threads=threads,
-                                dfa=dfa, state=state, on_step=step)
+                                dfa=dfa, state=state, on_step=step, worst_case=worst_case)
         results.append(result)
     if state is not None and not state.keep:
         open_state_store(state.uri).delete(key)
@@ -636,6 +728,7 @@ def run_training(
     threads: int | None = 1,
     dfa=None,
     state=None,
+    worst_case: SearchSettings | None = None,
 ) -> tuple[RunResult, Classifier | None]:
     """Train, evaluate and (optionally) checkpoint one run (a pack of one). Returns (result, model).
 
@@ -644,10 +737,11 @@ def run_training(
     and results are reproducible); None leaves torch's setting alone.
     dfa: a pre-resolved DFA for config.language (skips resolution; the config still names it).
     state: StateOptions to checkpoint the training state and resume from it (`train --resume`).
+    worst_case: also search the run for misclassified strings (`SearchSettings`; `train --eval worst-case`).
     The model is None only when the run failed before it was built.
     """
     results, model = run_pack(
         [config], progress=progress, checkpoint_paths=[checkpoint_path], device=device, threads=threads, dfa=dfa,
-        state=state,
+        state=state, worst_case=worst_case,
     )
     return results[0], model

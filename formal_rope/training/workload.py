@@ -73,7 +73,8 @@ def estimate(config: RunConfig) -> Workload:
     total, squares, longest = _length_sums(config)
     d = float(config.d_model)
     dense = 2.0 * (4 + 2 * config.ffn_mult) * d * d
-    evaluation = config.n_per_length * config.layers * (dense * total + 4.0 * d * squares)
+    # NNCH's uniform strings join each length's batch (an upper bound: the first test length has none).
+    evaluation = (config.n_per_length + config.nnch_samples) * config.layers * (dense * total + 4.0 * d * squares)
     parameters = config.layers * (4 + 2 * config.ffn_mult) * d * d
     activations = 4.0 * config.batch_size * train_tokens * d * config.layers * (8 + 2 * config.ffn_mult)
     sampler = _SAMPLER_BYTES_PER_SYMBOL * float(config.n_per_length) * max(1, longest)

@@ -16,6 +16,8 @@ from formal_rope.sweeps.backends.base import (
     Backend,
     BackendOptions,
     Capacity,
+    NodeLost,
+    SweepStopped,
     Unit,
     UnitRunner,
     WorkerDied,
@@ -77,5 +79,6 @@ def make_backend(options: BackendOptions) -> Backend:
 
 
 __all__ = ["BACKENDS", "RUN_FLAGS", "WORKER_DIED", "Backend", "BackendOptions", "BackendRow", "Capacity",
-           "LocalBackend", "LocalOptions", "RayBackend", "RayOptions", "Unit", "UnitRunner", "WorkerDied",
+           "LocalBackend", "LocalOptions", "NodeLost", "RayBackend", "RayOptions", "SweepStopped", "Unit", "UnitRunner",
+           "WorkerDied",
            "backend_options", "backend_row", "make_backend", "one_of", "options_row"]

@@ -36,6 +36,20 @@ class WorkerDied(RuntimeError):
     """Recorded as the error of the runs in flight when a worker process dies for good."""
 
 
+class NodeLost(RuntimeError):
+    """Raised by a backend's `run` when the machine it runs the work on is gone for good (the Ray
+    node of the driver: its raylet died), so no unit in flight or queued can finish. The message
+    says what died; `run_sweep` turns it into a `SweepStopped` naming the runs kept."""
+
+
+class SweepStopped(FormalRopeError):
+    """The sweep stopped before its end because the place its runs execute failed (not the user's
+    input): one `error:` paragraph saying what happened and which runs are kept, exit code 3, so a
+    script can tell it from bad input (2) and rerun (finished runs are skipped)."""
+
+    exit_code = 3
+
+
 class Capacity(NamedTuple):
     """What a backend offers once open: how many units run at once, the memory they share (None:
     this machine's, as packing reads it) and the URL of a dashboard showing the work, if any."""

@@ -18,11 +18,25 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
+from formal_rope.sweeps.backends.base import (
+    WORKER_DIED,
+    BackendOptions,
+    Capacity,
+    NodeLost,
+    Unit,
+    UnitRunner,
+    WorkerDied,
+)
 
 INSTALL_HINT = 'pip install -e ".[ray]"'
 PROBE_TIMEOUT_S = 5.0  # per probe; connecting (two probes, then ray.init) stays well under 30 s
-POLL_S = 0.5  # how often the driver collects finished tasks and start reports
+POLL_S = 0.5  # how often the driver collects finished tasks and start reports, and checks its node
+# How long the driver waits for the start reports of one poll. Short: when the node dies, Ray's core
+# worker ends the driver process (exit 1, no Python cleanup) about ten seconds later, and the driver
+# must have noticed and said so by then.
+BOARD_TIMEOUT_S = 2.0
+# /proc/net/unix flag of a listening socket (__SO_ACCEPTCON).
+_LISTENING = 0x10000
 
 
 def import_ray():
@@ -166,6 +180,38 @@ def _dashboard_url(ray, context) -> str | None:
     return url if "://" in url else f"http://{url}"
 
 
+def socket_listening(path: str) -> bool | None:
+    """Whether a process listens on the Unix socket `path` (Linux: /proc/net/unix); None when this
+    system does not say. A raylet that died leaves its socket file behind, but nobody listens there."""
+    try:
+        with open("/proc/net/unix") as table:
+            lines = table.read().splitlines()[1:]
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split(None, 7)
+        if len(parts) == 8 and parts[7] == path and int(parts[3], 16) & _LISTENING:
+            return True
+    return False
+
+
+def lost_node(ray) -> str | None:
+    """What died of the Ray node this driver is attached to (its raylet, or the GCS of an instance
+    started here), or None while it lives or cannot be told. Reads Ray's own record of the node
+    (`ray._private.worker.global_worker.node`): the processes it started here, the raylet's socket."""
+    try:
+        node = ray._private.worker.global_worker.node
+        dead = [(kind, process.pid) for kind, process in node.dead_processes() if kind in ("raylet", "gcs_server")]
+        socket_name = node.raylet_socket_name
+    except Exception:  # another Ray version's internals, or not connected: nothing to tell
+        return None
+    if dead:
+        return "; ".join(f"its {kind} process (pid {pid}) exited" for kind, pid in dead)
+    if socket_name and socket_listening(socket_name) is False:
+        return f"its raylet no longer listens on {socket_name}"
+    return None
+
+
 # ----------------------------------------------------------------------------------------------
 # Work on the workers
 
@@ -233,6 +279,8 @@ class RayBackend:
         self._ray = None
         self._opened = False
         self._board = None
+        self._drain = None  # the board's drain call in flight (its reports are read once it answers)
+        self._node_lost = False
 
     def open(self, on_note: Callable[[str], None]) -> Capacity:
         ray = self._ray = import_ray()
@@ -253,7 +301,7 @@ class RayBackend:
         ray = self._ray
         if ray is None:
             return
-        if self._board is not None:
+        if self._board is not None and not self._node_lost:  # the board died with the node
             try:
                 ray.kill(self._board)
             except Exception:
@@ -283,6 +331,7 @@ class RayBackend:
             pending = list(refs)
             while pending:
                 ready, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S, fetch_local=True)
+                self._check_node(ray)
                 board = self._report_starts(ray, board, by_key, starts, on_unit)
                 for ref in ready:
                     unit = refs.pop(ref)
@@ -296,6 +345,15 @@ class RayBackend:
                 except Exception:
                     pass
             raise
+
+    def _check_node(self, ray) -> None:
+        """NodeLost when the driver's Ray node died: every task in flight or queued is lost with it,
+        and Ray's core worker is about to end this process (exit 1, Ray's log lines, no word from us)."""
+        what = lost_node(ray)
+        if what is not None:
+            self._node_lost = True
+            where = "the Ray instance this sweep started" if self._opened else "the Ray node this driver runs on"
+            raise NodeLost(f"{where} died ({what}: killed, out of memory or crashed)")
 
     def _check_resources(self, ray, on_note: Callable[[str], None]) -> None:
         """A request no node can meet: an error on this machine's instance (no node will join), a
@@ -314,10 +372,16 @@ class RayBackend:
     def _report_starts(self, ray, board, by_key, starts, on_unit):
         if board is None:
             return None
+        if self._drain is None:
+            self._drain = board.drain.remote()
         try:
-            events = ray.get(board.drain.remote(), timeout=10)
+            events = ray.get(self._drain, timeout=BOARD_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:  # a busy node: this drain's reports come with a later poll
+            return board
         except Exception:  # the board is gone: progress shows less, the sweep goes on
+            self._drain = None
             return None
+        self._drain = None
         for key, _pid, _node in events:
             unit = by_key.get(key)
             if unit is None:

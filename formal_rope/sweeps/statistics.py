@@ -1,0 +1,214 @@
+"""Statistics over seeds: an interval for a cell's mean, and a test between two cells.
+
+Pure functions of plain sequences of numbers (no pandas), shared by `formalrope report` and
+docs/make_findings.py. Sample sizes here are small (2-5 seeds per cell at quick scale), so:
+
+* **Intervals** (`mean_interval`): with at least `SMALL_SAMPLE` values, the percentile bootstrap
+  of the mean (`BOOTSTRAP_RESAMPLES` resamples drawn with a fixed seed, so a table is
+  reproducible); with fewer, the exact distribution-free interval of the *median* from order
+  statistics, [x_(j), x_(n+1-j)], whose coverage 1 - 2·P(Bin(n, ½) < j) is exact for any
+  continuous distribution and is reported: below 6 values no such interval reaches 95 %
+  ([min, max] covers 1 - 2^(1-n): 50 % for 2 values, 75 % for 3, 87.5 % for 4).
+* **Tests** (`compare`): the exact two-sided permutation test of the difference in means
+  (every split of the pooled values into groups of the two sizes, while there are at most
+  `EXACT_SPLITS`), else the Mann-Whitney U test (normal approximation with tie and continuity
+  correction); the effect size is Cliff's δ = P(a > b) − P(a < b) (for Mann-Whitney: the
+  rank-biserial correlation), in [−1, 1].
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+SMALL_SAMPLE = 5  # fewer values: order-statistic interval of the median; at least: bootstrap of the mean
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+EXACT_SPLITS = 200_000  # largest number of splits the permutation test enumerates
+DEFAULT_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An interval [low, high] for a cell's centre: `method` "bootstrap" (of the mean, at `level`),
+    "order" (exact order-statistic interval of the median, with its exact `coverage`, which may
+    fall short of `level` for few values) or "none" (no value, or one)."""
+
+    low: float
+    high: float
+    level: float
+    coverage: float
+    method: str
+    n: int
+
+    def text(self, digits: int = 0) -> str:
+        """'297–500' (bootstrap), '41–85 (50%)' (order: its coverage), '–' (none)."""
+        if self.method == "none":
+            return "–"
+        span = f"{self.low:.{digits}f}–{self.high:.{digits}f}"
+        return span if self.method == "bootstrap" else f"{span} ({self.coverage:.0%})"
+
+    def to_dict(self) -> dict:
+        return {key: (None if isinstance(value, float) and math.isnan(value) else value)
+                for key, value in asdict(self).items()}
+
+
+def _clean(values: Sequence[float]) -> np.ndarray:
+    """The finite values (NaN/None: runs without a measurement, left out)."""
+    array = np.asarray([float(v) for v in values if v is not None], dtype=np.float64)
+    return array[np.isfinite(array)]
+
+
+def binomial_cdf_half(n: int, k: int) -> float:
+    """P(Bin(n, ½) ≤ k), exactly (as a float)."""
+    if k < 0:
+        return 0.0
+    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2**n
+
+
+def order_statistic_interval(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Interval:
+    """Distribution-free interval of the median: [x_(j), x_(n+1-j)] for the largest j whose coverage
+    1 − 2·P(Bin(n, ½) ≤ j − 1) is at least `level`; [min, max] (j = 1) with its smaller coverage when
+    even that falls short (few values)."""
+    data = np.sort(_clean(values))
+    n = len(data)
+    if n < 2:
+        return Interval(math.nan if n == 0 else data[0], math.nan if n == 0 else data[0], level, 0.0, "none", n)
+    best = 1
+    for j in range(1, n // 2 + 1):
+        if 1 - 2 * binomial_cdf_half(n, j - 1) >= level:
+            best = j
+    coverage = 1 - 2 * binomial_cdf_half(n, best - 1)
+    return Interval(float(data[best - 1]), float(data[n - best]), level, coverage, "order", n)
+
+
+def bootstrap_interval(values: Sequence[float], level: float = DEFAULT_LEVEL, *,
+                       resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Interval:
+    """Percentile bootstrap interval of the mean: the (1 − level)/2 and (1 + level)/2 quantiles of
+    the means of `resamples` resamples with replacement, drawn from a generator seeded by `seed`."""
+    data = _clean(values)
+    n = len(data)
+    if n < 2:
+        return Interval(math.nan if n == 0 else data[0], math.nan if n == 0 else data[0], level, 0.0, "none", n)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(low), float(high), level, level, "bootstrap", n)
+
+
+def mean_interval(values: Sequence[float], level: float = DEFAULT_LEVEL, *, small: int = SMALL_SAMPLE,
+                  resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Interval:
+    """A cell's interval: the bootstrap of the mean from `small` values on, the order-statistic
+    interval of the median below (see the module docstring)."""
+    if not 0 < level < 1:
+        raise ValueError(f"the confidence level must lie strictly between 0 and 1, got {level}")
+    if len(_clean(values)) >= small:
+        return bootstrap_interval(values, level, resamples=resamples, seed=seed)
+    return order_statistic_interval(values, level)
+
+
+# ----------------------------------------------------------------------------------------------
+# Tests between two samples
+
+
+def cliffs_delta(a: Sequence[float], b: Sequence[float]) -> float:
+    """P(a > b) − P(a < b) over all pairs (Cliff's δ; NaN when a sample is empty)."""
+    x, y = _clean(a), _clean(b)
+    if not len(x) or not len(y):
+        return math.nan
+    difference = np.sign(x[:, None] - y[None, :])
+    return float(difference.mean())
+
+
+def permutation_test(a: Sequence[float], b: Sequence[float]) -> tuple[float, int]:
+    """Exact two-sided permutation test of the difference in means: (p, splits), p the share of
+    the C(n, len(a)) splits of the pooled values whose |mean difference| is at least the observed
+    one (ties within 1e-9 relative count as at least)."""
+    x, y = _clean(a), _clean(b)
+    pooled = np.concatenate([x, y])
+    n, k = len(pooled), len(x)
+    if not k or k == n:
+        return math.nan, 0
+    total = pooled.sum()
+    observed = abs(x.mean() - y.mean())
+    tolerance = 1e-9 * max(1.0, float(np.abs(pooled).max()))
+    splits = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64)
+    sums = pooled[splits].sum(axis=1)
+    differences = np.abs(sums / k - (total - sums) / (n - k))
+    return float(np.mean(differences >= observed - tolerance)), len(splits)
+
+
+def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """(U of the first sample, two-sided p) by the normal approximation with tie correction and
+    continuity correction; U = number of pairs with a > b plus half the ties."""
+    x, y = _clean(a), _clean(b)
+    n1, n2 = len(x), len(y)
+    if not n1 or not n2:
+        return math.nan, math.nan
+    pooled = np.concatenate([x, y])
+    order = np.argsort(pooled, kind="stable")
+    ranks = np.empty(len(pooled))
+    sorted_values = pooled[order]
+    _, starts, counts = np.unique(sorted_values, return_index=True, return_counts=True)
+    for start, count in zip(starts, counts):
+        ranks[order[start:start + count]] = start + (count + 1) / 2  # mid-ranks (1-based)
+    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
+    n = n1 + n2
+    variance = n1 * n2 / 12 * ((n + 1) - float((counts**3 - counts).sum()) / (n * (n - 1)))
+    if variance <= 0:
+        return u, 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(variance)
+    return u, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two samples over seeds compared: sizes, means and medians, the two-sided `p_value` of
+    `method` ("exact permutation" or "Mann-Whitney U"), its `statistic` (the difference in means,
+    a − b, or U), and Cliff's δ (> 0: a tends to be larger)."""
+
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    median_a: float
+    median_b: float
+    method: str
+    statistic: float
+    p_value: float
+    cliffs_delta: float
+
+    def to_dict(self) -> dict:
+        return {key: (None if isinstance(value, float) and math.isnan(value) else value)
+                for key, value in asdict(self).items()}
+
+    def text(self, metric: str = "N*") -> str:
+        """'exact permutation test of N* over seeds (5 vs 5 runs): p = 0.17, Cliff's δ = +0.60'."""
+        p = "–" if math.isnan(self.p_value) else f"{self.p_value:.2g}" if self.p_value < 0.01 else f"{self.p_value:.2f}"
+        delta = "–" if math.isnan(self.cliffs_delta) else f"{self.cliffs_delta:+.2f}"
+        test = "exact permutation test" if self.method == "exact permutation" else "Mann-Whitney U test"
+        return f"{test} of {metric} over seeds ({self.n_a} vs {self.n_b} runs): p = {p}, Cliff's δ = {delta}"
+
+
+def compare(a: Sequence[float], b: Sequence[float], *, exact_splits: int = EXACT_SPLITS) -> Comparison:
+    """Sample a against sample b (values per seed; NaN/None left out): the exact permutation test
+    while C(n_a + n_b, n_a) ≤ exact_splits, else Mann-Whitney U; Cliff's δ as the effect size."""
+    x, y = _clean(a), _clean(b)
+    n1, n2 = len(x), len(y)
+
+    def centre(values, function):
+        return float(function(values)) if len(values) else math.nan
+
+    if n1 and n2 and math.comb(n1 + n2, n1) <= exact_splits:
+        p, _ = permutation_test(x, y)
+        method, statistic = "exact permutation", float(x.mean() - y.mean())
+    else:
+        statistic, p = mann_whitney_u(x, y)
+        method = "Mann-Whitney U"
+    return Comparison(n_a=n1, n_b=n2, mean_a=centre(x, np.mean), mean_b=centre(y, np.mean),
+                      median_a=centre(x, np.median), median_b=centre(y, np.median), method=method,
+                      statistic=statistic, p_value=p, cliffs_delta=cliffs_delta(x, y))

@@ -1,0 +1,160 @@
+"""Statistics over seeds (formal_rope.sweeps.statistics) against hand-computed small samples, and
+`report`'s intervals, success counts and `--compare`."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from formal_rope.sweeps.report import aggregate, compare_cells
+from formal_rope.sweeps.results import read_results
+from formal_rope.sweeps.runner import run_sweep
+from formal_rope.sweeps.statistics import (
+    binomial_cdf_half,
+    bootstrap_interval,
+    cliffs_delta,
+    compare,
+    mann_whitney_u,
+    mean_interval,
+    order_statistic_interval,
+    permutation_test,
+)
+from formal_rope.training.config import LengthResult, RunConfig, RunResult
+from sweeps_support import cli
+
+
+def test_permutation_p_values_by_hand():
+    # {1,2,3} vs {4,5,6}: of the C(6,3) = 20 splits only the two extreme ones have |mean difference| >= 3.
+    assert permutation_test([1, 2, 3], [4, 5, 6]) == (0.1, 20)
+    # {1,2} vs {3,4}: 6 splits, mean differences ±2 (2 splits), ±1 (2), 0 (2): p = 2/6.
+    assert permutation_test([1, 2], [3, 4])[0] == pytest.approx(1 / 3)
+    # Ties: 500,500 vs 41,41: the observed split and its mirror reach |diff| = 459 (2 of 6).
+    assert permutation_test([500, 500], [41, 41])[0] == pytest.approx(1 / 3)
+    # Identical samples: every split is at least as extreme as a zero difference.
+    assert permutation_test([7, 7, 7], [7, 7])[0] == 1.0
+    # 500 ×5 vs 500, 500, 401, 41, 41: the pooled sum is 3983 and the first group's 2500, so a split is as
+    # extreme when its first group sums to >= 2500 (five 500s: C(7,5) = 21 splits) or <= 1483 (401, 41,
+    # 41 and two 500s: C(7,2) = 21): p = 42/252.
+    p, splits = permutation_test([500] * 5, [500, 500, 401, 41, 41])
+    assert splits == 252 and p == pytest.approx(42 / 252)
+
+
+def test_mann_whitney_on_the_textbook_race():
+    """Six tortoises (T) and six hares (H) finish in the order T H H H H H T T T T T H (positions
+    1..12). U of the tortoises = pairs where a tortoise's position is larger = 5 tortoises × 5 hares
+    = 25, U of the hares 36 − 25 = 11; mean 18, variance 6·6·13/12 = 39, so with the continuity
+    correction z = (25 − 18 − 0.5)/√39 = 1.0408 and the two-sided p = 0.298."""
+    tortoises, hares = [1, 7, 8, 9, 10, 11], [2, 3, 4, 5, 6, 12]
+    u, p = mann_whitney_u(tortoises, hares)
+    assert u == 25 and mann_whitney_u(hares, tortoises)[0] == 11
+    assert p == pytest.approx(math.erfc(6.5 / math.sqrt(39) / math.sqrt(2)), rel=1e-12)
+    assert p == pytest.approx(0.298, abs=1e-3)
+    # with ties, mid-ranks and the tie-corrected variance: values cross-checked with scipy 1.17
+    # (mannwhitneyu(method="asymptotic", use_continuity=True)).
+    assert mann_whitney_u([1, 2, 2, 3, 5, 7], [2, 4, 4, 6, 8, 9, 9]) == pytest.approx((9.0, 0.0976070694733524))
+    assert cliffs_delta(tortoises, hares) == pytest.approx((25 - 11) / 36)
+
+
+def test_compare_picks_the_exact_test_for_small_samples_and_mann_whitney_for_large():
+    small = compare([500, 500, 401, 41, 41], [41, 41, 43])
+    assert small.method == "exact permutation" and small.n_a == 5 and small.n_b == 3
+    assert small.statistic == pytest.approx(296.6 - 125 / 3) and small.cliffs_delta == pytest.approx(7 / 15)
+    rng = np.random.default_rng(0)
+    large = compare(rng.normal(1.5, 1, 40), rng.normal(0, 1, 40))
+    assert large.method == "Mann-Whitney U" and large.p_value < 0.01 and large.cliffs_delta > 0.3
+    assert "p = " in small.text() and "5 vs 3 runs" in small.text()
+    assert math.isnan(compare([], [1.0]).p_value)
+
+
+def test_order_statistic_intervals_and_their_exact_coverage():
+    assert binomial_cdf_half(10, 1) == 11 / 1024
+    # n = 10 at 95%: j = 2 covers 1 − 2·11/1024 = 0.9785; j = 3 only 0.891.
+    interval = order_statistic_interval(range(1, 11), 0.95)
+    assert (interval.low, interval.high, interval.method) == (2, 9, "order")
+    assert interval.coverage == pytest.approx(1 - 22 / 1024)
+    # Below 6 values no order interval reaches 95 %: [min, max] with its coverage 1 − 2^(1−n).
+    two = mean_interval([85, 43])
+    assert (two.low, two.high, two.coverage, two.method) == (43, 85, 0.5, "order") and two.text() == "43–85 (50%)"
+    assert mean_interval([1, 2, 3, 4]).coverage == 0.875
+    assert mean_interval([41]).method == "none" and mean_interval([41]).text() == "–"
+    assert mean_interval([float("nan"), 3.0, None, 5.0]).n == 2
+
+
+def test_bootstrap_intervals_cover_a_known_mean():
+    """Normal samples of 20 with mean 3: the 90% percentile bootstrap interval of the mean covers 3
+    in about 90% of 300 samples (a percentile bootstrap runs a little narrow at n = 20)."""
+    rng = np.random.default_rng(11)
+    covered = [bootstrap_interval(rng.normal(3, 2, 20), 0.9, resamples=2000, seed=1) for _ in range(300)]
+    share = np.mean([interval.low <= 3 <= interval.high for interval in covered])
+    assert 0.82 <= share <= 0.96
+    first = mean_interval([500, 500, 401, 41, 41])
+    assert first.method == "bootstrap" and first == mean_interval([500, 500, 401, 41, 41])  # seeded
+    assert 41 <= first.low < first.high <= 500
+    with pytest.raises(ValueError):
+        mean_interval([1, 2], level=1.5)
+
+
+def _runner(config: RunConfig) -> RunResult:
+    """N* by (language, pe, seed): rope_p reaches 500 on 3 of 5 seeds of (ab)*; worst-case N*
+    recorded for rope_p only (one seed's worst case falls short of its N*)."""
+    table = {"rope_p": [500, 500, 500, 41, 43], "nope": [41, 45, 43, 41, 47]}
+    n_star = table[config.pe][config.seed]
+    per_length = tuple(LengthResult(length, 1.0 if length <= n_star else 0.5, 4) for length in (41, 100, 500))
+    result = RunResult(run_id=config.run_id(), config=config, status="ok", n_star=n_star,
+                       accuracy=float(np.mean([r.accuracy for r in per_length])), per_length=per_length,
+                       eval_complete=True)
+    if config.pe == "rope_p":
+        result = replace(result, n_star_worst=n_star if config.seed else 311, worst_strings_tried=1000,
+                         worst_failure=None if config.seed else "ab" * 156)
+    return result
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    configs = [RunConfig(language="(ab)*", pe=pe, seed=seed, steps=1, layers=1, d_model=8, heads=2)
+               for pe in ("nope", "rope_p") for seed in range(5)]
+    run_sweep(configs, tmp_path, runner=_runner)
+    return tmp_path
+
+
+def test_report_rows_carry_intervals_successes_and_worst_case_counts(folder):
+    rows = {row.pe: row for row in aggregate(read_results(folder).runs)}
+    rope_p = rows["rope_p"]
+    assert rope_p.successes == 3 and rope_p.successes_worst == 2 and rope_p.runs_searched == 5
+    assert rope_p.n_star_pairs == ((500, 500), (500, 500), (500, 311), (43, 43), (41, 41))
+    assert rope_p.n_star_worst_max == 500 and rope_p.n_star_worst_mean == pytest.approx((1000 + 311 + 84) / 5)
+    interval = rope_p.n_star_interval
+    assert interval.method == "bootstrap" and interval.low < 316.8 < interval.high
+    nope = rows["nope"]
+    assert nope.successes == 0 and nope.successes_worst is None and nope.runs_searched == 0
+
+
+def test_report_cli_shows_intervals_successes_and_compares_cells(folder, capsys):
+    code, out, _ = cli(capsys, ["report", str(folder)])
+    assert code == 0 and "N* 95% CI" in out and "reached 500" in out and "3/5" in out and "worst reached 500" in out
+    assert "bootstrap of the mean" in out
+    code, out, _ = cli(capsys, ["report", str(folder), "--compare", "pe=rope_p", "pe=nope", "--json"])
+    payload = json.loads(out)
+    (entry,) = payload["comparisons"]
+    assert code == 0 and entry["language"] == "(ab)*" and entry["method"] == "exact permutation"
+    assert entry["p_value"] == pytest.approx(compare([500, 500, 500, 41, 43], [41, 45, 43, 41, 47]).p_value)
+    assert payload["rows"][1]["n_star_interval"]["method"] == "bootstrap" and payload["level"] == 0.95
+    code, out, _ = cli(capsys, ["report", str(folder), "--compare", "pe=RoPE_P", "pe=NoPE", "--metric", "success"])
+    assert code == 0 and "Cliff's δ" in out
+    rows = compare_cells(read_results(folder).runs, "pe=rope_p", "pe=nope", metric="success")
+    assert rows[0]["mean_a"] == 0.6 and rows[0]["mean_b"] == 0.0
+    code, out, _ = cli(capsys, ["report", str(folder), "--confidence", "0.5", "--json"])
+    assert json.loads(out)["rows"][0]["n_star_interval"]["level"] == 0.5
+    for argv, message in [
+        (["--compare", "pe=rope_p", "pe=alibi"], "no stratum has runs of both sides"),
+        (["--compare", "pe", "pe=nope"], "COLUMN=VALUE"),
+        (["--compare", "colour=red", "pe=nope"], "cannot group by colour"),
+        (["--compare", "pe=rope_p", "pe=nope", "--metric", "speed"], "unknown metric"),
+        (["--confidence", "1"], "strictly between 0 and 1"),
+    ]:
+        code, _, err = cli(capsys, ["report", str(folder), *argv])
+        assert code == 2 and message in err, (argv, err)
