@@ -12,11 +12,13 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1  # a run failed, or the output could not be written (a full disk, /dev/full)
 EXIT_BAD_INPUT = 2  # an error in the input: expression, option, file (FormalRopeError)
+EXIT_NODE_LOST = 3  # a sweep's backend lost the node its runs ran on (sweeps.backends.SweepStopped)
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), 128 + 2 as shells report it
 EXIT_CODES = (
     (EXIT_OK, "success"),
     (EXIT_FAILED, "a run failed, or the output could not be written"),
     (EXIT_BAD_INPUT, "bad input: an expression, option or file (one `error:` paragraph)"),
+    (EXIT_NODE_LOST, "a sweep's backend lost its node (the finished runs are kept)"),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C): one `interrupted:` line says what was kept and how to continue"),
 )
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Protocol, Sequence
 
-from formal_rope.errors import FormalRopeError
+from formal_rope.errors import EXIT_NODE_LOST, FormalRopeError
 
 WORKER_DIED = (
     "a worker process died while this run was in flight (killed for memory, lost node or crashed) and "
@@ -47,7 +47,7 @@ class SweepStopped(FormalRopeError):
     input): one `error:` paragraph saying what happened and which runs are kept, exit code 3, so a
     script can tell it from bad input (2) and rerun (finished runs are skipped)."""
 
-    exit_code = 3
+    exit_code = EXIT_NODE_LOST
 
 
 class Capacity(NamedTuple):
