@@ -231,3 +231,8 @@ def _running(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def test_certify_refuses_an_infinite_scale_before_any_note(capsys):
+    code, out, err = run_main(capsys, ["certify", "--offset", "1", "--freq", "1", "--scale", "inf", "--format", "fp32"])
+    assert code == 2 and "positive finite" in err and "note:" not in err and not out

@@ -6,6 +6,7 @@ Ideal mode never imports torch; realized mode does (it evaluates the scores in e
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Optional
 
@@ -46,6 +47,9 @@ def certify_command(
             "--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length"
         )
     fmt = parse_format(format_name)
+    # Checked before the overflow note, which would otherwise describe a range that is never printed.
+    if not (math.isfinite(scale) and scale > 0):
+        raise FormalRopeError(f"--scale must be a positive finite number (got {scale:g})")
     if mode == "ideal" and scale_overflows(scale, fmt):
         print(
             f"note: the scale C = {scale:g} overflows {fmt.name} (max finite {fmt.max_finite:g}), so no {fmt.name} "
