@@ -72,7 +72,65 @@ def test_a_damaged_state_is_one_line_naming_the_file(tmp_path):
     assert "\n" not in str(error.value) and pack_key([config]) in str(error.value)
 
 
+def test_run_on_a_diverged_checkpoint_warns(tmp_path):
+    import json
+
+    import torch
+
+    from formal_rope.training import run_training
+    from formal_rope.training.checkpoint import UnhealthyCheckpointWarning, load_checkpoint, save_checkpoint
+
+    torch.set_num_threads(1)
+    config = RunConfig(language="(ab)*", pe="nope", layers=1, d_model=16, heads=2, steps=20, batch_size=8, lr=1e30,
+                       test_min_length=41, test_max_length=42, n_per_length=4)
+    path = tmp_path / "diverged.zip"
+    result, model = run_training(config, progress=False, checkpoint_path=path)
+    assert result.status == "diverged"  # lr 1e30 sends the loss to NaN at once; the frozen weights are saved
+    loaded = load_checkpoint(path)
+    with pytest.warns(UnhealthyCheckpointWarning, match="diverged"):
+        loaded.classify(["ab", "abab"])
+    done = _cli("run", str(path), "ab", "aba", "--json")
+    assert done.returncode == 0
+    assert done.stderr.count("warning:") == 1 and "diverged" in done.stderr
+    assert "diverged" in json.loads(done.stdout)["warning"]
+
+    # Weights that are not finite are flagged even when the recorded run looks fine.
+    healthy = result.__class__.from_dict({**result.to_dict(), "status": "ok"})
+    with torch.no_grad():
+        next(iter(model.parameters())).fill_(float("nan"))
+    save_checkpoint(tmp_path / "nan.zip", model, config, healthy)
+    assert "NaN or infinite" in load_checkpoint(tmp_path / "nan.zip").health
+
+    fine = RunConfig(**{**config.to_dict(), "lr": 1e-3, "steps": 5})
+    run_training(fine, progress=False, checkpoint_path=tmp_path / "fine.zip")
+    assert load_checkpoint(tmp_path / "fine.zip").health is None
+    done = _cli("run", str(tmp_path / "fine.zip"), "ab", "--json")
+    assert "warning:" not in done.stderr and json.loads(done.stdout)["warning"] is None
+
+
 # ------------------------------------------------------------------------------------- outputs
+@pytest.mark.parametrize("fmt, target", [("parquet", "s.parquet"), ("flare", "split")])
+def test_two_writers_of_one_output_both_succeed_or_one_is_told_it_is_in_use(tmp_path, fmt, target):
+    import pandas as pd
+
+    out = tmp_path / target
+    argv = [sys.executable, "-m", "formal_rope.cli", "sample", "(ab)*", "--lengths", "20..60", "--n", "200",
+            "--format", fmt, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    writers = [subprocess.Popen([*argv, "--seed", str(seed)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env) for seed in (1, 2)]
+    outcomes = [(writer.wait(timeout=120), writer.stderr.read()) for writer in writers]
+    for code, stderr in outcomes:
+        assert code == 0 or (code == 2 and "in use" in stderr and "Traceback" not in stderr), stderr
+    assert any(code == 0 for code, _ in outcomes)
+    if fmt == "parquet":
+        assert len(pd.read_parquet(out)) == 41 * 200  # one writer's whole file, never a mixture
+    else:  # one sampling's files, all of them: the same number of strings in each
+        lines = {name: len((out / name).read_text().splitlines()) for name in ("main.tok", "labels.txt")}
+        assert lines["main.tok"] == lines["labels.txt"] == 41 * 200
+    assert not [p for p in tmp_path.iterdir() if p.name != target]  # no temporary left behind
+
+
 def test_an_output_that_is_a_fifo_or_a_device_is_refused(tmp_path, capsys):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

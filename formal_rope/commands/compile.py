@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import List, Optional
@@ -307,12 +308,22 @@ def run_command(
                 f"{metadata['kind']} model, which always runs natively in torch (choose its "
                 "dtype with --format fp32/bf16/fp16)"
             )
+        # the trainer imports torch: loaded only for a trained checkpoint
+        from formal_rope.training.checkpoint import UnhealthyCheckpointWarning
+
         runnable = load_runnable(model_path)
-        verdicts = runnable.classify(list(strings), fmt=format_name)
+        health = runnable.health
+        if health is not None:  # a diverged run's frozen weights still classify: say what they are
+            print(f"warning: {model_path}: {health}", file=sys.stderr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnhealthyCheckpointWarning)  # said once above
+            verdicts = runnable.classify(list(strings), fmt=format_name)
         if json_output:
             lengths = [len(split_symbols(string, runnable.alphabet)) for string in strings]
-            print(json.dumps(_run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths,
-                                       verdicts, [None] * len(strings), None), ensure_ascii=False))
+            payload = _run_json(model_path, "trained", format_name or "fp32", "native", strings, lengths,
+                                verdicts, [None] * len(strings), None)
+            payload["warning"] = health
+            print(json.dumps(payload, ensure_ascii=False))
             return
         _print_verdicts(model_path, runnable.metadata, strings, verdicts, None, f"torch {format_name or 'fp32'}")
         return
@@ -351,6 +362,7 @@ def _run_json(model_path, kind, fmt, mode, strings, lengths, verdicts, beyond, c
         "certified_length": None if certificate is None else certificate.certified_length,
         "certified_length_is_lower_bound": None if certificate is None else certificate.is_lower_bound,
         "certificate_recomputed": None if certificate is None else certificate.recomputed,
+        "warning": None,  # a trained checkpoint's: its run diverged or failed, or its weights are not finite
         "results": [
             {"string": string, "length": int(length), "accepted": bool(verdict),
              "beyond_certified_length": None if flag is None else bool(flag)}

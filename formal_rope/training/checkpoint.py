@@ -13,6 +13,7 @@ import contextlib
 import copy
 import io
 import json
+import warnings
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,6 +117,33 @@ def _checkpoint_problem(path: str | Path, what: str):
         raise FormalRopeError(f"checkpoint {str(path)!r}: {what} ({type(error).__name__}: {detail[:300]})") from None
 
 
+class UnhealthyCheckpointWarning(UserWarning):
+    """A checkpoint whose run diverged or failed, or whose weights hold NaN/inf: its verdicts mean nothing."""
+
+
+def checkpoint_health(model: Classifier, result: RunResult | None) -> str | None:
+    """Why a checkpoint's verdicts cannot be trusted (None when nothing is known to be wrong).
+
+    A diverged run is saved with the weights it was frozen at, so a checkpoint can classify
+    strings although its training went to NaN; `run` must say so instead of printing verdicts
+    as if they came from a trained model.
+    """
+    problems = []
+    if result is not None and result.status != "ok":
+        if result.status == "diverged":
+            problems.append(f"its run diverged (its loss became NaN/inf at step {result.steps_done})")
+        else:
+            problems.append(f"its run {result.status}: {result.error or 'no error recorded'}")
+    with torch.no_grad():
+        bad = sum(int((~torch.isfinite(tensor)).sum()) for tensor in model.state_dict().values()
+                  if tensor.is_floating_point())
+    if bad:
+        problems.append(f"{bad} of its weights are NaN or infinite")
+    if not problems:
+        return None
+    return "; ".join(problems) + "; its verdicts are not a trained model's"
+
+
 @dataclass
 class TrainedClassifier:
     """A loaded checkpoint: the model, its config and result, and a string classifier."""
@@ -126,15 +154,26 @@ class TrainedClassifier:
     alphabet: tuple[str, ...]
     metadata: dict
 
+    @property
+    def health(self) -> str | None:
+        """Why this checkpoint's verdicts cannot be trusted (its run diverged or failed, or NaN/inf
+        weights), or None; `classify` warns with it (UnhealthyCheckpointWarning)."""
+        return checkpoint_health(self.model, self.result)
+
     def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]:
         """Accept (True) / reject for each string, computing in fp32 (None), bf16 or fp16.
 
-        Strings are split into symbols as everywhere else (single characters, or whitespace-separated
-        names when the alphabet has multi-character symbols); unknown symbols raise FormalRopeError.
+        A checkpoint whose run diverged or failed, or whose weights are not finite, gives an
+        UnhealthyCheckpointWarning (the verdicts are still returned). Strings are split into symbols
+        as everywhere else (single characters, or whitespace-separated names when the alphabet has
+        multi-character symbols); unknown symbols raise FormalRopeError.
         """
         name = "fp32" if fmt is None else parse_format(fmt).name  # aliases (e8m23) read as everywhere
         if name not in CLASSIFY_FORMATS:
             raise FormalRopeError(f"unknown number format {fmt!r} for a trained model; expected fp32, bf16 or fp16")
+        problem = self.health
+        if problem is not None:
+            warnings.warn(problem, UnhealthyCheckpointWarning, stacklevel=2)
         if len(strings) == 0:
             return []
         symbols, lengths = encode_strings(list(strings), self.alphabet)
