@@ -181,11 +181,13 @@ def test_markdown_table_lists_every_run_and_the_papers_value(tmp_path):
     expected = {row.pe: ", ".join(str(n) for n in row.n_stars) for row in rows}
     reference = {"rows": [["(ab)*", "rope", 1e4, 0.74, 0.56, 96.0, 66.0]]}
     lines = markdown_table(rows, by, reference).splitlines()
-    assert lines[0].endswith("| N* of each run | paper: acc max / N* max (mean) |") and len(lines) == 4
+    assert lines[0].endswith("| N* of each run | reached max | paper: acc max / N* max (mean) |") and len(lines) == 4
     rope = next(line for line in lines if "RoPE_NP" in line)
     nope = next(line for line in lines if "NoPE" in line)
-    assert rope.endswith(f"| {expected['rope']} | 0.74 / 96 (66.0) |") and "| 1e4 |" in rope
-    assert nope.endswith(f"| {expected['nope']} | – |") and len(expected["nope"].split(", ")) == 2
+    successes = {row.pe: f"{row.successes}/{len(row.n_stars)}" for row in rows}
+    assert rope.endswith(f"| {expected['rope']} | {successes['rope']} | 0.74 / 96 (66.0) |") and "| 1e4 |" in rope
+    assert nope.endswith(f"| {expected['nope']} | {successes['nope']} | – |") and len(expected["nope"].split(", ")) == 2
+    assert "worst-case" not in lines[0]  # no run was searched
     # Without a reference (or without language and pe in the grouping) there is no paper column.
     assert "paper" not in markdown_table(rows, by) and "paper" not in markdown_table(
         aggregate(read_results(tmp_path).runs, ("pe",)), ("pe",), reference)
@@ -222,7 +224,7 @@ def test_failed_runs_have_no_n_star_in_reports_tables_plots_and_json(tmp_path, c
     runs = read_results(tmp_path).runs
     assert runs.loc[runs["status"] == "failed", "n_star"].isna().all()
     markdown = markdown_table(aggregate(runs), ("language", "pe", "base"))
-    assert "| 41 | 41.0±0.0 | 41 |" in markdown and "| 1 (1 not ok) | – | – | – | – | – |" in markdown
+    assert "| 41 | 41.0±0.0 | 41 | 0/1 |" in markdown and "| 1 (1 not ok) | – | – | – | – | – | – |" in markdown
 
 
 def test_reproduce_tables_follow_the_sweep_files_language_order(tmp_path):

@@ -133,6 +133,17 @@ def test_report_rows_carry_intervals_successes_and_worst_case_counts(folder):
     assert nope.successes == 0 and nope.successes_worst is None and nope.runs_searched == 0
 
 
+def test_findings_tables_give_success_rates_and_worst_case_n_star(folder):
+    from formal_rope.sweeps.report import markdown_table
+
+    lines = markdown_table(aggregate(read_results(folder).runs), ("language", "pe")).splitlines()
+    assert lines[0].endswith("| N* of each run | reached max | worst-case N* of each run | reached max, worst case |")
+    rope_p = next(line for line in lines if "RoPE_P" in line)
+    nope = next(line for line in lines if "NoPE" in line)
+    assert rope_p.endswith("| 500, 500, 500, 43, 41 | 3/5 | 500, 500, 311, 43, 41 | 2/5 |")
+    assert nope.endswith("| 47, 45, 43, 41, 41 | 0/5 | – | – |")  # never searched
+
+
 def test_report_cli_shows_intervals_successes_and_compares_cells(folder, capsys):
     code, out, _ = cli(capsys, ["report", str(folder)])
     assert code == 0 and "N* 95% CI" in out and "reached 500" in out and "3/5" in out and "worst reached 500" in out

@@ -504,13 +504,17 @@ def label_variants(runs, variants, baseline: dict | None = None):
 
 def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) -> str:
     """The aggregate rows as a GitHub Markdown table: the grouping columns, runs, accuracy max and
-    mean±std, N* max and mean±std, and every run's N* (what docs/findings.md holds). With a sweep
+    mean±std, N* max and mean±std, every run's N* and how many reached the longest test length
+    (what docs/findings.md holds); when some run was searched (`--eval worst-case`), every searched
+    run's worst-case N* in the same order and how many of those reached it. With a sweep
     file's [reference] and a grouping that names language and pe, a last column gives the paper's
     accuracy max / N* max (mean) for the row's (language, pe, base)."""
     by = tuple(by)
     paper = reference_index(reference) if reference and {"language", "pe"} <= set(by) else None
+    searched = any(row.runs_searched for row in rows)
     header = [*({"pe": "PE"}.get(name, name) for name in by),
-              "runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "N* of each run",
+              "runs", "acc max", "acc mean±std", "N* max", "N* mean±std", "N* of each run", "reached max",
+              *(["worst-case N* of each run", "reached max, worst case"] if searched else []),
               *(["paper: acc max / N* max (mean)"] if paper is not None else [])]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for row in rows:
@@ -522,7 +526,11 @@ def markdown_table(rows: list[AggregateRow], by, reference: dict | None = None) 
             "–" if math.isnan(row.n_star_max) else f"{row.n_star_max:.0f}",
             "–" if math.isnan(row.n_star_mean) else f"{row.n_star_mean:.1f}±{row.n_star_std:.1f}",
             ", ".join(str(n) for n in row.n_stars) or "–",
+            f"{row.successes}/{len(row.n_stars)}" if row.n_stars else "–",
         ]
+        if searched:  # in the order of "N* of each run" (pairs sorted by N*, then by worst-case N*)
+            cells += [", ".join(str(worst) for _, worst in row.n_star_pairs) or "–",
+                      f"{row.successes_worst}/{row.runs_searched}" if row.runs_searched else "–"]
         if paper is not None:
             group = dict(row.group)
             base = group.get("base")
