@@ -164,6 +164,8 @@ def _stderr_console():
 def _print_report(compiled, verification, out: Path | None) -> None:
     from rich.table import Table
 
+    from formal_rope.model.positional_needs import positional_needs
+
     console = stdout_console()
     model = compiled.ir
     large = model.metadata["f_large"]  # what the compiler recorded for its format
@@ -172,6 +174,7 @@ def _print_report(compiled, verification, out: Path | None) -> None:
         f"(f_large = {large:.9g}): {len(model.layers)} layers, {model.n_heads} heads, d_model = {model.d_model}"
     )
     console.print(_model_table(model))
+    console.print("positional machinery needed: " + positional_needs(model).summary(), markup=False, highlight=False)
     constructs = Table(title="constructs: score margins vs f_large")
     for column in ("construct", "formula", "layer", "scale C", "margin", "margin / f_large", "certified length"):
         constructs.add_column(column, overflow="fold")  # never cut a number short

@@ -31,6 +31,7 @@ from formal_rope.compiler.compiling import CompiledModel
 from formal_rope.errors import FormalRopeError
 from formal_rope.model.evaluate import evaluate
 from formal_rope.model.forward import check_mode
+from formal_rope.model.positional_needs import positional_needs
 from formal_rope.precision import FloatFormat, f_large, parse_format
 from formal_rope.sampling import EmptyClassError, sample_strings
 
@@ -283,6 +284,8 @@ def compile_report(compiled: CompiledModel, verification: VerificationResult,
         "certified_length": compiled.certified_length,
         "certified_length_is_lower_bound": compiled.certified_length_is_lower_bound,
         "constructs": [c.to_json() for c in compiled.constructs],
+        # Which layers and heads need a rotary table at all (P and Boolean layers need none).
+        "positional_needs": positional_needs(model).to_json(),
         "mode": verification.mode,
         # The certified length the verification judged "inside" by: in native mode it is recomputed
         # for torch's arithmetic and can differ from certified_length (emulated, as compiled).
