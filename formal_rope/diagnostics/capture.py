@@ -100,8 +100,9 @@ def _angles(cos, sin) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ trained
-def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """(description, nominal θ_p) per pair for the trainer's positional encodings."""
+def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np.ndarray]:
+    """(description, nominal θ_p) per pair for the trainer's positional encodings; per head
+    ((H, P) frequencies, a description tuple per head) for jof_learned."""
     from formal_rope.training import positional as pe  # the trainer imports torch: trained models only
 
     nan = np.full(n_pairs, np.nan)
@@ -120,8 +121,9 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str
         )
         return kinds, angles.astype(np.float64)
     if isinstance(positional, pe.LearnedRotary):
-        frequencies = positional.frequencies[0, layer].detach().double().cpu().numpy()
-        return tuple(f"learned θ={f:.4g}" for f in frequencies), frequencies
+        # Each head has its own learned frequencies: (H, P), picked per head by the caller.
+        per_head = positional.frequencies[0, layer].detach().double().cpu().numpy()
+        return tuple(tuple(f"learned θ={f:.4g}" for f in row) for row in per_head), per_head
     return ("unrotated",) * n_pairs, np.zeros(n_pairs)
 
 
@@ -261,8 +263,8 @@ def capture_trained(
                 key=data["k"][head],
                 angles=data["angles"][head],
                 actual=data["actual"][head],
-                pair_kinds=data["kinds"],
-                frequencies=data["frequencies"],
+                pair_kinds=data["kinds"][head] if data["frequencies"].ndim == 2 else data["kinds"],
+                frequencies=data["frequencies"][head] if data["frequencies"].ndim == 2 else data["frequencies"],
                 rotated=rotated(layer, head),
                 dtype=data["dtype"],
                 recompute_error=data["recompute_error"],

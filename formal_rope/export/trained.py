@@ -57,7 +57,7 @@ def _network_state(model) -> dict:
                 put(f"positional.projectors.{layer}.{name}.weight", projector[index].weight)
                 put(f"positional.projectors.{layer}.{name}.bias", projector[index].bias)
     frequencies = getattr(positional, "frequencies", None)
-    if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, pairs)
+    if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, heads, pairs)
         put("positional.learned_frequencies", frequencies.to(torch.float64))
     elif frequencies is not None:  # fixed schedules: numpy (runs, pairs)
         state["positional.frequencies"] = torch.from_numpy(np.array(frequencies[0], dtype=np.float64))

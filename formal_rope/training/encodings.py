@@ -123,7 +123,8 @@ ENCODINGS: dict[str, Encoding] = {
         ),
         Encoding(
             "jof_learned", label="JoFormer (learned)",
-            help="as jof_fixed with per-layer learned frequencies (float64 parameters, initialised to RoPE's)",
+            help="as jof_fixed with learned frequencies per layer and head (d_model/2 per layer, float64, "
+            "initialised to RoPE's)",
             builder=f"{_POSITIONAL}:build_jof_learned", export_kind="rotary_learned", report_rank=7,
             takes_base=True,
         ),

@@ -336,20 +336,23 @@ class PeriodicRotary(_CachedTables):
 
 
 class LearnedRotary(PositionalEncoding):
-    """jof_learned: per-run, per-layer learned frequency vectors (float64, (R, layers, P)),
-    initialised to RoPE's at each run's base.
+    """jof_learned: per-run, per-layer, per-head learned frequency vectors (float64, (R, layers,
+    heads, P)), as JoFormer's (paper 000, §3.2) d_model/2 frequencies per layer: each head its own
+    head_dim/2 vector, all initialised to RoPE's at each run's base.
 
     Phases are formed and reduced in float64 inside the autograd graph (remainder has gradient 1),
-    so the fp64 contract holds while the frequencies train.
+    so the fp64 contract holds while the frequencies train. `rotation` gives per-head tables
+    (R, 1, heads, T, P) (one for every batch element), `token_rotation` (N, heads, P).
     """
 
     rotate_values = True
 
-    def __init__(self, layers: int, n_pairs: int, bases, precision: str) -> None:
+    def __init__(self, layers: int, heads: int, n_pairs: int, bases, precision: str) -> None:
         super().__init__(len(bases))
         self.initial = np.stack([rope_frequencies(base, n_pairs) for base in bases])  # (R, P)
         initial = torch.from_numpy(self.initial)
-        self.frequencies = nn.Parameter(initial[:, None].repeat(1, layers, 1))
+        self.heads = heads
+        self.frequencies = nn.Parameter(initial[:, None, None].repeat(1, layers, heads, 1))
         self.precision = precision
 
     def _per_run_fields(self):
@@ -357,18 +360,25 @@ class LearnedRotary(PositionalEncoding):
 
     @torch.no_grad()
     def reset_run(self, run, generator):
-        self.frequencies[run] = torch.from_numpy(self.initial[run])[None]
+        self.frequencies[run] = torch.from_numpy(self.initial[run])[None, None]
 
-    def rotation(self, layer, length, hidden):
-        device = hidden.device
-        frequencies = self.frequencies[:, layer]  # (R, P)
+    def _phases(self, layer: int, length: int, device) -> torch.Tensor:
+        """Phases (R, heads, T, P) of layer `layer` (float64 reduced, or the naive float32 product)."""
+        frequencies = self.frequencies[:, layer]  # (R, H, P)
         if self.precision == "fp64":
             positions = torch.arange(length, dtype=torch.float64, device=device)
-            phases = torch.remainder(positions[None, :, None] * frequencies[:, None, :], TWO_PI)
-        else:
-            positions = torch.arange(length, dtype=torch.float32, device=device)
-            phases = positions[None, :, None] * frequencies.float()[:, None, :]
+            return torch.remainder(positions[None, None, :, None] * frequencies[:, :, None, :], TWO_PI)
+        positions = torch.arange(length, dtype=torch.float32, device=device)
+        return positions[None, None, :, None] * frequencies.float()[:, :, None, :]
+
+    def rotation(self, layer, length, hidden):
+        phases = self._phases(layer, length, hidden.device)[:, None]  # (R, 1, H, T, P)
         return torch.cos(phases).float(), torch.sin(phases).float()
+
+    def token_rotation(self, layer, layout, hidden):
+        phases = self._phases(layer, max(layout.widths, default=1), hidden.device)  # (R, H, T, P)
+        cos, sin = torch.cos(phases).float(), torch.sin(phases).float()
+        return torch.complex(cos, sin)[layout.token_run, :, layout.token_position]  # (N, H, P)
 
     def describe(self, run=0):
         return {"phase_precision": self.precision}
@@ -545,7 +555,8 @@ def build_jof_fixed(specs, n_pairs: int) -> PositionalEncoding:
 
 
 def build_jof_learned(specs, n_pairs: int) -> PositionalEncoding:
-    return LearnedRotary(specs[0].layers, n_pairs, _bases(specs), specs[0].phase_precision)
+    first = specs[0]
+    return LearnedRotary(first.layers, first.heads, n_pairs, _bases(specs), first.phase_precision)
 
 
 def build_jof_projected(specs, n_pairs: int) -> PositionalEncoding:

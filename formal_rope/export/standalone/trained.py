@@ -19,7 +19,7 @@ each string's <eos>. Positional encodings (config "positional"):
   additive_periodic sipe_p: the same from per-pair tables T_p(i mod m_p)
   rotary_fixed      rope, partial_rope (theta 0 = unrotated pair), jof_fixed
   rotary_periodic   rope_p: rotations looked up from T_p(i mod m_p); theta*i is never formed
-  rotary_learned    jof_learned: per-layer frequencies (float64)
+  rotary_learned    jof_learned: frequencies per layer and head, (layers, heads, pairs) (float64)
   rotary_projected  jof_projected: fixed phases plus content angles W2 GELU(W1 LN(x)) per head
 with "rotate_values" (JoFormer): values are rotated by R_j and the attention output by R_i^T.
 Phases theta*i are formed in float64 and reduced modulo 2*pi when "phase_precision" is fp64, as the
@@ -140,8 +140,9 @@ class TrainedClassifier(torch.nn.Module):
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_periodic":
             return self.periodic(length)
-        if kind == "rotary_learned":
-            phases = self.phases(self.w("positional.learned_frequencies")[layer], length)
+        if kind == "rotary_learned":  # one table per head: (1, heads, T, pairs)
+            per_head = self.w("positional.learned_frequencies")[layer]  # (heads, pairs)
+            phases = torch.stack([self.phases(frequencies, length) for frequencies in per_head])[None]
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_projected":
             fixed = self.phases(self.w("positional.frequencies"), length).to(torch.float32)
