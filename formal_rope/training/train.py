@@ -463,8 +463,8 @@ def evaluate_model(
     """Per-length accuracy and N* of a single-run `model` on the seeded test sets of `config`
     (lengths test_min..test_max).
 
-    The sets depend only on `dfa`, `config.eval_seed`, `n_per_length` and `nnch_samples`; `mode` overrides
-    `config.eval_mode`.
+    The sets depend only on `dfa`, `config.eval_seed`, `n_per_length`, `test_near_miss_fraction` and
+    `nnch_samples`; `mode` overrides `config.eval_mode`.
     """
     if mode is not None and mode not in EVAL_MODES:
         raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
