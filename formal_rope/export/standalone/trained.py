@@ -169,7 +169,8 @@ class TrainedClassifier(torch.nn.Module):
             ])[None]
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_projected":
-            fixed = self.phases(self.w("positional.frequencies"), length, self.turns("positional.turns")).to(torch.float32)
+            turns = self.turns("positional.turns")
+            fixed = self.phases(self.w("positional.frequencies"), length, turns).to(torch.float32)
             prefix = f"positional.projectors.{layer}"
             content = self.linear(
                 F.gelu(self.linear(self.norm(hidden, f"{prefix}.norm"), f"{prefix}.in")), f"{prefix}.out"
