@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import mpmath
@@ -287,3 +288,62 @@ def test_learned_exact_phases_keep_the_gradient_of_theta_times_i():
     expected = torch.zeros_like(gradient)
     expected[1, 2] = 5.0  # d(theta * 5) / d theta
     assert torch.equal(gradient, expected)
+
+
+def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
+    from formal_rope.training.config import RunConfig
+    from formal_rope.training.context import run_warnings
+    from formal_rope.training.positional import partial_rotated_pairs
+    from formal_rope.training.setup import validate_config
+    from tests.cli_support import run_main
+
+    assert partial_rotated_pairs(0.5, 5) == 3  # 2.5 -> 3 (banker's rounding gave 2)
+    assert partial_rotated_pairs(0.125, 4) == 1  # 0.5 -> 1 (banker's: 0, no pair)
+    assert partial_rotated_pairs(0.3, 4) == 1 and partial_rotated_pairs(0.1, 4) == 0
+    five = build_positional(PositionalSpec(pe="partial_rope", d_model=20, heads=2, layers=1, rope_fraction=0.5))
+    assert np.count_nonzero(five.frequencies[0]) == 3
+    with pytest.raises(FormalRopeError, match=r"rope_fraction 0.1 rotates no pair: 0.1 x 4 rotary pairs"):
+        build_positional(PositionalSpec(pe="partial_rope", d_model=16, heads=2, layers=1, rope_fraction=0.1))
+    config = RunConfig("(ab)*", pe="partial_rope", rope_fraction=0.1, d_model=16, heads=2)
+    with pytest.raises(FormalRopeError, match="rotates no pair"):
+        validate_config(config)
+    code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--pe", "partial_rope", "--rope-fraction", "0.1",
+                                     "--d-model", "16", "--heads", "2", "--steps", "1", "--no-save"])
+    assert code == 2 and "rotates no pair" in err and "0.1 x 4" in err
+    # Rotating every pair is allowed, with a note (it is RoPE).
+    everything = RunConfig("(ab)*", pe="partial_rope", rope_fraction=0.9, d_model=16, heads=2)
+    (note,) = run_warnings(everything)
+    assert "rotates all 4 rotary pairs" in note
+    assert run_warnings(everything.with_(rope_fraction=0.5)) == []
+
+
+def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
+    from formal_rope.sweeps.results import run_row
+    from formal_rope.training.config import RunConfig
+    from formal_rope.training.context import context_notes, run_warnings
+    from formal_rope.training.positional import fp32_phase_error_bound, rope_turns, turn_phases
+    from formal_rope.training.train import run_training
+
+    # The bound holds (it is an upper bound of the measured fp32 phase error) and separates the bases.
+    for base in (1e-12, 1e-4, 1e4, 1e12):
+        frequencies = rope_frequencies(base, 4)
+        positions = np.arange(0, 502)
+        fp32 = rotary_phases(frequencies, positions, "fp32").astype(np.float64)
+        exact = turn_phases(rope_turns(base, 4), positions)
+        with np.errstate(invalid="ignore"):
+            measured = np.abs((fp32 - exact + np.pi) % (2 * np.pi) - np.pi).max()
+        bound = fp32_phase_error_bound(frequencies, 501)
+        assert measured <= bound + 1e-6 or bound > 1.0  # beyond ~1 rad the wrapped error saturates at pi
+    assert fp32_phase_error_bound(rope_frequencies(1e-12, 4), 501) > 1e3
+    assert fp32_phase_error_bound(rope_frequencies(1e4, 4), 501) < 1e-3
+    tiny = RunConfig("(ab)*", pe="rope", base=1e-12, phase_precision="fp32", d_model=16, heads=2, layers=1,
+                     steps=2, batch_size=4, test_min_length=41, test_max_length=42, n_per_length=2)
+    (warning,) = run_warnings(tiny)
+    assert "phase_precision fp32 at base 1e-12" in warning and "by position 43" in warning
+    assert warning in context_notes(tiny, None, None)  # what train and sweep print on stderr
+    assert run_warnings(tiny.with_(phase_precision="fp64")) == []
+    assert run_warnings(tiny.with_(base=1e4)) == []
+    result, _ = run_training(tiny, progress=False)
+    assert result.warnings == (warning,)
+    assert json.loads(run_row(tiny, result, result.run_id)["warnings"]) == [warning]
+    assert type(result).from_dict(result.to_dict()).warnings == (warning,)

@@ -427,6 +427,9 @@ class RunResult:
     worst_failure: str | None = None  # the shortest failing string the search found
     worst_failure_margin: float | None = None  # how far past the decision it lies (logit difference)
     worst_strings_tried: int | None = None  # strings the search scored, all lengths
+    # What the run's settings are known to cost (training.context.run_warnings: fp32 phases far off at
+    # this base, a partial_rope that rotates every pair); also printed on stderr before training.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""
@@ -435,6 +438,7 @@ class RunResult:
         data["per_length"] = [asdict(r) for r in self.per_length]
         data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
         data["resolved_periods"] = list(self.resolved_periods) if self.resolved_periods is not None else None
+        data["warnings"] = list(self.warnings)
         return data
 
     @classmethod
@@ -442,7 +446,7 @@ class RunResult:
         data = dict(data)
         data["config"] = RunConfig.from_dict(data["config"])
         data["per_length"] = tuple(LengthResult(**r) for r in data.get("per_length", ()))
-        for name in ("alphabet", "resolved_periods"):
+        for name in ("alphabet", "resolved_periods", "warnings"):
             if data.get(name) is not None:
                 data[name] = tuple(data[name])
         known = {f.name for f in fields(cls)}

@@ -111,7 +111,8 @@ ENCODINGS: dict[str, Encoding] = {
         ),
         Encoding(
             "partial_rope", label="partial RoPE",
-            help="first round(fraction·D/2) pairs rotated (RoPE spacing over the rotated dims), rest unrotated",
+            help="first ⌊fraction·D/2 + ½⌋ pairs rotated (rounded half up; RoPE spacing over the rotated dims), "
+            "rest unrotated",
             builder=f"{_POSITIONAL}:build_partial_rope", export_kind="rotary_fixed", report_rank=5,
             takes_base=True, takes_rope_fraction=True,
         ),

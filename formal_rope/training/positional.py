@@ -560,6 +560,44 @@ class PositionalSpec:
     phase_precision: str = "fp64"
 
 
+def partial_rotated_pairs(fraction: float, n_pairs: int) -> int:
+    """The pairs partial_rope rotates: fraction * pairs rounded half up (2.5 -> 3, not banker's 2)."""
+    return int(math.floor(fraction * n_pairs + 0.5))
+
+
+def check_partial_pairs(fraction: float, n_pairs: int) -> int:
+    """`partial_rotated_pairs`; FormalRopeError when that is no pair at all (the run would be NoPE)."""
+    rotated = partial_rotated_pairs(fraction, n_pairs)
+    if rotated == 0:
+        raise FormalRopeError(
+            f"partial_rope with rope_fraction {fraction:g} rotates no pair: {fraction:g} x {n_pairs} rotary pairs "
+            f"per head = {fraction * n_pairs:g}, which rounds (half up) to 0, so the run would be NoPE. Use a "
+            f"fraction of at least {0.5 / n_pairs:g} (one pair), a wider head, or --pe nope"
+        )
+    return rotated
+
+
+# fp32 phases (phase_precision="fp32", the naive float32 product theta*i) are called far off when
+# their error bound over the tested positions exceeds this (`fp32_phase_error_bound`).
+FP32_PHASE_WARNING_RAD = 1e-3
+
+
+def fp32_phase_error_bound(frequencies, longest_position: int) -> float:
+    """An upper bound (rad) on |fl32(fl32(theta) * i) - theta * i| over positions 0..longest_position
+    and the nonzero `frequencies`: the float32 rounding of theta times i plus half an ulp of the
+    float32 product (both grow with i, so the bound is taken at the longest position)."""
+    frequencies = np.asarray(frequencies, dtype=np.float64).reshape(-1)
+    frequencies = frequencies[frequencies != 0]
+    if frequencies.size == 0 or longest_position <= 0:
+        return 0.0
+    single = frequencies.astype(np.float32)
+    position = float(longest_position)
+    product = np.float32(position) * single
+    rounding = np.abs(single.astype(np.float64) - frequencies) * position
+    error = rounding + 0.5 * np.spacing(np.abs(product)).astype(np.float64)
+    return float(error.max())
+
+
 def _check_spec(spec: PositionalSpec) -> int:
     """Validate one spec; returns its number of rotary pairs per head."""
     row = encoding(spec.pe)
@@ -574,6 +612,8 @@ def _check_spec(spec: PositionalSpec) -> int:
         raise FormalRopeError(f"the head dimension must be even for rotary pairs, got {head_dim}")
     if row.takes_rope_fraction and not 0.0 <= spec.rope_fraction <= 1.0:
         raise FormalRopeError(f"rope_fraction must lie in [0, 1], got {spec.rope_fraction}")
+    if row.takes_rope_fraction:
+        check_partial_pairs(spec.rope_fraction, head_dim // 2)
     return head_dim // 2
 
 
@@ -627,7 +667,7 @@ def _rope_ladder_turns(specs, n_pairs: int) -> np.ndarray:
 
 def _partial_frequencies(base: float, n_pairs: int, fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """(frequencies (P,), exact turn limbs (P, 3)); unrotated pairs have frequency 0 (limbs 0)."""
-    rotated = int(round(fraction * n_pairs))
+    rotated = partial_rotated_pairs(fraction, n_pairs)
     # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
     partial = np.zeros(n_pairs, dtype=np.float64)
     turns = np.zeros((n_pairs, 3), dtype=np.int64)
@@ -650,7 +690,8 @@ def build_sipe_p(specs, n_pairs: int) -> PositionalEncoding:
 
 
 def build_rope(specs, n_pairs: int) -> PositionalEncoding:
-    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision, turns=_rope_ladder_turns(specs, n_pairs))
+    turns = _rope_ladder_turns(specs, n_pairs)
+    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision, turns=turns)
 
 
 def build_rope_p(specs, n_pairs: int) -> PositionalEncoding:

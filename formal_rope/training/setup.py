@@ -33,6 +33,7 @@ from formal_rope.training.positional import (
     PHASE_PRECISIONS,
     PositionalSpec,
     build_positional,
+    check_partial_pairs,
     check_period_count,
     validate_periods,
 )
@@ -95,6 +96,8 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError(
             f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
         )
+    if row.takes_rope_fraction:
+        check_partial_pairs(config.rope_fraction, config.d_model // config.heads // 2)
     if is_periodic(config.pe) and config.periods is not None:
         # Periods are given to pairs one each; a surplus would be dropped without a word.
         check_period_count(config.periods, period_pairs(config.pe, config.d_model, config.heads),

@@ -37,6 +37,7 @@ from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.evaluation.models import worst_case_pack
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.context import run_warnings
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
@@ -674,6 +675,7 @@ def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, 
                 nnch_accuracy=evaluation.nnch_accuracy if evaluation else math.nan,
                 pack_id=key,
                 pack_size=len(configs),
+                warnings=tuple(run_warnings(config)),
             )
         )
     return results
