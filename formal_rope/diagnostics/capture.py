@@ -31,7 +31,7 @@ from formal_rope.model.certificate import model_certificate
 from formal_rope.model.forward import NativeForward, check_parameters_fit, rotary_cos_sin
 from formal_rope.model.io import load_model, read_metadata
 from formal_rope.model.ir import BOS, EOS, TransformerIR
-from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format
+from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format, round_once
 
 TWO_PI = 2.0 * math.pi
 
@@ -312,8 +312,8 @@ def _ir_tables(head, length: int, fmt: FloatFormat, dtype):
         if pair.kind == "none":
             continue
         pair_cos, pair_sin = rotary_cos_sin(pair, length, fmt, "native")
-        cos[:, index] = torch.as_tensor(np.array(pair_cos, dtype=np.float64)).to(dtype)
-        sin[:, index] = torch.as_tensor(np.array(pair_sin, dtype=np.float64)).to(dtype)
+        cos[:, index] = round_once(torch.as_tensor(np.array(pair_cos, dtype=np.float64)), dtype)
+        sin[:, index] = round_once(torch.as_tensor(np.array(pair_sin, dtype=np.float64)), dtype)
     return cos, sin
 
 

@@ -305,28 +305,49 @@ class PositionalEncoding(nn.Module):
 
 def table_dtype(dtype: torch.dtype | None) -> torch.dtype:
     """The dtype of the tables a model computing in `dtype` gets: float64 for float64 models, else
-    float32 (fp16/bf16 models round the float32 entries to their format where they use them)."""
+    float32 (for fp16/bf16 models float32 carriers of values already in their format: `cast_tables`)."""
     return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def cast_tables(table: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    """A float64 cos/sin table for a model computing in `dtype`: float64 or float32 (one rounding),
+    and for fp16/bf16 the float64 values rounded once to that format (`precision.round_once`; torch's
+    own cast would round twice, through float32), held in float32 as the attention kernels take them."""
+    if dtype in LOW_PRECISION:
+        from formal_rope.precision.native import round_once
+
+        return round_once(table.to(torch.float64), dtype).float()
+    return table.to(table_dtype(dtype))
 
 
 class _CachedTables(PositionalEncoding):
     """Encodings whose tables depend only on positions: built once for the longest length seen, in
     the table dtype of each model dtype asked for (`table_dtype`)."""
 
+    # Whether the tables are cos/sin values (rounded once to an fp16/bf16 model's format) or phases.
+    _values_in_format = True
+
     def __init__(self, runs: int) -> None:
         super().__init__(runs)
         self._cache: dict[tuple[str, torch.dtype], tuple[int, tuple[torch.Tensor, ...]]] = {}
 
     def _tables(self, length: int, device: torch.device, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, ...]:
-        key = (str(device), table_dtype(dtype))
+        in_format = self._values_in_format and dtype in LOW_PRECISION
+        key = (str(device), dtype if in_format else table_dtype(dtype))
         cached = self._cache.get(key)
         if cached is None or cached[0] < length:
             # Grow geometrically so evaluation over increasing lengths rebuilds only a few times.
             size = max(length, 2 * cached[0] if cached else 64)
             positions = np.arange(size, dtype=np.int64)
-            dtype = np.float64 if key[1] == torch.float64 else np.float32
-            per_run = [self._build(run, positions, dtype) for run in range(self.runs)]
-            tables = tuple(torch.stack(parts).to(device) for parts in zip(*per_run))
+            built = np.float64 if key[1] == torch.float64 or in_format else np.float32
+            per_run = [self._build(run, positions, built) for run in range(self.runs)]
+            tables = tuple(torch.stack(parts) for parts in zip(*per_run))
+            if in_format:
+                tables = tuple(cast_tables(table, dtype) for table in tables)
+            tables = tuple(table.to(device) for table in tables)
             self._cache[key] = cached = (size, tables)
         return tuple(t[:, :length] for t in cached[1])
 
@@ -474,13 +495,11 @@ class LearnedRotary(PositionalEncoding):
 
     def rotation(self, layer, length, hidden):
         phases = self._phases(layer, length, hidden.device)[:, None]  # (R, 1, H, T, P)
-        dtype = table_dtype(hidden.dtype)
-        return torch.cos(phases).to(dtype), torch.sin(phases).to(dtype)
+        return cast_tables(torch.cos(phases), hidden.dtype), cast_tables(torch.sin(phases), hidden.dtype)
 
     def token_rotation(self, layer, layout, hidden):
         phases = self._phases(layer, max(layout.widths, default=1), hidden.device)  # (R, H, T, P)
-        dtype = table_dtype(hidden.dtype)
-        cos, sin = torch.cos(phases).to(dtype), torch.sin(phases).to(dtype)
+        cos, sin = cast_tables(torch.cos(phases), hidden.dtype), cast_tables(torch.sin(phases), hidden.dtype)
         return torch.complex(cos, sin)[layout.token_run, :, layout.token_position]  # (N, H, P)
 
     def describe(self, run=0):
@@ -496,6 +515,7 @@ class ProjectedRotary(FixedRotary):
     """
 
     rotate_values = True
+    _values_in_format = False  # its tables are the fixed phases; cos/sin come after the content angle
 
     def __init__(
         self, layers: int, d_model: int, heads: int, frequencies: np.ndarray, precision: str, turns=None
