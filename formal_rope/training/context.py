@@ -62,6 +62,7 @@ def language_note(config: RunConfig) -> str | None:
 def _schedule_frequencies(config: RunConfig) -> np.ndarray | None:
     """The frequencies theta of the run's phase schedule (sipe: d_model/2, rotary: per head), or None
     for encodings that form no phases from a base."""
+    # function-local: positional imports torch, and these notes are on sweep's torch-free planning path
     from formal_rope.training import positional
     from formal_rope.training.encodings import encoding
 
@@ -81,7 +82,7 @@ def run_warnings(config: RunConfig) -> list[str]:
     column) and `train`/`sweep` print: fp32 phases at a base where they are far off (their error bound
     over the tested positions, `positional.fp32_phase_error_bound`, above
     `positional.FP32_PHASE_WARNING_RAD`), and a partial_rope whose rounded fraction rotates every pair."""
-    from formal_rope.training import positional
+    from formal_rope.training import positional  # function-local: it imports torch (sweep plans without it)
 
     warnings = []
     try:

@@ -317,7 +317,7 @@ def cast_tables(table: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
     and for fp16/bf16 the float64 values rounded once to that format (`precision.round_once`; torch's
     own cast would round twice, through float32), held in float32 as the attention kernels take them."""
     if dtype in LOW_PRECISION:
-        from formal_rope.precision.native import round_once
+        from formal_rope.precision.native import round_once  # function-local: fp16/bf16 models only
 
         return round_once(table.to(torch.float64), dtype).float()
     return table.to(table_dtype(dtype))
