@@ -347,3 +347,23 @@ def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
     assert result.warnings == (warning,)
     assert json.loads(run_row(tiny, result, result.run_id)["warnings"]) == [warning]
     assert type(result).from_dict(result.to_dict()).warnings == (warning,)
+
+
+def test_float_turns_are_the_exact_turn_fraction_of_any_float64():
+    """Learned frequencies' turns (integer Payne-Hanek) equal floor(frac(theta / 2pi) * 2^78) at
+    high precision, over every exponent range and for negative frequencies."""
+    from formal_rope.training.positional import TURN_BITS, float_turns
+
+    rng = np.random.default_rng(3)
+    values = rng.random(60) * 10.0 ** rng.integers(-300, 300, 60)
+    values = np.concatenate([values, -values[:10], [1e12, -1.5, 5e-324, 1.7e308, 0.0, np.inf, np.nan]])
+    limbs = float_turns(values)
+    for value, row in zip(values.tolist(), limbs.tolist()):
+        got = (row[0] << 52) | (row[1] << 26) | row[2]
+        if value == 0.0 or not math.isfinite(value):
+            assert got == 0
+            continue
+        with mpmath.workprec(TURN_BITS + 200 + abs(math.frexp(value)[1])):  # 1 - tiny for tiny negatives
+            turns = mpmath.mpf(value) / (2 * mpmath.pi)
+            expected = int(mpmath.floor((turns - mpmath.floor(turns)) * mpmath.mpf(2) ** TURN_BITS))
+        assert got == expected, value

@@ -106,19 +106,38 @@ def rope_turns(base: float, n_pairs: int) -> np.ndarray:
     return _rope_turns(float(base), int(n_pairs))
 
 
+# 1/(2pi) as a K-bit fixed-point integer (Payne-Hanek): floor(2^K / 2pi), K covering every float64
+# exponent (theta = m * 2^e with e <= 971) plus the 78 kept bits and 64 guard bits.
+_INV_TWO_PI_BITS = 1024 + TURN_BITS + 64 + 53
+
+
+@lru_cache(maxsize=1)
+def _inv_two_pi() -> int:
+    import mpmath  # function-local: computed once, on the first exact phase of a float64 frequency
+
+    with mpmath.workprec(_INV_TWO_PI_BITS + 64):
+        return int(mpmath.floor(mpmath.mpf(2) ** _INV_TWO_PI_BITS / (2 * mpmath.pi)))
+
+
 def float_turns(frequencies) -> np.ndarray:
     """Exact turn limbs (..., 3) of float64 frequencies taken at their exact binary value (learned
-    frequencies, or frequencies without a closed form). Non-finite values give limbs 0 (phase 0)."""
-    import mpmath
-
+    frequencies, or frequencies without a closed form): theta = m * 2^e exactly, so
+    floor(frac(theta / 2pi) * 2^78) is (m * floor(2^K / 2pi)) >> (K - e - 78) mod 2^78 in Python
+    integers (off by at most one unit of 2^-78 from the real value). Non-finite values give limbs 0."""
     values = np.asarray(frequencies, dtype=np.float64)
     flat = values.reshape(-1)
     limbs = np.zeros((flat.size, 3), dtype=np.int64)
+    inverse = _inv_two_pi()
+    modulus = (1 << TURN_BITS) - 1
     for index, value in enumerate(flat.tolist()):
         if value == 0.0 or not math.isfinite(value):
             continue
-        with mpmath.workprec(TURN_BITS + 96 + max(0, math.frexp(value)[1])):
-            limbs[index] = _turn_limbs(_mp_turns(mpmath.mpf(value)))
+        mantissa, exponent = math.frexp(value)  # value = mantissa * 2^exponent, 0.5 <= |mantissa| < 1
+        m, e = int(mantissa * 2.0**53), exponent - 53  # value = m * 2^e exactly
+        shift = _INV_TWO_PI_BITS - e - TURN_BITS
+        product = m * inverse  # floor division rounds towards -inf: negative thetas reduce correctly
+        turns = (product >> shift if shift >= 0 else product << -shift) & modulus
+        limbs[index] = _turn_limbs(turns)
     return limbs.reshape(values.shape + (3,))
 
 
