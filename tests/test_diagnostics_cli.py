@@ -145,3 +145,38 @@ def test_real_entry_point_exit_code(compiled_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["phases", str(compiled_path) + ".missing", "ab"])
     assert exit_info.value.code == 2
+
+
+def test_trained_rope_position_phases_are_exact_at_a_tiny_base(app, tmp_path):
+    """`formalrope phases` on RoPE at beta = 1e-12 (head dim 32), a 500-symbol string: every position
+    phase at the readout is within 1e-5 rad of theta_p (i - j) mod 2pi at 60 digits (the float64
+    product of the rounded theta_p was ~0.1 rad off)."""
+    import mpmath
+    import torch
+
+    from formal_rope.training.checkpoint import save_checkpoint
+    from formal_rope.training.config import RunConfig, RunResult
+    from formal_rope.training.setup import build_model
+
+    torch.manual_seed(0)
+    config = RunConfig(language="(ab)*", pe="rope", layers=1, d_model=32, heads=1, base=1e-12, attention="torch")
+    model = build_model(config, len(ALPHABET), None)
+    result = RunResult(run_id=config.run_id(), config=config, status="ok", n_star=0, accuracy=0.0, alphabet=ALPHABET)
+    path = save_checkpoint(tmp_path / "tiny_base.zip", model, config, result)
+    string = "".join(np.random.default_rng(1).choice(list(ALPHABET), 500))
+    out = invoke(app, path, string, "--top", 501, "--json")
+    assert out.exit_code == 0, out.output
+    (head,) = json.loads(out.output)["heads"]
+    query = head["query"]["position"]
+    assert query == 501 and len(head["query"]["keys"]) == 501
+    worst = 0.0
+    with mpmath.workdps(60):
+        two_pi = 2 * mpmath.pi
+        for key in head["query"]["keys"]:
+            offset = query - key["key"]
+            for pair in key["pairs"]:
+                theta = mpmath.mpf(1e-12) ** (mpmath.mpf(-pair["pair"]) / 16)
+                exact = theta * offset - two_pi * mpmath.floor(theta * offset / two_pi)
+                difference = abs(mpmath.mpf(pair["position_phase"]) - exact) % two_pi
+                worst = max(worst, float(min(difference, two_pi - difference)))
+    assert worst < 1e-5

@@ -192,8 +192,9 @@ def test_trained_export_carries_what_training_changed(trained_checkpoints, tmp_p
 
     export_model(trained_checkpoints["jof_learned"], tmp_path / "learned")
     learned = load_file(str(tmp_path / "learned" / "model.safetensors"))["positional.learned_frequencies"]
-    assert learned.dtype == torch.float64 and learned.shape == (2, 4)
-    assert not np.allclose(learned.numpy(), np.tile(rope_frequencies(50.0, 4), (2, 1)), rtol=0, atol=1e-6)
+    assert learned.dtype == torch.float64 and learned.shape == (2, 2, 4)  # (layers, heads, pairs): per head
+    assert not np.allclose(learned.numpy(), np.tile(rope_frequencies(50.0, 4), (2, 2, 1)), rtol=0, atol=1e-6)
+    assert not torch.equal(learned[:, 0], learned[:, 1])  # the heads learned apart, and export keeps them so
     export_model(trained_checkpoints["jof_projected"], tmp_path / "projected")
     out_weight = load_file(str(tmp_path / "projected" / "model.safetensors"))["positional.projectors.0.out.weight"]
     assert out_weight.abs().max() > 0  # zero at initialisation

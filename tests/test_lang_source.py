@@ -325,3 +325,27 @@ def test_registry_name_with_another_entrys_alphabet_says_which_entry_it_is():
 )
 def test_alphabet_quotes_keep_commas_and_blanks_inside_a_symbol(text, expected):
     assert parse_alphabet(text) == expected
+
+
+def test_aa_star_has_a_unary_and_a_binary_reading():
+    """(aa)* verbatim stays the unary registry language (run ids unchanged); aa_star_ab is the paper's
+    Table 1 reading over {a, b}: every string of even length, not the literal regex's a's only."""
+    from formal_rope.automata import language_dfa
+    from formal_rope.training.config import RunConfig
+
+    unary = resolve_language("(aa)*")
+    assert (unary.name, unary.alphabet, unary.expression) == ("aa_star", ("a",), "(aa)*")
+    assert RunConfig("(aa)*").id_fields() == {"language": "(aa)*"}
+    binary = resolve_language("aa_star_ab")
+    (entry,) = [e for e in registry_entries() if e.name == "aa_star_ab"]
+    assert binary.alphabet == ("a", "b") and "even length" in entry.description and "unary" in entry.description
+    dfa = language_dfa(binary)
+
+    def accepts(automaton, word: str) -> bool:
+        return bool(automaton.accepting[automaton.run([automaton.alphabet.index(c) for c in word])])
+
+    for length in range(7):
+        for word in itertools.product("ab", repeat=length):
+            assert accepts(dfa, "".join(word)) == (length % 2 == 0)
+    literal = language_dfa(resolve_language("aa_star", "ab"))  # the literal regex over {a, b}
+    assert accepts(literal, "aa") and not accepts(literal, "ab") and accepts(dfa, "ab")

@@ -175,3 +175,58 @@ def test_projected_angles_are_per_batch_and_head():
     assert cos.shape == (1, 3, 2, 10, 4)  # (runs, batch, heads, T, pairs)
     assert torch.allclose(cos**2 + sin**2, torch.ones_like(cos), atol=1e-6)
     assert not torch.allclose(cos[0, 0], cos[0, 1])
+
+
+def test_jof_learned_learns_per_layer_per_head_frequencies():
+    """Paper 000 §3.2: d_model/2 frequencies per layer, each head its own head_dim/2 vector, all RoPE's at init."""
+    config = RunConfig(language="(ab)*", pe="jof_learned", layers=2, d_model=64, heads=8, base=100.0)
+    model = build_model(config, 2, None)
+    frequencies = model.positional.frequencies
+    assert frequencies.shape == (1, 2, 8, 4) and frequencies.dtype == torch.float64
+    assert frequencies[0].numel() == 2 * 32  # layers x d_model/2 per run
+    assert torch.equal(frequencies[0], torch.from_numpy(rope_frequencies(100.0, 4)).expand(2, 8, 4))
+    # One gradient step moves the heads apart: each head's q/k see different gradients.
+    tokens, readout = encode_fixed_length(np.random.default_rng(0).integers(0, 2, size=(8, 12)), 2)
+    loss = torch.nn.functional.cross_entropy(model(tokens, readout), torch.tensor([0, 1] * 4))
+    loss.backward()
+    with torch.no_grad():
+        frequencies -= 1e-2 * frequencies.grad
+    per_head = frequencies[0, 0]
+    assert not all(torch.equal(per_head[0], per_head[h]) for h in range(1, 8))
+    # The model uses each head's own vector: (R, 1, heads, T, pairs) tables.
+    cos, sin = model.positional.rotation(0, 10, torch.zeros(1, 1, 10, 64))
+    assert cos.shape == (1, 1, 8, 10, 4)
+    assert not torch.equal(cos[0, 0, 0], cos[0, 0, 1]) or not torch.equal(sin[0, 0, 0], sin[0, 0, 1])
+
+
+def test_old_shared_jof_learned_checkpoint_is_a_clear_error(tmp_path, capsys):
+    """A checkpoint from when jof_learned shared one vector per layer by every head: exit 2 naming the shape."""
+    import io
+    import zipfile
+
+    from formal_rope.errors import FormalRopeError
+    from formal_rope.training.checkpoint import STATE_NAME, load_checkpoint
+    from formal_rope.training.train import run_training
+    from tests.cli_support import run_main
+
+    torch.set_num_threads(1)
+    config = RunConfig(language="(ab)*", pe="jof_learned", steps=1, batch_size=4, layers=2, d_model=16, heads=2,
+                       test_min_length=5, test_max_length=6, n_per_length=2)
+    path = tmp_path / "new.zip"
+    run_training(config, progress=False, checkpoint_path=path)
+    old = tmp_path / "old.zip"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(old, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename.endswith(STATE_NAME):
+                state = torch.load(io.BytesIO(data), weights_only=True)
+                state["positional.frequencies"] = state["positional.frequencies"][:, :, 0]  # (runs, layers, pairs)
+                buffer = io.BytesIO()
+                torch.save(state, buffer)
+                data = buffer.getvalue()
+            target.writestr(item, data)
+    load_checkpoint(path)  # the new shape loads
+    with pytest.raises(FormalRopeError, match=r"\(1, 2, 4\).*shared by every head.*\(1, 2, 2, 4\)"):
+        load_checkpoint(old)
+    code, _, err = run_main(capsys, ["run", str(old), "ab"])
+    assert code == 2 and "(1, 2, 4)" in err and "Traceback" not in err

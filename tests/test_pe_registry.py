@@ -73,7 +73,8 @@ def test_every_row_is_complete_and_true_to_the_module_its_builder_builds(pe):
     additive, rotation = _tables(module)
     assert (additive is not None) == row.additive
     assert (rotation is not None) == row.export_kind.startswith("rotary_")
-    assert (rotation is not None and rotation.dim() == 3) == row.content_angles  # per-head angles from content
+    # Per-head angles: from content (jof_projected) or learned per head (jof_learned, paper 000 §3.2).
+    assert (rotation is not None and rotation.dim() == 3) == (row.content_angles or pe == "jof_learned")
     assert ("periods" in module.describe()) == row.periodic
     # A field the row says applies changes the tables; RunConfig keeps exactly those fields.
     assert (not _same(_tables(module), _tables(_module(pe, base=7.0)))) == row.takes_base

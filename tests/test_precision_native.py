@@ -82,3 +82,71 @@ def test_phases_reads_an_alias_as_its_format():
     assert np.array_equal(alias.heads[0].actual, named.heads[0].actual)
     with pytest.raises(FormalRopeError, match="not one of fp64, fp32, bf16, fp16"):
         capture_compiled(model, "abab", fmt="fp8e4m3")
+
+
+def _tie_adjacent(fmt_name: str, count: int = 400) -> torch.Tensor:
+    """float64 values at, just above and just below the midpoints between neighbours of `fmt_name`
+    (normal, subnormal and near-overflow), where rounding through float32 first can go wrong."""
+    from formal_rope.precision import round_to_format
+
+    rng = np.random.default_rng(7)
+    dtype = native_dtype(fmt_name)
+    info = torch.finfo(dtype)
+    exponents = rng.uniform(np.log2(info.smallest_normal) - 6, np.log2(info.max) - 0.01, count)
+    values = round_to_format(np.exp2(exponents) * rng.choice([-1.0, 1.0], count), parse_format(fmt_name))
+    values = torch.from_numpy(values)
+    up = torch.nextafter(values.to(dtype), torch.tensor(np.inf, dtype=dtype)).double()
+    middles = (values + up) / 2
+    spread = [middles, middles * (1 + 2.0**-30), middles * (1 - 2.0**-30),
+              torch.nextafter(middles, middles * 2), torch.nextafter(middles, middles * 0)]
+    finite = torch.cat(spread)
+    return finite[torch.isfinite(finite)]
+
+
+@pytest.mark.parametrize("fmt_name", ["bf16", "fp16"])
+def test_native_casts_from_float64_round_once(fmt_name):
+    """float64 -> bf16/fp16 in native mode rounds once (round to odd in float32 first): equal to the
+    emulated rounding and to gmpy2 on tie-adjacent values; torch's own cast rounds twice."""
+    from formal_rope.model.forward import NativeForward
+    from formal_rope.precision import round_once, round_to_format
+
+    dtype = native_dtype(fmt_name)
+    fmt = parse_format(fmt_name)
+    if fmt_name == "bf16":
+        x = torch.tensor([1 + 2.0**-8 + 2.0**-30], dtype=torch.float64)
+        assert x.to(torch.bfloat16).item() == 1.0  # the double rounding this fixes
+        assert round_once(x, torch.bfloat16).item() == 1.0078125
+    values = _tie_adjacent(fmt_name)
+    ours = round_once(values, dtype)
+    assert ours.dtype == dtype
+    emulated = torch.from_numpy(round_to_format(values.numpy(), fmt))
+    assert torch.equal(ours.double(), emulated)
+    assert not torch.equal(values.to(dtype).double(), emulated)  # torch's cast differs on some of them
+    special = torch.tensor([0.0, -0.0, np.inf, -np.inf, 1e300, -1e300, 1e-300, 2.0**-200], dtype=torch.float64)
+    assert torch.equal(round_once(special, dtype).double(), torch.from_numpy(round_to_format(special.numpy(), fmt)))
+    assert torch.isnan(round_once(torch.tensor([np.nan], dtype=torch.float64), dtype)).all()
+    # The native evaluator's parameters go through it.
+    forward = NativeForward.__new__(NativeForward)
+    forward.torch, forward.dtype = torch, dtype
+    assert torch.equal(forward.tensor(values.numpy()).double(), emulated)
+    try:
+        import gmpy2
+    except ImportError:
+        return
+    precision, emin, emax = (8, -132, 128) if fmt_name == "bf16" else (11, -23, 16)
+    with gmpy2.context(precision=precision, emin=emin, emax=emax, subnormalize=True):
+        reference = [float(gmpy2.mpfr(value)) for value in values.tolist()]
+    assert ours.double().tolist() == reference
+
+
+def test_trained_low_precision_tables_are_rounded_once_from_float64():
+    """A bf16 trained model's rotation tables are the float64 cos/sin rounded once to bf16."""
+    from formal_rope.precision import round_once
+    from formal_rope.training.positional import PositionalSpec, build_positional
+
+    rope = build_positional(PositionalSpec(pe="rope", d_model=16, heads=2, layers=1, base=1e4))
+    cos16, sin16 = rope.rotation(0, 300, torch.zeros(1, 1, 300, 16, dtype=torch.bfloat16))
+    cos64, sin64 = rope.rotation(0, 300, torch.zeros(1, 1, 300, 16, dtype=torch.float64))
+    assert cos16.dtype == torch.float32  # the kernels' carrier, holding bf16 values
+    assert torch.equal(cos16, round_once(cos64, torch.bfloat16).float())
+    assert torch.equal(sin16, round_once(sin64, torch.bfloat16).float())

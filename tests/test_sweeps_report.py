@@ -239,3 +239,13 @@ def test_reproduce_tables_follow_the_sweep_files_language_order(tmp_path):
     for order in (("(aa)*", "(ab)*"), ("(ab)*", "(aa)*")):
         payload = _report(tmp_path, Console(), False, None, quiet=True, languages=order)
         assert [row["language"] for row in payload["rows"]] == list(order)
+
+
+def test_test_near_miss_fraction_is_a_runs_column_and_a_sweep_axis(tmp_path):
+    grid = spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4],
+                axes={"test_near_miss_fraction": [0.0, 0.5]})
+    configs = expand_grid(grid)
+    assert sorted(c.test_near_miss_fraction for c in configs) == [0.0, 0.5]
+    run_sweep(configs, tmp_path, runner=fake_runner)
+    runs = pd.read_parquet(tmp_path / "runs")
+    assert sorted(runs["test_near_miss_fraction"].unique()) == [0.0, 0.5]

@@ -167,10 +167,10 @@ def test_sweep_keeps_the_healthy_run_of_a_pack_whose_other_run_raises(tmp_path, 
 
     real = positional.periodic_tables
 
-    def tables(periods, n_pairs, positions):
+    def tables(periods, n_pairs, positions, *dtype):
         if 3 in tuple(periods):
             raise MemoryError("Unable to allocate 745. GiB for an array")
-        return real(periods, n_pairs, positions)
+        return real(periods, n_pairs, positions, *dtype)
 
     monkeypatch.setattr(positional, "periodic_tables", tables)
     tiny = ["--steps", "20", "--layers", "1", "--d-model", "16", "--heads", "2", "--test-lengths", "41..45",

@@ -189,10 +189,10 @@ def _failing_for_period(monkeypatch, period: int):
 
     real = positional.periodic_tables
 
-    def tables(periods, n_pairs, positions):
+    def tables(periods, n_pairs, positions, *dtype):
         if period in tuple(periods):
             raise MemoryError(f"Unable to allocate the tables of period {period}")
-        return real(periods, n_pairs, positions)
+        return real(periods, n_pairs, positions, *dtype)
 
     monkeypatch.setattr(positional, "periodic_tables", tables)
 

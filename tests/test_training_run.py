@@ -209,3 +209,25 @@ def test_a_language_without_one_class_is_a_user_error_before_training(language):
     with pytest.raises(FormalRopeError, match="cannot train on .*balanced training batches"):
         run_training(_tiny(language=language, alphabet=("a", "b")), progress=events.append)
     assert events == []
+
+
+def test_test_near_miss_fraction_shapes_the_test_sets_and_is_validated(capsys):
+    """test_near_miss_fraction (default 0.5, SPEC §4) is passed to the test-set builder: 0 leaves no
+    near-miss negative; it is absent from the run id at its default and refused outside [0, 1]."""
+    from tests.cli_support import run_main
+
+    config = _tiny(test_min_length=10, test_max_length=12, n_per_length=8)
+    dfa = setup.resolve_dfa(config)
+    default = list(training_data.test_length_blocks(dfa, config))
+    assert sum(int(s.near_miss.sum()) for s in default) > 0
+    none = list(training_data.test_length_blocks(dfa, config.with_(test_near_miss_fraction=0.0)))
+    assert sum(int(s.near_miss.sum()) for s in none) == 0
+    assert any(not np.array_equal(a.symbols, b.symbols) for a, b in zip(default, none))
+    assert config.with_(test_near_miss_fraction=0.5).run_id() == config.run_id()
+    assert "test_near_miss_fraction" not in config.id_fields()
+    assert config.with_(test_near_miss_fraction=0.0).run_id() != config.run_id()
+    for bad in (-0.1, 1.5, math.nan):
+        with pytest.raises(FormalRopeError, match="test_near_miss_fraction"):
+            setup.validate_config(config.with_(test_near_miss_fraction=bad))
+    code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--steps", "1", "--set", "test_near_miss_fraction=2"])
+    assert code == 2 and "test_near_miss_fraction must lie in [0, 1]" in err

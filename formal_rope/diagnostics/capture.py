@@ -31,7 +31,7 @@ from formal_rope.model.certificate import model_certificate
 from formal_rope.model.forward import NativeForward, check_parameters_fit, rotary_cos_sin
 from formal_rope.model.io import load_model, read_metadata
 from formal_rope.model.ir import BOS, EOS, TransformerIR
-from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format
+from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format, round_once
 
 TWO_PI = 2.0 * math.pi
 
@@ -100,8 +100,9 @@ def _angles(cos, sin) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ trained
-def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """(description, nominal θ_p) per pair for the trainer's positional encodings."""
+def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np.ndarray]:
+    """(description, nominal θ_p) per pair for the trainer's positional encodings; per head
+    ((H, P) frequencies, a description tuple per head) for jof_learned."""
     from formal_rope.training import positional as pe  # the trainer imports torch: trained models only
 
     nan = np.full(n_pairs, np.nan)
@@ -120,8 +121,9 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple[str
         )
         return kinds, angles.astype(np.float64)
     if isinstance(positional, pe.LearnedRotary):
-        frequencies = positional.frequencies[0, layer].detach().double().cpu().numpy()
-        return tuple(f"learned θ={f:.4g}" for f in frequencies), frequencies
+        # Each head has its own learned frequencies: (H, P), picked per head by the caller.
+        per_head = positional.frequencies[0, layer].detach().double().cpu().numpy()
+        return tuple(tuple(f"learned θ={f:.4g}" for f in row) for row in per_head), per_head
     return ("unrotated",) * n_pairs, np.zeros(n_pairs)
 
 
@@ -261,8 +263,8 @@ def capture_trained(
                 key=data["k"][head],
                 angles=data["angles"][head],
                 actual=data["actual"][head],
-                pair_kinds=data["kinds"],
-                frequencies=data["frequencies"],
+                pair_kinds=data["kinds"][head] if data["frequencies"].ndim == 2 else data["kinds"],
+                frequencies=data["frequencies"][head] if data["frequencies"].ndim == 2 else data["frequencies"],
                 rotated=rotated(layer, head),
                 dtype=data["dtype"],
                 recompute_error=data["recompute_error"],
@@ -310,8 +312,8 @@ def _ir_tables(head, length: int, fmt: FloatFormat, dtype):
         if pair.kind == "none":
             continue
         pair_cos, pair_sin = rotary_cos_sin(pair, length, fmt, "native")
-        cos[:, index] = torch.as_tensor(np.array(pair_cos, dtype=np.float64)).to(dtype)
-        sin[:, index] = torch.as_tensor(np.array(pair_sin, dtype=np.float64)).to(dtype)
+        cos[:, index] = round_once(torch.as_tensor(np.array(pair_cos, dtype=np.float64)), dtype)
+        sin[:, index] = round_once(torch.as_tensor(np.array(pair_sin, dtype=np.float64)), dtype)
     return cos, sin
 
 

@@ -118,7 +118,9 @@ def scorer_for(model, *, fmt: str | None = None, mode: str | None = None, device
     raise FormalRopeError(f"cannot search a {type(model).__name__}: expected a trained or a compiled model")
 
 
-def sampled_start_sets(dfa, lengths: Iterable[int], n_per_length: int, seed: int) -> Iterator:
+def sampled_start_sets(
+    dfa, lengths: Iterable[int], n_per_length: int, seed: int, near_miss_fraction: float = 0.5
+) -> Iterator:
     """The balanced test sets (`sampling.test_sets`) of `lengths`, sampled lazily in blocks."""
     block: list[int] = []
     size = 0
@@ -126,10 +128,10 @@ def sampled_start_sets(dfa, lengths: Iterable[int], n_per_length: int, seed: int
         block.append(int(length))
         size += max(1, int(length)) * max(1, n_per_length)
         if size >= START_SYMBOL_BUDGET:
-            yield from test_sets(dfa, block, n_per_length, seed)
+            yield from test_sets(dfa, block, n_per_length, seed, near_miss_fraction)
             block, size = [], 0
     if block:
-        yield from test_sets(dfa, block, n_per_length, seed)
+        yield from test_sets(dfa, block, n_per_length, seed, near_miss_fraction)
 
 
 def _checked_lengths(lengths: Iterable[int]) -> list[int]:
@@ -170,10 +172,11 @@ def worst_case(
     dfa = model_dfa(model) if dfa is None else dfa
     scorer = scorer_for(model, fmt=fmt, mode=mode, device=device)
     if start_sets is None:
-        count, start_seed = DEFAULT_START, seed
+        count, start_seed, near_misses = DEFAULT_START, seed, 0.5
         if isinstance(model, TrainedClassifier) and model.config.data is None:
-            count, start_seed = model.config.n_per_length, model.config.eval_seed
-        start_sets = sampled_start_sets(dfa, lengths, count if n_start is None else n_start, start_seed)
+            config = model.config
+            count, start_seed, near_misses = config.n_per_length, config.eval_seed, config.test_near_miss_fraction
+        start_sets = sampled_start_sets(dfa, lengths, count if n_start is None else n_start, start_seed, near_misses)
     base = settings or SearchSettings()
     settings = SearchSettings(**{**base.__dict__, "budget": int(budget), "seed": int(seed)})
     callback = None if on_length is None else (lambda run, entry: on_length(entry))

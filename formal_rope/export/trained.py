@@ -17,7 +17,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.config import period_pairs
 from formal_rope.training.encodings import encoding
-from formal_rope.training.positional import assign_periods, periodic_tables
+from formal_rope.training.positional import assign_periods, float_turns, periodic_tables
 
 _BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
 
@@ -57,10 +57,15 @@ def _network_state(model) -> dict:
                 put(f"positional.projectors.{layer}.{name}.weight", projector[index].weight)
                 put(f"positional.projectors.{layer}.{name}.bias", projector[index].bias)
     frequencies = getattr(positional, "frequencies", None)
-    if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, pairs)
+    # Exact turn limbs (`training.positional.turn_phases`) go with the frequencies, so the exported
+    # file forms the trainer's exact phases theta*i mod 2pi with int64 arithmetic alone.
+    if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, heads, pairs)
         put("positional.learned_frequencies", frequencies.to(torch.float64))
+        learned = frequencies.detach()[0].to("cpu", torch.float64).numpy()
+        state["positional.learned_turns"] = torch.from_numpy(np.ascontiguousarray(float_turns(learned)))
     elif frequencies is not None:  # fixed schedules: numpy (runs, pairs)
         state["positional.frequencies"] = torch.from_numpy(np.array(frequencies[0], dtype=np.float64))
+        state["positional.turns"] = torch.from_numpy(np.array(positional.turns[0], dtype=np.int64))
     return state
 
 

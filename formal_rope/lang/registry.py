@@ -49,6 +49,16 @@ REGISTRY: tuple[RegistryEntry, ...] = (
         "contains_ab_binary", "Σ*abΣ*", "regex", ("a", "b"), "contains the factor ab over {a,b} (|Σ| = 2)",
         "core paper, Prop. B.2",
     ),
+    # (aa)* read over {a, b}. The paper's Table 1 gives (aa)* the defining property "even length" and
+    # puts every language over an alphabet with |Σ| > 1; over {a, b} that is (ΣΣ)*, not the literal
+    # regex (aa)* (a's only: a different language, which also forbids b). `aa_star` above stays the
+    # unary reading over {a} (SPEC §2), where both readings coincide; its runs keep their ids.
+    RegistryEntry(
+        "aa_star_ab", "(ΣΣ)*", "regex", ("a", "b"),
+        "(aa)* over {a,b} as the paper reads it (Table 1: even length, |Σ| > 1): every string of even length; "
+        "aa_star is the unary reading over {a}, where the literal regex and 'even length' agree",
+        "core paper, Table 1 and App. E.1",
+    ),
     RegistryEntry("parity", "(0*10*1)*0*", "regex", ("0", "1"), "Parity: an even number of 1s", _PARITY),
     RegistryEntry("parity_odd", "0*1(0*10*1)*0*", "regex", ("0", "1"), "an odd number of 1s", _PARITY),
     RegistryEntry(

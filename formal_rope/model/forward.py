@@ -22,7 +22,7 @@ import numpy as np
 from formal_rope import precision
 from formal_rope.errors import FormalRopeError
 from formal_rope.model.ir import AttentionHead, FeedForward, RotaryPair, TransformerIR
-from formal_rope.precision import FloatFormat, FormatOps, make_rounder, native_format_names, native_row
+from formal_rope.precision import FloatFormat, FormatOps, make_rounder, native_format_names, native_row, round_once
 
 MODES = ("emulated", "native")
 
@@ -308,7 +308,8 @@ class NativeForward:
         self._tables: dict[tuple[RotaryPair, int], tuple] = {}
 
     def tensor(self, array: np.ndarray):
-        return self.torch.as_tensor(np.array(array, dtype=np.float64)).to(self.dtype)
+        # Rounded once: torch's float64 -> bf16/fp16 cast goes through float32 and can round twice.
+        return round_once(self.torch.as_tensor(np.array(array, dtype=np.float64)), self.dtype)
 
     def embed(self, tokens: np.ndarray):
         """The residual stream entering layer 1: the embedding rows of `tokens` (batch, T) in the dtype."""

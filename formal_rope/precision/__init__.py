@@ -26,6 +26,7 @@ from formal_rope.precision.native import (
     native_format_names,
     native_row,
     numpy_dtype,
+    round_once,
 )
 from formal_rope.precision.numpy_arith import FormatOps, make_rounder, ones_sum_overflow
 
@@ -59,6 +60,7 @@ __all__ = [
     "ones_sum_overflow",
     "parse_format",
     "round_mpf_to_format",
+    "round_once",
     "round_to_format",
     "valid_format_names",
     *_LAZY,

@@ -84,3 +84,26 @@ def format_of_torch_dtype(dtype: Any) -> FloatFormat:
             return row.float_format
     raise FormalRopeError(f"no native arithmetic for dtype {dtype}; use {', '.join(native_format_names()[:-1])} "
                           f"or {native_format_names()[-1]}")
+
+
+def round_once(x, dtype):
+    """`x` (a torch tensor, any float dtype) rounded *once* to the torch `dtype` (nearest, ties to even).
+
+    torch's float64 -> bf16/fp16 cast goes through float32 and can round twice: 1 + 2^-8 + 2^-30
+    becomes 1.0 in bf16 (the float32 step drops 2^-30, leaving a tie that goes to even) where the
+    correct rounding is 1.0078125. Here a float64 source is first rounded to float32 *to odd*
+    (the float32 nearest, moved to its odd neighbour towards x when inexact), which keeps the
+    information a later rounding needs: a float32 of 24 bits rounded to odd and then to a format of
+    at most 22 bits (bf16: 8, fp16: 11) is exactly the correct rounding of x. float32 and float64
+    targets are plain casts (one rounding already); sources of 32 bits or fewer are cast directly.
+    """
+    import torch
+
+    if x.dtype != torch.float64 or dtype in (torch.float64, torch.float32):
+        return x.to(dtype)
+    nearest = x.to(torch.float32)
+    inexact = nearest.to(torch.float64) != x  # NaN compares unequal: nextafter keeps it NaN
+    even = (nearest.view(torch.int32) & 1) == 0
+    towards = torch.where(x > nearest.to(torch.float64), torch.inf, -torch.inf).to(torch.float32)
+    odd = torch.where(inexact & even, torch.nextafter(nearest, towards), nearest)
+    return odd.to(dtype)

@@ -105,6 +105,7 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "steps_done": int(result.steps_done),
         "wall_s": float(result.wall_s),
         "eval_complete": bool(result.eval_complete),
+        "warnings": json.dumps(list(result.warnings)) if result.warnings else None,
         "versions": json.dumps(result.versions, sort_keys=True),
         "commit": result.commit,
         "config": json.dumps(settings, sort_keys=True),
@@ -151,7 +152,7 @@ RUN_COLUMN_TYPES = {
     "data": "string", "data_hash": "string",
     "pack_id": "string", "pack_size": "int64",
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",
-    "steps_done": "int64", "wall_s": "float64", "versions": "string", "commit": "string",
+    "steps_done": "int64", "wall_s": "float64", "warnings": "string", "versions": "string", "commit": "string",
 }
 RUN_COLUMN_TYPES.update(
     {name: _KIND_TYPES[field_kind(name)] for name in CONFIG_COLUMNS if name not in RUN_COLUMN_TYPES}

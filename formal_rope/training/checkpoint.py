@@ -197,6 +197,23 @@ class TrainedClassifier:
         return model
 
 
+def _check_learned_frequencies(path, config: RunConfig, model: Classifier, state: dict) -> None:
+    """FormalRopeError for a jof_learned checkpoint written when its frequencies were shared by the
+    heads ((runs, layers, head_dim/2) instead of paper 000's per-head (runs, layers, heads, head_dim/2))."""
+    stored = state.get("positional.frequencies")
+    expected = getattr(model.positional, "frequencies", None)
+    if config.pe != "jof_learned" or not isinstance(stored, torch.Tensor) or expected is None:
+        return
+    if tuple(stored.shape) != tuple(expected.shape):
+        shared = stored.dim() == 3
+        raise FormalRopeError(
+            f"checkpoint {str(path)!r}: its jof_learned frequencies have shape {tuple(stored.shape)} (runs, layers, "
+            f"pairs){' shared by every head' if shared else ''}, but jof_learned now learns one vector per layer "
+            f"and head, shape {tuple(expected.shape)} (runs, layers, heads, pairs; paper 000 §3.2). "
+            "This checkpoint predates that change: retrain it"
+        )
+
+
 def load_checkpoint(path: str | Path) -> TrainedClassifier:
     """The trained classifier saved at `path` (by `run_training(checkpoint_path=)` or `train --out`).
 
@@ -221,6 +238,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
             state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
         if metadata.get("format", 1) == 1:
             state = {name: tensor.unsqueeze(0) for name, tensor in state.items()}  # add the run axis
+    _check_learned_frequencies(path, config, model, state)
     with _checkpoint_problem(path, f"its weights ({STATE_NAME}) do not match its config ({METADATA_NAME})"):
         model.load_state_dict(state)
     model.eval()

@@ -61,6 +61,7 @@ SAMPLING_FIELDS: dict[str, str] = {
     "n_per_length": "its test strings are every test-file string of each tested length, not a sample of n per length",
     "eval_seed": "its test strings are read from the test files, not sampled with a seed",
     "train_near_miss_fraction": "its training negatives are the training file's negatives, not sampled near-misses",
+    "test_near_miss_fraction": "its test negatives are the test files' negatives, not sampled near-misses",
     "nnch_samples": "NNCH's score reads uniformly random strings labelled by a language's DFA, and the run tests on "
                     "the test files' strings",
 }
@@ -117,6 +118,7 @@ class RunConfig:
     lr_schedule: str = "constant"  # constant | cosine (decay to 10% of lr)
     warmup_steps: int = 0  # linear learning-rate warm-up
     train_near_miss_fraction: float = 0.0  # share of training negatives replaced by near-misses
+    test_near_miss_fraction: float = 0.5  # share of each test length's negatives that are near-misses (SPEC §4)
     test_lengths: tuple[int, ...] | None = None  # sparse test lengths; None: test_min_length..test_max_length
     # Strings from files instead of the sampler (formal_rope.training.data.FileData): a FLaRe folder
     # or an MLRegTest language, and the SHA-256 prefix of the files read. Neutral (None) for sampled
@@ -211,7 +213,7 @@ ID_NEUTRAL: dict = {
     "grad_clip": 1.0, "train_min_length": 0, "train_max_length": 40, "test_min_length": 41,
     "test_max_length": 500, "n_per_length": 512, "nnch_samples": 2, "eval_mode": "full", "eval_seed": 0,
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
-    "data": None, "data_hash": None,
+    "data": None, "data_hash": None, "test_near_miss_fraction": 0.5,
 }
 
 
@@ -425,6 +427,9 @@ class RunResult:
     worst_failure: str | None = None  # the shortest failing string the search found
     worst_failure_margin: float | None = None  # how far past the decision it lies (logit difference)
     worst_strings_tried: int | None = None  # strings the search scored, all lengths
+    # What the run's settings are known to cost (training.context.run_warnings: fp32 phases far off at
+    # this base, a partial_rope that rotates every pair); also printed on stderr before training.
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""
@@ -433,6 +438,7 @@ class RunResult:
         data["per_length"] = [asdict(r) for r in self.per_length]
         data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
         data["resolved_periods"] = list(self.resolved_periods) if self.resolved_periods is not None else None
+        data["warnings"] = list(self.warnings)
         return data
 
     @classmethod
@@ -440,7 +446,7 @@ class RunResult:
         data = dict(data)
         data["config"] = RunConfig.from_dict(data["config"])
         data["per_length"] = tuple(LengthResult(**r) for r in data.get("per_length", ()))
-        for name in ("alphabet", "resolved_periods"):
+        for name in ("alphabet", "resolved_periods", "warnings"):
             if data.get(name) is not None:
                 data[name] = tuple(data[name])
         known = {f.name for f in fields(cls)}

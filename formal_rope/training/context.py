@@ -33,6 +33,7 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> li
             f"no string of length {config.train_min_length}..{config.train_max_length} is one substitution away "
             "from the language, so every training negative stays uniform"
         )
+    notes.extend(run_warnings(config))
     if 0 < config.steps <= config.warmup_steps:
         notes.append(
             f"warmup_steps {config.warmup_steps} ≥ steps {config.steps}: the learning rate only ramps up and never "
@@ -56,3 +57,59 @@ def language_note(config: RunConfig) -> str | None:
         return None
     detected = resolve_language(config.language, config.alphabet).detected
     return f"{config.language!r} {detected}" if detected else None
+
+
+def _schedule_frequencies(config: RunConfig) -> np.ndarray | None:
+    """The frequencies theta of the run's phase schedule (sipe: d_model/2, rotary: per head), or None
+    for encodings that form no phases from a base."""
+    # function-local: positional imports torch, and these notes are on sweep's torch-free planning path
+    from formal_rope.training import positional
+    from formal_rope.training.encodings import encoding
+
+    row = encoding(config.pe)
+    if not config.applies("phase_precision"):
+        return None
+    if row.additive:
+        return positional.rope_frequencies(config.base, config.d_model // 2)
+    pairs = config.d_model // config.heads // 2
+    if row.takes_rope_fraction:
+        return positional._partial_frequencies(config.base, pairs, config.rope_fraction)[0]
+    return positional.rope_frequencies(config.base, pairs)
+
+
+def run_warnings(config: RunConfig) -> list[str]:
+    """Warnings a run records in its result (`RunResult.warnings`, the runs Parquet's `warnings`
+    column) and `train`/`sweep` print: fp32 phases at a base where they are far off (their error bound
+    over the tested positions, `positional.fp32_phase_error_bound`, above
+    `positional.FP32_PHASE_WARNING_RAD`), and a partial_rope whose rounded fraction rotates every pair."""
+    from formal_rope.training import positional  # function-local: it imports torch (sweep plans without it)
+
+    warnings = []
+    try:
+        frequencies = _schedule_frequencies(config)
+    except Exception:  # noqa: BLE001 - an invalid config is validation's to report, with context
+        return warnings
+    longest = max(config.test_max_length, config.train_max_length) + 1  # eos sits at position N + 1
+    if frequencies is not None and config.phase_precision == "fp32":
+        bound = positional.fp32_phase_error_bound(frequencies, longest)
+        if bound > positional.FP32_PHASE_WARNING_RAD:
+            warnings.append(
+                f"phase_precision fp32 at base {config.base:g}: the float32 phases theta*i are off by up to "
+                f"{bound:.3g} rad by position {longest} (bound: float32 rounding of theta times i plus half an "
+                f"ulp of the product; the warning threshold is {positional.FP32_PHASE_WARNING_RAD:g} rad), so "
+                "the run's rotations are not RoPE's; use --phase-precision fp64 (exact phases) unless that is "
+                "what is being measured"
+            )
+    if config.pe == "partial_rope" and config.applies("rope_fraction"):
+        pairs = config.d_model // config.heads // 2
+        try:
+            rotated = positional.partial_rotated_pairs(config.rope_fraction, pairs)
+        except Exception:  # noqa: BLE001
+            return warnings
+        if rotated == pairs:
+            warnings.append(
+                f"partial_rope with rope_fraction {config.rope_fraction:g} rotates all {pairs} rotary pairs per "
+                f"head ({config.rope_fraction:g} x {pairs} = {config.rope_fraction * pairs:g}, rounded half up): this "
+                "run is RoPE with RoPE's frequency ladder"
+            )
+    return warnings

@@ -88,10 +88,10 @@ def test_length_blocks(dfa, config: RunConfig) -> Iterator:
         block.append(length)
         size += max(1, length) * config.n_per_length
         if size >= TEST_SYMBOL_BUDGET:
-            yield from test_sets(dfa, block, config.n_per_length, config.eval_seed)
+            yield from test_sets(dfa, block, config.n_per_length, config.eval_seed, config.test_near_miss_fraction)
             block, size = [], 0
     if block:
-        yield from test_sets(dfa, block, config.n_per_length, config.eval_seed)
+        yield from test_sets(dfa, block, config.n_per_length, config.eval_seed, config.test_near_miss_fraction)
 
 
 @dataclass(frozen=True, eq=False)

@@ -111,7 +111,8 @@ ENCODINGS: dict[str, Encoding] = {
         ),
         Encoding(
             "partial_rope", label="partial RoPE",
-            help="first round(fraction·D/2) pairs rotated (RoPE spacing over the rotated dims), rest unrotated",
+            help="first ⌊fraction·D/2 + ½⌋ pairs rotated (rounded half up; RoPE spacing over the rotated dims), "
+            "rest unrotated",
             builder=f"{_POSITIONAL}:build_partial_rope", export_kind="rotary_fixed", report_rank=5,
             takes_base=True, takes_rope_fraction=True,
         ),
@@ -123,7 +124,8 @@ ENCODINGS: dict[str, Encoding] = {
         ),
         Encoding(
             "jof_learned", label="JoFormer (learned)",
-            help="as jof_fixed with per-layer learned frequencies (float64 parameters, initialised to RoPE's)",
+            help="as jof_fixed with learned frequencies per layer and head (d_model/2 per layer, float64, "
+            "initialised to RoPE's)",
             builder=f"{_POSITIONAL}:build_jof_learned", export_kind="rotary_learned", report_rank=7,
             takes_base=True,
         ),

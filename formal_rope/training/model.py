@@ -276,7 +276,7 @@ class Classifier(nn.Module):
         definition the readout-only path (the default) is tested against.
         """
         x = self.embedding(layout.tokens)  # (R, L, d)
-        additive = self.positional.embedding(max(layout.widths, default=1), layout.tokens.device)
+        additive = self.positional.embedding(max(layout.widths, default=1), layout.tokens.device, x.dtype)
         if additive is not None:
             runs = torch.arange(layout.runs, device=x.device)[:, None]
             x = x + additive[runs, layout.positions].to(x.dtype)

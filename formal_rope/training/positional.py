@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -59,25 +60,122 @@ def rope_frequencies(base: float, n_pairs: int) -> np.ndarray:
     return np.power(np.float64(base), exponents)
 
 
-def rotary_phases(frequencies: np.ndarray, positions: np.ndarray, precision: str = "fp64") -> np.ndarray:
+# Exact phases. A frequency theta is held as its fractional number of turns f = frac(theta / 2pi),
+# a 78-bit binary fraction F / 2^78 (three 26-bit integer limbs, computed once per table with mpmath
+# from theta's exact definition: beta^(-2k/D) for RoPE/SiPE, the float64 value itself for learned
+# frequencies). The phase at integer position i is then 2pi * frac(i * F / 2^78): the product and its
+# reduction are exact int64 arithmetic (i < 2^36), and only the final turn fraction (relative error
+# 2^-53) and its product by 2pi are rounded, so every phase is within ~1e-15 rad of theta*i mod 2pi
+# for any base (tested 1e-12 ... 1e12) and position; the 78-bit truncation adds i * 2pi * 2^-78.
+TURN_LIMB_BITS = 26
+TURN_BITS = 3 * TURN_LIMB_BITS
+_LIMB_MASK = (1 << TURN_LIMB_BITS) - 1
+MAX_EXACT_POSITION = 2**36  # i * limb < 2^62: the int64 products stay exact
+
+
+def _turn_limbs(turns: int) -> tuple[int, int, int]:
+    return (turns >> (2 * TURN_LIMB_BITS)) & _LIMB_MASK, (turns >> TURN_LIMB_BITS) & _LIMB_MASK, turns & _LIMB_MASK
+
+
+def _mp_turns(theta) -> int:
+    """floor(frac(theta / 2pi) * 2^78) for an mpmath number theta computed at enough precision."""
+    import mpmath
+
+    turns = theta / (2 * mpmath.pi)
+    return int(mpmath.floor((turns - mpmath.floor(turns)) * mpmath.mpf(2) ** TURN_BITS))
+
+
+@lru_cache(maxsize=512)
+def _rope_turns(base: float, n_pairs: int) -> np.ndarray:
+    import mpmath
+
+    rope_frequencies(base, n_pairs)  # the base's validation
+    limbs = np.zeros((n_pairs, 3), dtype=np.int64)
+    # theta <= max(base, 1/base): its integer turns need up to |log2 base| bits above the 78 kept.
+    with mpmath.workprec(TURN_BITS + 96 + int(abs(math.log2(base)))):
+        beta = mpmath.mpf(base)  # the float64 base, exactly
+        for k in range(n_pairs):
+            limbs[k] = _turn_limbs(_mp_turns(beta ** (mpmath.mpf(-k) / n_pairs)))
+    limbs.setflags(write=False)
+    return limbs
+
+
+def rope_turns(base: float, n_pairs: int) -> np.ndarray:
+    """Exact turn limbs (P, 3) of RoPE's theta_k = base^(-2k/D) = base^(-k/P), from the real value
+    (not its float64 rounding: at base 1e-12, theta ~ 1e12 and one float64 ulp is ~1e-4 rad per position)."""
+    return _rope_turns(float(base), int(n_pairs))
+
+
+# 1/(2pi) as a K-bit fixed-point integer (Payne-Hanek): floor(2^K / 2pi), K covering every float64
+# exponent (theta = m * 2^e with e <= 971) plus the 78 kept bits and 64 guard bits.
+_INV_TWO_PI_BITS = 1024 + TURN_BITS + 64 + 53
+
+
+@lru_cache(maxsize=1)
+def _inv_two_pi() -> int:
+    import mpmath  # function-local: computed once, on the first exact phase of a float64 frequency
+
+    with mpmath.workprec(_INV_TWO_PI_BITS + 64):
+        return int(mpmath.floor(mpmath.mpf(2) ** _INV_TWO_PI_BITS / (2 * mpmath.pi)))
+
+
+def float_turns(frequencies) -> np.ndarray:
+    """Exact turn limbs (..., 3) of float64 frequencies taken at their exact binary value (learned
+    frequencies, or frequencies without a closed form): theta = m * 2^e exactly, so
+    floor(frac(theta / 2pi) * 2^78) is (m * floor(2^K / 2pi)) >> (K - e - 78) mod 2^78 in Python
+    integers (off by at most one unit of 2^-78 from the real value). Non-finite values give limbs 0."""
+    values = np.asarray(frequencies, dtype=np.float64)
+    flat = values.reshape(-1)
+    limbs = np.zeros((flat.size, 3), dtype=np.int64)
+    inverse = _inv_two_pi()
+    modulus = (1 << TURN_BITS) - 1
+    for index, value in enumerate(flat.tolist()):
+        if value == 0.0 or not math.isfinite(value):
+            continue
+        mantissa, exponent = math.frexp(value)  # value = mantissa * 2^exponent, 0.5 <= |mantissa| < 1
+        m, e = int(mantissa * 2.0**53), exponent - 53  # value = m * 2^e exactly
+        shift = _INV_TWO_PI_BITS - e - TURN_BITS
+        product = m * inverse  # floor division rounds towards -inf: negative thetas reduce correctly
+        turns = (product >> shift if shift >= 0 else product << -shift) & modulus
+        limbs[index] = _turn_limbs(turns)
+    return limbs.reshape(values.shape + (3,))
+
+
+def turn_phases(limbs: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Phases theta * i mod 2pi in [0, 2pi), float64, shape (T, ...) for positions (T,) and turn limbs (..., 3)."""
+    limbs = np.asarray(limbs, dtype=np.int64)
+    positions = np.asarray(positions, dtype=np.int64)
+    if positions.size and (positions.min() < 0 or positions.max() >= MAX_EXACT_POSITION):
+        raise FormalRopeError(f"exact rotary phases take positions 0 .. 2^36 - 1, got up to {int(positions.max()):,}")
+    i = positions.reshape(positions.shape + (1,) * (limbs.ndim - 1))
+    low = i * limbs[..., 2]
+    middle = i * limbs[..., 1] + (low >> TURN_LIMB_BITS)
+    high = (i * limbs[..., 0] + (middle >> TURN_LIMB_BITS)) & _LIMB_MASK
+    # high + middle / 2^26 is exact in float64 (52 bits); the low limb is rounded once.
+    fraction = (high + (middle & _LIMB_MASK) * 2.0**-TURN_LIMB_BITS + (low & _LIMB_MASK) * 2.0**-52) * 2.0**-26
+    return np.minimum(fraction * TWO_PI, np.nextafter(TWO_PI, 0.0))
+
+
+def rotary_phases(frequencies: np.ndarray, positions: np.ndarray, precision: str = "fp64", turns=None) -> np.ndarray:
     """Phases theta_d * i for positions (T,) and frequencies (P,) -> (T, P).
 
-    fp64: product and reduction modulo 2*pi in float64 (result in [0, 2*pi)).
+    fp64: theta*i mod 2pi from the exact turn limbs `turns` (P, 3) (`rope_turns`; default: the
+    float64 frequencies' own exact value, `float_turns`), within ~1e-15 rad, result in [0, 2pi).
     fp32: the naive float32 product, unreduced (what a float32 implementation computes).
     """
     if precision == "fp64":
-        product = np.asarray(positions, dtype=np.float64)[:, None] * np.asarray(frequencies, dtype=np.float64)[None, :]
-        return np.mod(product, TWO_PI)
+        return turn_phases(float_turns(frequencies) if turns is None else turns, positions)
     if precision == "fp32":
         return np.asarray(positions, dtype=np.float32)[:, None] * np.asarray(frequencies, dtype=np.float32)[None, :]
     raise FormalRopeError(f"unknown phase precision {precision!r}; expected one of {', '.join(PHASE_PRECISIONS)}")
 
 
-def phase_tables(phases: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """float32 (cos, sin) tables; cos/sin are evaluated in the phases' own dtype, then cast."""
+def phase_tables(phases: np.ndarray, dtype=np.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cos, sin) tables in `dtype` (float32 by default; float64 for float64 models); cos/sin are
+    evaluated in the phases' own dtype, then cast."""
     return (
-        torch.from_numpy(np.cos(phases).astype(np.float32)),
-        torch.from_numpy(np.sin(phases).astype(np.float32)),
+        torch.from_numpy(np.cos(phases).astype(dtype)),
+        torch.from_numpy(np.sin(phases).astype(dtype)),
     )
 
 
@@ -138,8 +236,10 @@ def assign_periods(periods, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
     return pair_periods, numerators
 
 
-def periodic_tables(periods, n_pairs: int, positions: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin (T, P) by lookup T_d(i mod m_d); the product theta*i is never formed."""
+def periodic_tables(
+    periods, n_pairs: int, positions: np.ndarray, dtype=np.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin (T, P) in `dtype` by lookup T_d(i mod m_d); the product theta*i is never formed."""
     pair_periods, numerators = assign_periods(periods, n_pairs)
     positions = np.asarray(positions, dtype=np.int64)
     residues = np.mod(positions[:, None], pair_periods[None, :])  # exact integer arithmetic
@@ -147,8 +247,8 @@ def periodic_tables(periods, n_pairs: int, positions: np.ndarray) -> tuple[torch
     longest = int(pair_periods.max())
     r = np.arange(longest, dtype=np.float64)
     table_angles = TWO_PI * (numerators[:, None] * r[None, :] % pair_periods[:, None]) / pair_periods[:, None]
-    cos_table = np.cos(table_angles).astype(np.float32)  # (P, longest)
-    sin_table = np.sin(table_angles).astype(np.float32)
+    cos_table = np.cos(table_angles).astype(dtype)  # (P, longest)
+    sin_table = np.sin(table_angles).astype(dtype)
     pair_index = np.arange(n_pairs)[None, :]
     return torch.from_numpy(cos_table[pair_index, residues]), torch.from_numpy(sin_table[pair_index, residues])
 
@@ -171,7 +271,8 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.runs = runs
 
-    def embedding(self, length: int, device: torch.device) -> torch.Tensor | None:
+    def embedding(self, length: int, device: torch.device, dtype: torch.dtype | None = None) -> torch.Tensor | None:
+        """The additive table (R, length, d_model) for a model computing in `dtype`, or None."""
         return None
 
     def rotation(self, layer: int, length: int, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -221,27 +322,57 @@ class PositionalEncoding(nn.Module):
         return ()
 
 
+def table_dtype(dtype: torch.dtype | None) -> torch.dtype:
+    """The dtype of the tables a model computing in `dtype` gets: float64 for float64 models, else
+    float32 (for fp16/bf16 models float32 carriers of values already in their format: `cast_tables`)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def cast_tables(table: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    """A float64 cos/sin table for a model computing in `dtype`: float64 or float32 (one rounding),
+    and for fp16/bf16 the float64 values rounded once to that format (`precision.round_once`; torch's
+    own cast would round twice, through float32), held in float32 as the attention kernels take them."""
+    if dtype in LOW_PRECISION:
+        from formal_rope.precision.native import round_once  # function-local: fp16/bf16 models only
+
+        return round_once(table.to(torch.float64), dtype).float()
+    return table.to(table_dtype(dtype))
+
+
 class _CachedTables(PositionalEncoding):
-    """Encodings whose tables depend only on positions: built once for the longest length seen."""
+    """Encodings whose tables depend only on positions: built once for the longest length seen, in
+    the table dtype of each model dtype asked for (`table_dtype`)."""
+
+    # Whether the tables are cos/sin values (rounded once to an fp16/bf16 model's format) or phases.
+    _values_in_format = True
 
     def __init__(self, runs: int) -> None:
         super().__init__(runs)
-        self._cache: dict[str, tuple[int, tuple[torch.Tensor, ...]]] = {}
+        self._cache: dict[tuple[str, torch.dtype], tuple[int, tuple[torch.Tensor, ...]]] = {}
 
-    def _tables(self, length: int, device: torch.device) -> tuple[torch.Tensor, ...]:
-        key = str(device)
+    def _tables(self, length: int, device: torch.device, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, ...]:
+        in_format = self._values_in_format and dtype in LOW_PRECISION
+        key = (str(device), dtype if in_format else table_dtype(dtype))
         cached = self._cache.get(key)
         if cached is None or cached[0] < length:
             # Grow geometrically so evaluation over increasing lengths rebuilds only a few times.
             size = max(length, 2 * cached[0] if cached else 64)
             positions = np.arange(size, dtype=np.int64)
-            per_run = [self._build(run, positions) for run in range(self.runs)]
-            tables = tuple(torch.stack(parts).to(device) for parts in zip(*per_run))
+            built = np.float64 if key[1] == torch.float64 or in_format else np.float32
+            per_run = [self._build(run, positions, built) for run in range(self.runs)]
+            tables = tuple(torch.stack(parts) for parts in zip(*per_run))
+            if in_format:
+                tables = tuple(cast_tables(table, dtype) for table in tables)
+            tables = tuple(table.to(device) for table in tables)
             self._cache[key] = cached = (size, tables)
         return tuple(t[:, :length] for t in cached[1])
 
-    def _build(self, run: int, positions: np.ndarray) -> tuple[torch.Tensor, ...]:
-        """Run `run`'s tables for `positions` (each (T, ...)); stacked over runs by `_tables`."""
+    def _build(self, run: int, positions: np.ndarray, dtype) -> tuple[torch.Tensor, ...]:
+        """Run `run`'s tables for `positions` (each (T, ...)) in numpy `dtype` (values computed in
+        float64, rounded once); stacked over runs by `_tables`."""
         raise NotImplementedError
 
 
@@ -251,16 +382,18 @@ class SinusoidalEmbedding(_CachedTables):
     def __init__(self, d_model: int, bases, precision: str) -> None:
         super().__init__(len(bases))
         self.frequencies = np.stack([rope_frequencies(base, d_model // 2) for base in bases])  # (R, d/2)
+        self.turns = np.stack([rope_turns(base, d_model // 2) for base in bases])  # (R, d/2, 3): exact
         self.precision = precision
 
     def _per_run_fields(self):
-        return ("frequencies",)
+        return ("frequencies", "turns")
 
-    def _build(self, run, positions):
-        return (interleave(*phase_tables(rotary_phases(self.frequencies[run], positions, self.precision))),)
+    def _build(self, run, positions, dtype):
+        phases = rotary_phases(self.frequencies[run], positions, self.precision, self.turns[run])
+        return (interleave(*phase_tables(phases, dtype)),)
 
-    def embedding(self, length, device):
-        return self._tables(length, device)[0]
+    def embedding(self, length, device, dtype=None):
+        return self._tables(length, device, dtype)[0]
 
     def describe(self, run=0):
         return {"phase_precision": self.precision}
@@ -277,11 +410,11 @@ class PeriodicEmbedding(_CachedTables):
     def _per_run_fields(self):
         return ("periods",)
 
-    def _build(self, run, positions):
-        return (interleave(*periodic_tables(self.periods[run], self.n_pairs, positions)),)
+    def _build(self, run, positions, dtype):
+        return (interleave(*periodic_tables(self.periods[run], self.n_pairs, positions, dtype)),)
 
-    def embedding(self, length, device):
-        return self._tables(length, device)[0]
+    def embedding(self, length, device, dtype=None):
+        return self._tables(length, device, dtype)[0]
 
     def describe(self, run=0):
         return {"periods": list(self.periods[run])}
@@ -290,21 +423,23 @@ class PeriodicEmbedding(_CachedTables):
 class FixedRotary(_CachedTables):
     """rope, partial_rope, jof_fixed: fixed frequencies per run (R, P) (zero for unrotated pairs)."""
 
-    def __init__(self, frequencies: np.ndarray, precision: str, rotate_values: bool = False) -> None:
+    def __init__(self, frequencies: np.ndarray, precision: str, rotate_values: bool = False, turns=None) -> None:
         frequencies = np.atleast_2d(np.asarray(frequencies, dtype=np.float64))
         super().__init__(frequencies.shape[0])
         self.frequencies = frequencies
+        # Exact turn limbs (R, P, 3) of the frequencies' definition (`rope_turns`); default: their float64 value.
+        self.turns = float_turns(frequencies) if turns is None else np.asarray(turns, dtype=np.int64)
         self.precision = precision
         self.rotate_values = rotate_values
 
     def _per_run_fields(self):
-        return ("frequencies",)
+        return ("frequencies", "turns")
 
-    def _build(self, run, positions):
-        return phase_tables(rotary_phases(self.frequencies[run], positions, self.precision))
+    def _build(self, run, positions, dtype):
+        return phase_tables(rotary_phases(self.frequencies[run], positions, self.precision, self.turns[run]), dtype)
 
     def rotation(self, layer, length, hidden):
-        return self._tables(length, hidden.device)
+        return self._tables(length, hidden.device, hidden.dtype)
 
     def describe(self, run=0):
         return {"phase_precision": self.precision, "rotated_pairs": int(np.count_nonzero(self.frequencies[run]))}
@@ -321,11 +456,11 @@ class PeriodicRotary(_CachedTables):
     def _per_run_fields(self):
         return ("periods",)
 
-    def _build(self, run, positions):
-        return periodic_tables(self.periods[run], self.n_pairs, positions)
+    def _build(self, run, positions, dtype):
+        return periodic_tables(self.periods[run], self.n_pairs, positions, dtype)
 
     def rotation(self, layer, length, hidden):
-        return self._tables(length, hidden.device)
+        return self._tables(length, hidden.device, hidden.dtype)
 
     def describe(self, run=0):
         pair_periods, numerators = assign_periods(self.periods[run], self.n_pairs)
@@ -336,20 +471,23 @@ class PeriodicRotary(_CachedTables):
 
 
 class LearnedRotary(PositionalEncoding):
-    """jof_learned: per-run, per-layer learned frequency vectors (float64, (R, layers, P)),
-    initialised to RoPE's at each run's base.
+    """jof_learned: per-run, per-layer, per-head learned frequency vectors (float64, (R, layers,
+    heads, P)), as JoFormer's (paper 000, §3.2) d_model/2 frequencies per layer: each head its own
+    head_dim/2 vector, all initialised to RoPE's at each run's base.
 
     Phases are formed and reduced in float64 inside the autograd graph (remainder has gradient 1),
-    so the fp64 contract holds while the frequencies train.
+    so the fp64 contract holds while the frequencies train. `rotation` gives per-head tables
+    (R, 1, heads, T, P) (one for every batch element), `token_rotation` (N, heads, P).
     """
 
     rotate_values = True
 
-    def __init__(self, layers: int, n_pairs: int, bases, precision: str) -> None:
+    def __init__(self, layers: int, heads: int, n_pairs: int, bases, precision: str) -> None:
         super().__init__(len(bases))
         self.initial = np.stack([rope_frequencies(base, n_pairs) for base in bases])  # (R, P)
         initial = torch.from_numpy(self.initial)
-        self.frequencies = nn.Parameter(initial[:, None].repeat(1, layers, 1))
+        self.heads = heads
+        self.frequencies = nn.Parameter(initial[:, None, None].repeat(1, layers, heads, 1))
         self.precision = precision
 
     def _per_run_fields(self):
@@ -357,18 +495,31 @@ class LearnedRotary(PositionalEncoding):
 
     @torch.no_grad()
     def reset_run(self, run, generator):
-        self.frequencies[run] = torch.from_numpy(self.initial[run])[None]
+        self.frequencies[run] = torch.from_numpy(self.initial[run])[None, None]
+
+    def _phases(self, layer: int, length: int, device) -> torch.Tensor:
+        """Phases (R, heads, T, P) of layer `layer`. fp64: theta*i mod 2pi of the frequencies' exact
+        float64 values (`turn_phases`), with the gradient i of theta*i attached (the exact value is
+        a constant of the graph, plus (theta - theta.detach()) * i, which is zero but carries
+        d phase / d theta = i). fp32: the naive float32 product."""
+        frequencies = self.frequencies[:, layer]  # (R, H, P)
+        if self.precision == "fp64":
+            values = frequencies.detach().to("cpu", torch.float64).numpy()
+            exact = turn_phases(float_turns(values), np.arange(length, dtype=np.int64))  # (T, R, H, P)
+            exact = torch.from_numpy(np.ascontiguousarray(np.moveaxis(exact, 0, -2))).to(device)  # (R, H, T, P)
+            positions = torch.arange(length, dtype=torch.float64, device=device)
+            return exact + positions[None, None, :, None] * (frequencies - frequencies.detach())[:, :, None, :]
+        positions = torch.arange(length, dtype=torch.float32, device=device)
+        return positions[None, None, :, None] * frequencies.float()[:, :, None, :]
 
     def rotation(self, layer, length, hidden):
-        device = hidden.device
-        frequencies = self.frequencies[:, layer]  # (R, P)
-        if self.precision == "fp64":
-            positions = torch.arange(length, dtype=torch.float64, device=device)
-            phases = torch.remainder(positions[None, :, None] * frequencies[:, None, :], TWO_PI)
-        else:
-            positions = torch.arange(length, dtype=torch.float32, device=device)
-            phases = positions[None, :, None] * frequencies.float()[:, None, :]
-        return torch.cos(phases).float(), torch.sin(phases).float()
+        phases = self._phases(layer, length, hidden.device)[:, None]  # (R, 1, H, T, P)
+        return cast_tables(torch.cos(phases), hidden.dtype), cast_tables(torch.sin(phases), hidden.dtype)
+
+    def token_rotation(self, layer, layout, hidden):
+        phases = self._phases(layer, max(layout.widths, default=1), hidden.device)  # (R, H, T, P)
+        cos, sin = cast_tables(torch.cos(phases), hidden.dtype), cast_tables(torch.sin(phases), hidden.dtype)
+        return torch.complex(cos, sin)[layout.token_run, :, layout.token_position]  # (N, H, P)
 
     def describe(self, run=0):
         return {"phase_precision": self.precision}
@@ -383,9 +534,12 @@ class ProjectedRotary(FixedRotary):
     """
 
     rotate_values = True
+    _values_in_format = False  # its tables are the fixed phases; cos/sin come after the content angle
 
-    def __init__(self, layers: int, d_model: int, heads: int, frequencies: np.ndarray, precision: str) -> None:
-        super().__init__(frequencies, precision, rotate_values=True)
+    def __init__(
+        self, layers: int, d_model: int, heads: int, frequencies: np.ndarray, precision: str, turns=None
+    ) -> None:
+        super().__init__(frequencies, precision, rotate_values=True, turns=turns)
         self.heads = heads
         self.n_pairs = self.frequencies.shape[1]
         runs = self.runs
@@ -408,20 +562,20 @@ class ProjectedRotary(FixedRotary):
         for projector in self.projectors:
             projector[3].zero_run(run)
 
-    def _build(self, run, positions):
-        phases = rotary_phases(self.frequencies[run], positions, self.precision)
-        return (torch.from_numpy(np.asarray(phases, dtype=np.float32)),)
+    def _build(self, run, positions, dtype):
+        phases = rotary_phases(self.frequencies[run], positions, self.precision, self.turns[run])
+        return (torch.from_numpy(np.asarray(phases, dtype=dtype)),)
 
     def token_rotation(self, layer, layout, hidden):
-        (fixed,) = self._tables(max(layout.widths, default=1), hidden.device)  # (R, T, P)
-        content = layout.to_pooled(self.projectors[layer](hidden)).float().view(-1, self.heads, self.n_pairs)
+        (fixed,) = self._tables(max(layout.widths, default=1), hidden.device, hidden.dtype)  # (R, T, P)
+        content = layout.to_pooled(self.projectors[layer](hidden)).to(fixed.dtype).view(-1, self.heads, self.n_pairs)
         angles = fixed[layout.token_run, layout.token_position][:, None, :] + content  # (N, H, P)
         return torch.complex(torch.cos(angles), torch.sin(angles))
 
     def rotation(self, layer, length, hidden):
-        (fixed,) = self._tables(length, hidden.device)  # (R, T, P), already reduced when fp64
+        (fixed,) = self._tables(length, hidden.device, hidden.dtype)  # (R, T, P), already reduced when fp64
         runs, batch = hidden.shape[0], hidden.shape[1]
-        content = self.projectors[layer](hidden).float().view(runs, batch, length, self.heads, self.n_pairs)
+        content = self.projectors[layer](hidden).to(fixed.dtype).view(runs, batch, length, self.heads, self.n_pairs)
         angles = fixed[:, None, :, None, :] + content  # (R, B, T, H, P)
         angles = angles.permute(0, 1, 3, 2, 4)  # (R, B, H, T, P)
         return torch.cos(angles), torch.sin(angles)
@@ -445,6 +599,44 @@ class PositionalSpec:
     phase_precision: str = "fp64"
 
 
+def partial_rotated_pairs(fraction: float, n_pairs: int) -> int:
+    """The pairs partial_rope rotates: fraction * pairs rounded half up (2.5 -> 3, not banker's 2)."""
+    return int(math.floor(fraction * n_pairs + 0.5))
+
+
+def check_partial_pairs(fraction: float, n_pairs: int) -> int:
+    """`partial_rotated_pairs`; FormalRopeError when that is no pair at all (the run would be NoPE)."""
+    rotated = partial_rotated_pairs(fraction, n_pairs)
+    if rotated == 0:
+        raise FormalRopeError(
+            f"partial_rope with rope_fraction {fraction:g} rotates no pair: {fraction:g} x {n_pairs} rotary pairs "
+            f"per head = {fraction * n_pairs:g}, which rounds (half up) to 0, so the run would be NoPE. Use a "
+            f"fraction of at least {0.5 / n_pairs:g} (one pair), a wider head, or --pe nope"
+        )
+    return rotated
+
+
+# fp32 phases (phase_precision="fp32", the naive float32 product theta*i) are called far off when
+# their error bound over the tested positions exceeds this (`fp32_phase_error_bound`).
+FP32_PHASE_WARNING_RAD = 1e-3
+
+
+def fp32_phase_error_bound(frequencies, longest_position: int) -> float:
+    """An upper bound (rad) on |fl32(fl32(theta) * i) - theta * i| over positions 0..longest_position
+    and the nonzero `frequencies`: the float32 rounding of theta times i plus half an ulp of the
+    float32 product (both grow with i, so the bound is taken at the longest position)."""
+    frequencies = np.asarray(frequencies, dtype=np.float64).reshape(-1)
+    frequencies = frequencies[frequencies != 0]
+    if frequencies.size == 0 or longest_position <= 0:
+        return 0.0
+    single = frequencies.astype(np.float32)
+    position = float(longest_position)
+    product = np.float32(position) * single
+    rounding = np.abs(single.astype(np.float64) - frequencies) * position
+    error = rounding + 0.5 * np.spacing(np.abs(product)).astype(np.float64)
+    return float(error.max())
+
+
 def _check_spec(spec: PositionalSpec) -> int:
     """Validate one spec; returns its number of rotary pairs per head."""
     row = encoding(spec.pe)
@@ -459,6 +651,8 @@ def _check_spec(spec: PositionalSpec) -> int:
         raise FormalRopeError(f"the head dimension must be even for rotary pairs, got {head_dim}")
     if row.takes_rope_fraction and not 0.0 <= spec.rope_fraction <= 1.0:
         raise FormalRopeError(f"rope_fraction must lie in [0, 1], got {spec.rope_fraction}")
+    if row.takes_rope_fraction:
+        check_partial_pairs(spec.rope_fraction, head_dim // 2)
     return head_dim // 2
 
 
@@ -505,13 +699,21 @@ def _rope_ladders(specs, n_pairs: int) -> np.ndarray:
     return np.stack([rope_frequencies(base, n_pairs) for base in _bases(specs)])
 
 
-def _partial_frequencies(base: float, n_pairs: int, fraction: float) -> np.ndarray:
-    rotated = int(round(fraction * n_pairs))
+def _rope_ladder_turns(specs, n_pairs: int) -> np.ndarray:
+    """The exact turn limbs of RoPE's frequencies at each run's base, (R, P, 3)."""
+    return np.stack([rope_turns(base, n_pairs) for base in _bases(specs)])
+
+
+def _partial_frequencies(base: float, n_pairs: int, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(frequencies (P,), exact turn limbs (P, 3)); unrotated pairs have frequency 0 (limbs 0)."""
+    rotated = partial_rotated_pairs(fraction, n_pairs)
     # The rotated pairs keep RoPE's geometric spacing over the rotated sub-dimension.
     partial = np.zeros(n_pairs, dtype=np.float64)
+    turns = np.zeros((n_pairs, 3), dtype=np.int64)
     if rotated:
         partial[:rotated] = rope_frequencies(base, rotated)
-    return partial
+        turns[:rotated] = rope_turns(base, rotated)
+    return partial, turns
 
 
 def build_nope(specs, n_pairs: int) -> PositionalEncoding:
@@ -527,7 +729,8 @@ def build_sipe_p(specs, n_pairs: int) -> PositionalEncoding:
 
 
 def build_rope(specs, n_pairs: int) -> PositionalEncoding:
-    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision)
+    turns = _rope_ladder_turns(specs, n_pairs)
+    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision, turns=turns)
 
 
 def build_rope_p(specs, n_pairs: int) -> PositionalEncoding:
@@ -536,20 +739,26 @@ def build_rope_p(specs, n_pairs: int) -> PositionalEncoding:
 
 def build_partial_rope(specs, n_pairs: int) -> PositionalEncoding:
     fraction = specs[0].rope_fraction
-    frequencies = np.stack([_partial_frequencies(base, n_pairs, fraction) for base in _bases(specs)])
-    return FixedRotary(frequencies, specs[0].phase_precision)
+    ladders = [_partial_frequencies(base, n_pairs, fraction) for base in _bases(specs)]
+    frequencies = np.stack([frequencies for frequencies, _ in ladders])
+    return FixedRotary(frequencies, specs[0].phase_precision, turns=np.stack([turns for _, turns in ladders]))
 
 
 def build_jof_fixed(specs, n_pairs: int) -> PositionalEncoding:
-    return FixedRotary(_rope_ladders(specs, n_pairs), specs[0].phase_precision, rotate_values=True)
+    return FixedRotary(
+        _rope_ladders(specs, n_pairs), specs[0].phase_precision, rotate_values=True,
+        turns=_rope_ladder_turns(specs, n_pairs),
+    )
 
 
 def build_jof_learned(specs, n_pairs: int) -> PositionalEncoding:
-    return LearnedRotary(specs[0].layers, n_pairs, _bases(specs), specs[0].phase_precision)
+    first = specs[0]
+    return LearnedRotary(first.layers, first.heads, n_pairs, _bases(specs), first.phase_precision)
 
 
 def build_jof_projected(specs, n_pairs: int) -> PositionalEncoding:
     first = specs[0]
     return ProjectedRotary(
-        first.layers, first.d_model, first.heads, _rope_ladders(specs, n_pairs), first.phase_precision
+        first.layers, first.d_model, first.heads, _rope_ladders(specs, n_pairs), first.phase_precision,
+        turns=_rope_ladder_turns(specs, n_pairs),
     )

@@ -24,6 +24,7 @@ SCALES: dict[str, dict] = {
         "steps": 1_000_000,
         "batch_size": 128,
         "n_per_length": 512,
+        "test_near_miss_fraction": 0.5,  # SPEC §4: half of each test length's negatives are near-misses
         "lr": 3e-4,
         "lrs": PAPER_LEARNING_RATES,
         "seeds": PAPER_SEEDS,
@@ -37,6 +38,7 @@ SCALES: dict[str, dict] = {
         "steps": 1000,
         "batch_size": 64,
         "n_per_length": 16,
+        "test_near_miss_fraction": 0.5,
         "lr": 5e-3,
         "lr_schedule": "cosine",
         "warmup_steps": 50,
@@ -56,6 +58,7 @@ SCALES: dict[str, dict] = {
         "lr_schedule": "cosine",
         "warmup_steps": 100,
         "train_near_miss_fraction": 0.0,
+        "test_near_miss_fraction": 0.5,
         "lrs": (1e-3,),
         "seeds": (0, 1, 2),
         "test_min_length": 41,

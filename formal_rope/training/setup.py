@@ -33,6 +33,7 @@ from formal_rope.training.positional import (
     PHASE_PRECISIONS,
     PositionalSpec,
     build_positional,
+    check_partial_pairs,
     check_period_count,
     validate_periods,
 )
@@ -68,7 +69,8 @@ def validate_config(config: RunConfig) -> None:
     for name in ("batch_size", "layers", "d_model", "heads", "ffn_mult", "n_per_length"):
         if getattr(config, name) <= 0:
             raise FormalRopeError(f"{name} must be positive, got {getattr(config, name)}")
-    for name in ("lr", "weight_decay", "grad_clip", "rope_fraction", "train_near_miss_fraction"):
+    for name in ("lr", "weight_decay", "grad_clip", "rope_fraction", "train_near_miss_fraction",
+                 "test_near_miss_fraction"):
         if not math.isfinite(getattr(config, name)):
             raise FormalRopeError(f"{name} must be a finite number, got {getattr(config, name)}")
     if not config.lr > 0:
@@ -77,6 +79,8 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError("weight_decay and grad_clip must be non-negative (grad_clip 0: no clipping)")
     if not 0.0 <= config.train_near_miss_fraction <= 1.0:
         raise FormalRopeError(f"train_near_miss_fraction must lie in [0, 1], got {config.train_near_miss_fraction}")
+    if not 0.0 <= config.test_near_miss_fraction <= 1.0:
+        raise FormalRopeError(f"test_near_miss_fraction must lie in [0, 1], got {config.test_near_miss_fraction}")
     if config.train_min_length > config.train_max_length:
         raise FormalRopeError("train_min_length must not exceed train_max_length")
     if config.test_min_length > config.test_max_length:
@@ -92,6 +96,8 @@ def validate_config(config: RunConfig) -> None:
         raise FormalRopeError(
             f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
         )
+    if row.takes_rope_fraction:
+        check_partial_pairs(config.rope_fraction, config.d_model // config.heads // 2)
     if is_periodic(config.pe) and config.periods is not None:
         # Periods are given to pairs one each; a surplus would be dropped without a word.
         check_period_count(config.periods, period_pairs(config.pe, config.d_model, config.heads),

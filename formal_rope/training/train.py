@@ -37,6 +37,7 @@ from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.evaluation.models import worst_case_pack
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.context import run_warnings
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
@@ -463,8 +464,8 @@ def evaluate_model(
     """Per-length accuracy and N* of a single-run `model` on the seeded test sets of `config`
     (lengths test_min..test_max).
 
-    The sets depend only on `dfa`, `config.eval_seed`, `n_per_length` and `nnch_samples`; `mode` overrides
-    `config.eval_mode`.
+    The sets depend only on `dfa`, `config.eval_seed`, `n_per_length`, `test_near_miss_fraction` and
+    `nnch_samples`; `mode` overrides `config.eval_mode`.
     """
     if mode is not None and mode not in EVAL_MODES:
         raise FormalRopeError(f"unknown eval mode {mode!r}; expected one of {', '.join(EVAL_MODES)}")
@@ -674,6 +675,7 @@ def _pack_results(configs, outcomes, evaluations, ingredients: PackIngredients, 
                 nnch_accuracy=evaluation.nnch_accuracy if evaluation else math.nan,
                 pack_id=key,
                 pack_size=len(configs),
+                warnings=tuple(run_warnings(config)),
             )
         )
     return results

@@ -19,10 +19,11 @@ each string's <eos>. Positional encodings (config "positional"):
   additive_periodic sipe_p: the same from per-pair tables T_p(i mod m_p)
   rotary_fixed      rope, partial_rope (theta 0 = unrotated pair), jof_fixed
   rotary_periodic   rope_p: rotations looked up from T_p(i mod m_p); theta*i is never formed
-  rotary_learned    jof_learned: per-layer frequencies (float64)
+  rotary_learned    jof_learned: frequencies per layer and head, (layers, heads, pairs) (float64)
   rotary_projected  jof_projected: fixed phases plus content angles W2 GELU(W1 LN(x)) per head
 with "rotate_values" (JoFormer): values are rotated by R_j and the attention output by R_i^T.
-Phases theta*i are formed in float64 and reduced modulo 2*pi when "phase_precision" is fp64, as the
+Phases theta*i mod 2*pi are exact when "phase_precision" is fp64 (from each frequency's turn limbs,
+positional.turns / positional.learned_turns: integer arithmetic, within ~1e-15 rad at any base), the
 float32 product otherwise.
 """
 
@@ -110,12 +111,31 @@ class TrainedClassifier(torch.nn.Module):
         return F.layer_norm(x, x.shape[-1:], self.w(f"{name}.weight"), self.w(f"{name}.bias"), self.eps)
 
     # ------------------------------------------------------------------ positional encodings
-    def phases(self, frequencies: torch.Tensor, length: int) -> torch.Tensor:
-        """theta * i for positions 0..length-1 -> (T, P) float32 (fp64: reduced modulo 2*pi first)."""
+    def phases(self, frequencies: torch.Tensor, length: int, turns: torch.Tensor | None = None) -> torch.Tensor:
+        """theta * i for positions 0..length-1 -> (T, P) (fp64: reduced modulo 2*pi).
+
+        fp64 with `turns` (P, 3) int64: each theta as its fraction of a turn, frac(theta / 2pi) =
+        (t0 * 2^52 + t1 * 2^26 + t2) / 2^78, so i * theta mod 2pi is exact integer arithmetic and only
+        the final fraction is rounded (within ~1e-15 rad at any base). Without turns (files written
+        before they were exported): the float64 product, reduced.
+        """
         if self.positional["phase_precision"] == "fp64":
+            if turns is not None:
+                i = torch.arange(length, dtype=torch.int64)[:, None]
+                mask = (1 << 26) - 1
+                low = i * turns[None, :, 2]
+                middle = i * turns[None, :, 1] + (low >> 26)
+                high = (i * turns[None, :, 0] + (middle >> 26)) & mask
+                fraction = (high.double() + (middle & mask).double() * 2.0**-26 + (low & mask).double() * 2.0**-52)
+                phase = fraction * 2.0**-26 * TWO_PI
+                return torch.minimum(phase, torch.tensor(math.nextafter(TWO_PI, 0.0), dtype=torch.float64))
             product = torch.arange(length, dtype=torch.float64)[:, None] * frequencies.to(torch.float64)[None, :]
             return torch.fmod(product, TWO_PI)  # positions and frequencies are >= 0: fmod is the exact mod
         return torch.arange(length, dtype=torch.float32)[:, None] * frequencies.to(torch.float32)[None, :]
+
+    def turns(self, name: str):
+        """The exported turn limbs `name`, or None (older files)."""
+        return getattr(self, name.replace(".", "__"), None)
 
     def periodic(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
         residues = torch.remainder(torch.arange(length)[:, None], self.w("positional.pair_periods")[None, :])
@@ -125,7 +145,7 @@ class TrainedClassifier(torch.nn.Module):
     def additive(self, length: int) -> torch.Tensor | None:
         kind = self.positional["kind"]
         if kind == "additive_fixed":
-            phases = self.phases(self.w("positional.frequencies"), length)
+            phases = self.phases(self.w("positional.frequencies"), length, self.turns("positional.turns"))
             cos, sin = torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         elif kind == "additive_periodic":
             cos, sin = self.periodic(length)
@@ -136,15 +156,21 @@ class TrainedClassifier(torch.nn.Module):
     def rotation(self, layer: int, length: int, hidden: torch.Tensor):
         kind = self.positional["kind"]
         if kind == "rotary_fixed":
-            phases = self.phases(self.w("positional.frequencies"), length)
+            phases = self.phases(self.w("positional.frequencies"), length, self.turns("positional.turns"))
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_periodic":
             return self.periodic(length)
-        if kind == "rotary_learned":
-            phases = self.phases(self.w("positional.learned_frequencies")[layer], length)
+        if kind == "rotary_learned":  # one table per head: (1, heads, T, pairs)
+            per_head = self.w("positional.learned_frequencies")[layer]  # (heads, pairs)
+            turns = self.turns("positional.learned_turns")
+            phases = torch.stack([
+                self.phases(frequencies, length, None if turns is None else turns[layer, head])
+                for head, frequencies in enumerate(per_head)
+            ])[None]
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_projected":
-            fixed = self.phases(self.w("positional.frequencies"), length).to(torch.float32)
+            turns = self.turns("positional.turns")
+            fixed = self.phases(self.w("positional.frequencies"), length, turns).to(torch.float32)
             prefix = f"positional.projectors.{layer}"
             content = self.linear(
                 F.gelu(self.linear(self.norm(hidden, f"{prefix}.norm"), f"{prefix}.in")), f"{prefix}.out"
