@@ -37,6 +37,15 @@ TABLES = {
 }
 
 
+def test_sets(runs) -> str:
+    """Which test distribution the table's runs were measured on (the paper states none: App. E.2)."""
+    fractions = sorted({float(f) for f in runs["test_near_miss_fraction"]}) if "test_near_miss_fraction" in runs \
+        else [0.5]  # results written before the field existed used today's default
+    names = {0.0: "uniform negatives", 0.5: "half the negatives near-misses", 1.0: "every negative a near-miss"}
+    described = [f"{names.get(f, f'{f:g} of the negatives near-misses')} ({f:g})" for f in fractions]
+    return "test sets (test_near_miss_fraction): " + ", ".join(described)
+
+
 def table_markdown(results: Path, sweep: str, by, command: str) -> str:
     from formal_rope.sweeps.grid import load_sweep_file
     from formal_rope.sweeps.report import aggregate, label_variants, markdown_table
@@ -48,7 +57,7 @@ def table_markdown(results: Path, sweep: str, by, command: str) -> str:
         runs = label_variants(runs, spec.variants, spec.overrides)
         runs = runs[runs["variant"].notna()]
     statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
-    source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope {command}`*"
+    source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope {command}`; {test_sets(runs)}*"
     return markdown_table(aggregate(runs, by, language_order=spec.languages), by, spec.reference) + "\n\n" + source
 
 
