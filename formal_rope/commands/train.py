@@ -330,6 +330,8 @@ class TrainSettings(NamedTuple):
         "test files' strings are used).",
     )
     nnch_samples: ro.NnchSamples = None
+    layer_pe: ro.LayerPe = None
+    window: ro.Window = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths",
         help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With "
@@ -354,6 +356,7 @@ class TrainSettings(NamedTuple):
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:
             fields["periods"] = parse_periods(self.periods)
+        fields.update(ro.hybrid_fields(self.layer_pe, self.window))
         if self.alphabet is not None:
             fields["alphabet"] = tuple(parse_alphabet(self.alphabet))
         if self.test_lengths is not None:

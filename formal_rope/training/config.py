@@ -25,6 +25,7 @@ from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS
     POSITIONAL_ENCODINGS,
     ROPE_FRACTION_ENCODINGS,
     encoding,
+    primary_encoding,
 )
 
 
@@ -182,6 +183,11 @@ class RunConfig:
             return (self.window,) * self.layers
         return tuple(None if w == GLOBAL_WINDOW else w for w in self.window)
 
+    def periodic_encoding(self) -> str | None:
+        """The periodic encoding (rope_p, sipe_p) some layer uses, whose periods the run resolves;
+        None when no layer is periodic."""
+        return next((pe for pe in self.layer_encodings() if pe in PERIODIC_ENCODINGS), None)
+
     def is_hybrid(self) -> bool:
         """Whether the run sets per-layer encodings or sliding windows."""
         return self.layer_pe is not None or self.window is not None
@@ -267,11 +273,6 @@ ID_NEUTRAL: dict = {
 # A layer of a per-layer `window` tuple that attends globally (no sliding window).
 GLOBAL_WINDOW = -1
 
-
-def primary_encoding(layer_pe) -> str:
-    """The encoding a hybrid's `pe` names: the one most layers use, the earliest on a tie."""
-    layer_pe = tuple(layer_pe)
-    return max(layer_pe, key=lambda pe: (layer_pe.count(pe), -layer_pe.index(pe)))
 
 
 @lru_cache(maxsize=1024)

@@ -12,13 +12,14 @@ from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import count_table
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
-from formal_rope.training.encodings import is_periodic
 
 
 def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> list[str]:
     """Notes for `config` on the language `dfa` with its resolved `periods` (`resolve_periods`)."""
     notes = []
-    if is_periodic(config.pe) and periods is not None and set(periods) == {1}:
+    if config.periodic_encoding() == config.pe and not config.is_hybrid() and periods is not None and set(
+        periods
+    ) == {1}:
         how = "periods auto resolved to 1 (the language is in LTL[P]: no modular counting is needed)" if (
             config.periods is None
         ) else "every period is 1"
