@@ -101,6 +101,15 @@ def run_warnings(config: RunConfig) -> list[str]:
                 "the run's rotations are not RoPE's; use --phase-precision fp64 (exact phases) unless that is "
                 "what is being measured"
             )
+    windows = config.layer_windows() if isinstance(config.layers, int) and config.layers > 0 else ()
+    if len(windows) == config.layers and all(window is not None for window in windows):
+        reach = sum(windows)
+        if reach < longest:
+            warnings.append(
+                f"every layer attends through a sliding window (window {config.window}): the readout at eos sees "
+                f"only the last {reach} positions, and the test strings reach position {longest}; give one layer "
+                "a global window (e.g. --window 32*4,global) for the readout to see the whole string"
+            )
     if config.pe == "partial_rope" and config.applies("rope_fraction"):
         pairs = config.d_model // config.heads // 2
         try:
