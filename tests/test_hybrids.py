@@ -234,3 +234,13 @@ def test_train_flags_and_the_report_label(tmp_path, capsys):
     write_run(tmp_path / "results", run.config, run)
     rows = aggregate(read_results(tmp_path / "results").runs)
     assert [cell_text("pe", row.pe) for row in rows] == ["RoPE_NP+NoPE(L2) w4"]
+
+
+def test_pe_in_layer_pe_stands_for_each_runs_own_encoding(tmp_path, capsys):
+    assert RunConfig("(ab)*", pe="jof_fixed", layers=3, layer_pe=("pe", "pe", "nope")).layer_pe == (
+        "jof_fixed", "jof_fixed", "nope")
+    assert RunConfig("(ab)*", pe="nope", layers=2, layer_pe=("pe", "nope")) == RunConfig("(ab)*", pe="nope", layers=2)
+    code, out, err = run_main(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope,jof_fixed", "--layers", "2",
+                                       "--layer-pe", "pe,nope", "--window", "8,global", "--dry-run"])
+    assert code == 0, err
+    assert "[RoPE_NP+NoPE(L2) w8(L1)]" in out and "[JoFormer (fixed)+NoPE(L2) w8(L1)]" in out

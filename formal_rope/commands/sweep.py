@@ -73,6 +73,10 @@ def _describe_config(config, axes=()) -> str:
     base = f" β={config.base:g}" if config.applies("base") else ""
     extra = "".join(f" {name}={cell_text(name, getattr(config, name))}" for name in axes
                     if name not in ("base", "seed", "lr") and config.applies(name))
+    if config.is_hybrid():
+        from formal_rope.training.encodings import hybrid_label
+
+        extra += f" [{hybrid_label(config.pe, config.layer_pe, config.window)}]"
     return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}{extra}"
 
 

@@ -158,6 +158,9 @@ class RunConfig:
         layer is that int (all GLOBAL_WINDOW: None). Lengths that differ from `layers` are kept as
         given, for validation to report."""
         layer_pe = coerce_field("layer_pe", self.layer_pe)
+        if layer_pe is not None and LAYER_PE_SELF in layer_pe:
+            # `--layer-pe pe*5,nope` over a grid of encodings: each run's own `pe` in those layers.
+            layer_pe = tuple(self.pe if name == LAYER_PE_SELF else name for name in layer_pe)
         window = coerce_field("window", self.window)
         layers = self.layers if isinstance(self.layers, int) and not isinstance(self.layers, bool) else None
         if layer_pe is not None:
@@ -272,6 +275,8 @@ ID_NEUTRAL: dict = {
 
 # A layer of a per-layer `window` tuple that attends globally (no sliding window).
 GLOBAL_WINDOW = -1
+# A layer_pe entry standing for the run's own `pe` (resolved at construction): `pe*5,nope`.
+LAYER_PE_SELF = "pe"
 
 
 
