@@ -148,6 +148,10 @@ def _render(result, checkpoint: Path | None) -> None:
             "periods", ",".join(map(str, result.resolved_periods)) + (" (auto)" if config.periods is None else "")
         )
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
+    if config.is_hybrid():
+        from formal_rope.training.encodings import hybrid_label  # function-local, like the imports above
+
+        summary.add_row("hybrid", hybrid_label(config.pe, config.layer_pe, config.window))
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
     tested = config.tested_lengths()
