@@ -38,6 +38,8 @@ def test_the_new_fields_at_their_defaults_change_no_run_id():
     assert RunConfig("(ab)*").run_id() == "45d988f98a189371"
     assert RunConfig("(ab)*", layer_pe=None, window=None).run_id() == "45d988f98a189371"
     assert apply_scale(RunConfig("(aa)*", pe="rope_p", seed=1), "quick").run_id() == "a7eac3da460c1197"
+    # (ab)* rope_p seed 1 quick, computed at the commit before these fields (27f3f95).
+    assert apply_scale(RunConfig("(ab)*", pe="rope_p", seed=1), "quick").run_id() == "b72ee6b9db587967"
     assert RunConfig("Σ*a", pe="nope", base=1.0, test_lengths=(41, 45, 50)).run_id() == "bbbab77d4cc87bcd"
     # One encoding in every layer is that --pe; one window in every layer is that int.
     assert RunConfig("(ab)*", layers=3, layer_pe=["nope"] * 3) == RunConfig("(ab)*", layers=3, pe="nope")
