@@ -76,6 +76,28 @@ NnchSamples = Annotated[Optional[int], typer.Option(
     "accuracy over the test lengths but the first: 42..500; NNCH draws 512). Default 2; 0: not measured. Runs on "
     "--data files have no NNCH score.")]
 
+# Hybrid models (docs/training.md, "Hybrid models: per-layer encodings and sliding windows").
+LayerPe = Annotated[Optional[str], typer.Option(
+    "--layer-pe", help="A hybrid: one positional encoding per layer, e.g. rope,rope,nope or rope*5,nope (nope, rope, "
+    "rope_p, partial_rope, jof_fixed; 'pe' stands for the run's --pe: pe*5,nope; --pe is then the one most layers "
+    "use). Default: --pe in every layer.")]
+Window = Annotated[Optional[str], typer.Option(
+    "--window", help="Sliding-window attention: query i sees the W keys i-W..i-1 only. W (every layer) or one per "
+    "layer, global for a global layer: 32*5,global. Default: global attention.")]
+
+
+def hybrid_fields(layer_pe: str | None, window: str | None) -> dict:
+    """The RunConfig fields `--layer-pe` and `--window` give (FormalRopeError naming the field when
+    one does not parse; values are checked by validation)."""
+    from formal_rope.training.config import parse_field_text  # function-local: off the start-up path
+
+    fields = {}
+    if layer_pe is not None:
+        fields["layer_pe"] = parse_field_text("layer_pe", layer_pe)
+    if window is not None:
+        fields["window"] = parse_field_text("window", window)
+    return fields
+
 
 EVAL_WORDS = ("full", "nstar", "worst-case")
 

@@ -73,6 +73,10 @@ def _describe_config(config, axes=()) -> str:
     base = f" β={config.base:g}" if config.applies("base") else ""
     extra = "".join(f" {name}={cell_text(name, getattr(config, name))}" for name in axes
                     if name not in ("base", "seed", "lr") and config.applies(name))
+    if config.is_hybrid():
+        from formal_rope.training.encodings import hybrid_label
+
+        extra += f" [{hybrid_label(config.pe, config.layer_pe, config.window)}]"
     return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}{extra}"
 
 
@@ -345,6 +349,8 @@ class SweepSettings(NamedTuple):
     heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads.")
     n_per_length: Optional[int] = typer.Option(None, "--n-per-length", help="Test strings per length.")
     nnch_samples: ro.NnchSamples = None
+    layer_pe: ro.LayerPe = None
+    window: ro.Window = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths", help="Test lengths for every run: a range 41..500 or a list 41,45,50."
     )
@@ -362,6 +368,7 @@ class SweepSettings(NamedTuple):
         fields = _overrides(steps=self.steps, batch_size=self.batch_size, layers=self.layers, d_model=self.d_model,
                             heads=self.heads, n_per_length=self.n_per_length, nnch_samples=self.nnch_samples,
                             eval_mode=ro.parse_eval(self.eval_mode)[0])
+        fields.update(ro.hybrid_fields(self.layer_pe, self.window))
         if self.test_lengths is not None:
             fields.update(lengths_fields(self.test_lengths, "--test-lengths"))
         return fields
@@ -587,6 +594,8 @@ def register(app: typer.Typer) -> None:
         ),
         worst_case_budget: ro.WorstCaseBudget = None,
         nnch_samples: ro.NnchSamples = None,
+        layer_pe: ro.LayerPe = None,
+        window: ro.Window = None,
         run: ro.RunFlags = None,
         dry_run: bool = typer.Option(
             False, "--dry-run", help="Only list the runs of each table (and check the run options); nothing runs."
@@ -615,14 +624,16 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=json_output)
         if scale in SCALE_SHRINKS:
             console.print(f"[yellow]{scale} scale shrinks:[/]\n  " + "\n  ".join(SCALE_SHRINKS[scale]))
-        explicit = _overrides(seeds=seeds, steps=steps, n_per_length=n_per_length, nnch_samples=nnch_samples)
+        hybrid = ro.hybrid_fields(layer_pe, window)
+        explicit = {**_overrides(seeds=seeds, steps=steps, n_per_length=n_per_length, nnch_samples=nnch_samples),
+                    **hybrid}
         if explicit:
             console.print(
                 "[yellow]overridden here:[/] " + ", ".join(f"{key} {value}" for key, value in explicit.items())
             )
         plans = []
         tables = plan_reproduce(table, scale, out=out, seeds=seeds, steps=steps, n_per_length=n_per_length,
-                                nnch_samples=nnch_samples, state_dir=run.state_dir)
+                                nnch_samples=nnch_samples, state_dir=run.state_dir, hybrid=hybrid)
         if dry_run:
             run.check(workers)  # what a real run checks, contacting nothing
             for plan in tables:

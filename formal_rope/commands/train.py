@@ -148,6 +148,10 @@ def _render(result, checkpoint: Path | None) -> None:
             "periods", ",".join(map(str, result.resolved_periods)) + (" (auto)" if config.periods is None else "")
         )
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
+    if config.is_hybrid():
+        from formal_rope.training.encodings import hybrid_label  # function-local, like the imports above
+
+        summary.add_row("hybrid", hybrid_label(config.pe, config.layer_pe, config.window))
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
     tested = config.tested_lengths()
@@ -330,6 +334,8 @@ class TrainSettings(NamedTuple):
         "test files' strings are used).",
     )
     nnch_samples: ro.NnchSamples = None
+    layer_pe: ro.LayerPe = None
+    window: ro.Window = None
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths",
         help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With "
@@ -354,6 +360,7 @@ class TrainSettings(NamedTuple):
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:
             fields["periods"] = parse_periods(self.periods)
+        fields.update(ro.hybrid_fields(self.layer_pe, self.window))
         if self.alphabet is not None:
             fields["alphabet"] = tuple(parse_alphabet(self.alphabet))
         if self.test_lengths is not None:

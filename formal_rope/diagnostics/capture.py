@@ -145,6 +145,10 @@ def capture_trained(
         raise FormalRopeError(
             f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))"
         )
+    if hasattr(model.positional, "encodings") or any(getattr(model, "windows", ())):
+        raise FormalRopeError(
+            "phase capture does not read hybrid models (per-layer encodings or sliding windows) yet"
+        )
     tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
     length = tokens.shape[1]
     blocks = list(model.blocks)

@@ -56,6 +56,14 @@ def _network_state(model) -> dict:
             for index, name in ((0, "norm"), (1, "in"), (3, "out")):
                 put(f"positional.projectors.{layer}.{name}.weight", projector[index].weight)
                 put(f"positional.projectors.{layer}.{name}.bias", projector[index].bias)
+    if hasattr(positional, "encodings"):  # a hybrid (`LayeredPositional`): its layers' tables under their prefix
+        for layer, name in enumerate(positional.names):
+            module = positional.encodings[positional.order.index(name)]
+            if getattr(module, "frequencies", None) is not None:
+                state[f"positional.layers.{layer}.frequencies"] = torch.from_numpy(
+                    np.array(module.frequencies[0], dtype=np.float64))
+                state[f"positional.layers.{layer}.turns"] = torch.from_numpy(np.array(module.turns[0], dtype=np.int64))
+        return state
     frequencies = getattr(positional, "frequencies", None)
     # Exact turn limbs (`training.positional.turn_phases`) go with the frequencies, so the exported
     # file forms the trainer's exact phases theta*i mod 2pi with int64 arithmetic alone.
@@ -77,12 +85,30 @@ def trained_export(path) -> tuple[dict, dict]:
     row = encoding(config.pe)
     tensors = _network_state(model)
     periods = loaded.metadata.get("periods")
-    if row.periodic:
+    if row.periodic and config.layer_pe is None:
         cos, sin, pair_periods = _periodic_tables(periods, period_pairs(config.pe, config.d_model, config.heads))
         tensors.update(
             {"positional.cos_table": cos, "positional.sin_table": sin, "positional.pair_periods": pair_periods}
         )
     rotate_values = bool(getattr(model.positional, "rotate_values", False))
+    positional = {
+        "kind": row.export_kind,
+        "phase_precision": config.phase_precision,
+        "rotate_values": rotate_values,
+        "periods": list(periods) if periods is not None else None,
+    }
+    if config.layer_pe is not None:
+        layers = []
+        for layer, name in enumerate(config.layer_encodings()):
+            prefix = f"positional.layers.{layer}"
+            layer_row = encoding(name)
+            if layer_row.periodic:
+                cos, sin, pair_periods = _periodic_tables(periods, period_pairs(name, config.d_model, config.heads))
+                tensors.update({f"{prefix}.cos_table": cos, f"{prefix}.sin_table": sin,
+                                f"{prefix}.pair_periods": pair_periods})
+            layers.append({"pe": name, "kind": layer_row.export_kind, "prefix": prefix,
+                           "rotate_values": model.positional.layer_rotates_values(layer)})
+        positional.update(kind="layered", rotate_values=False, layers=layers)
     summary = loaded.result.to_dict() if loaded.result is not None else None
     export_config = {
         "kind": "trained",
@@ -96,12 +122,8 @@ def trained_export(path) -> tuple[dict, dict]:
         "ffn_mult": config.ffn_mult,
         "layer_norm_eps": float(model.final_norm.eps),
         "pe": config.pe,
-        "positional": {
-            "kind": row.export_kind,
-            "phase_precision": config.phase_precision,
-            "rotate_values": rotate_values,
-            "periods": list(periods) if periods is not None else None,
-        },
+        "positional": positional,
+        **({"windows": list(model.windows)} if config.window is not None else {}),
         "run": {"run_id": loaded.metadata.get("run_id"), "config": config.to_dict(),
                 "n_star": None if summary is None else summary.get("n_star"),
                 "accuracy": None if summary is None else _finite(summary.get("accuracy"))},

@@ -14,6 +14,8 @@ from formal_rope.kernels.torch_fast import (
     rotary_attention_fast,
     rotary_readout_attention,
     rotate_by,
+    window_mask,
+    windowed_attention_torch,
 )
 
 ATTENTION_IMPLS = ("auto", "triton", "torch")
@@ -68,13 +70,18 @@ def rotary_attention(q, k, v, cos, sin, *, rotate_values: bool = False, impl: st
     return _triton_module().rotary_attention_triton(q, k, v, cos, sin, rotate_values=rotate_values, scale=scale)
 
 
-def causal_attention(q, k, v, *, impl: str = "auto", scale: float | None = None):
+def causal_attention(q, k, v, *, impl: str = "auto", scale: float | None = None, window: int | None = None):
     """Strict-causal softmax attention without rotation (rotary models rotate q and k beforehand).
 
     q, k, v: (batch, heads, T, d), any strides with a contiguous last axis. Query i attends to keys
     j < i; query 0 (bos) returns zeros. impl as for `rotary_attention` ("triton" runs the Triton
     kernel with identity rotations). Returns (batch, heads, T, d) in q's dtype.
+
+    window: a sliding window (query i attends to keys i - window <= j < i), computed by the torch
+    path whatever `impl` says (the Triton kernel has no window yet).
     """
+    if window is not None:
+        return windowed_attention_torch(q, k, v, window, scale=scale)
     if resolve_impl(impl, q.is_cuda) == "torch":
         return causal_attention_torch(q, k, v, scale=scale)
     half = q.shape[-1] // 2
@@ -94,4 +101,6 @@ __all__ = [
     "rotary_attention_reference",
     "rotary_readout_attention",
     "rotate_by",
+    "window_mask",
+    "windowed_attention_torch",
 ]

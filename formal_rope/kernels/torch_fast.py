@@ -59,6 +59,29 @@ def causal_attention_torch(
     return torch.cat((rows.new_zeros((*rows.shape[:-2], 1, dim)), rows), dim=-2)
 
 
+def window_mask(length: int, window: int, device=None) -> torch.Tensor:
+    """The strict-causal sliding-window mask (T, T): query i sees keys j with i - window <= j < i
+    (the `window` positions before it; query 0 sees none)."""
+    query = torch.arange(length, device=device)[:, None]
+    key = torch.arange(length, device=device)[None, :]
+    return (key < query) & (key >= query - window)
+
+
+def windowed_attention_torch(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int, scale: float | None = None
+) -> torch.Tensor:
+    """`causal_attention_torch` with a sliding window: query i attends to keys i - window <= j < i;
+    query 0 (bos) returns zeros. Same shapes and dtype contract."""
+    length, dim = q.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(dim) if scale is None else scale
+    if length <= 1:
+        return q.new_zeros(q.shape)
+    # Queries 1.. against keys ..T-2: every such row sees at least key i-1, so no row is fully masked.
+    band = window_mask(length, window, q.device)[1:, :-1]
+    rows = F.scaled_dot_product_attention(q[..., 1:, :], k[..., :-1, :], v[..., :-1, :], attn_mask=band, scale=scale)
+    return torch.cat((rows.new_zeros((*rows.shape[:-2], 1, dim)), rows), dim=-2)
+
+
 def rotary_attention_fast(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -98,19 +121,24 @@ def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, inverse
 
 
 def readout_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor, *, scale: float | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor, *, scale: float | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Strict-causal softmax attention of ONE query per sequence (no rotation): the query of
     sequence n sits at positions[n] and attends to its keys j < positions[n].
 
     q: (N, H, d); k, v: (N, T, H, d) (the token-major layout of a model's pooled tokens). Returns
     (N, H, d) in float32 (q's dtype if wider). A classifier reads its last layer at eos only, so
-    this costs O(T) per sequence instead of O(T^2). Position 0 (bos) sees no key: zeros.
+    this costs O(T) per sequence instead of O(T^2). Position 0 (bos) sees no key: zeros. With a
+    `window`, only the keys positions[n] - window <= j < positions[n] (`window_mask`).
     """
     count, length, heads, dim = k.shape
     scale = 1.0 / math.sqrt(dim) if scale is None else scale
     scores = (k.float() * q.float()[:, None]).sum(-1) * scale  # (N, T, H)
-    later = torch.arange(length, device=k.device)[None, :, None] >= positions[:, None, None]
+    key = torch.arange(length, device=k.device)[None, :, None]
+    later = key >= positions[:, None, None]
+    if window is not None:
+        later = later | (key < positions[:, None, None] - window)
     weights = torch.softmax(scores.masked_fill(later, float("-inf")), dim=1).nan_to_num(0.0)
     return (weights[..., None] * v.float()).sum(1)
 

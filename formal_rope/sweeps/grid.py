@@ -120,7 +120,8 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     )
     for (_, variant), language, pe, base, seed, lr, *axis_values in points:
         settings = {**spec.overrides, **variant, **dict(zip(axis_names, axis_values))}
-        if "periods" not in settings and is_periodic(pe):
+        periodic = is_periodic(pe) or any(is_periodic(name) for name in settings.get("layer_pe") or ())
+        if "periods" not in settings and periodic:
             if spec.periods == "auto" or spec.periods is None:
                 settings["periods"] = resolve_periods(language, spec.alphabet) if resolve_periods else None
             else:

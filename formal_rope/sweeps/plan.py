@@ -208,13 +208,14 @@ def check_scale(scale: str) -> str:
 
 def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: int | None = None,
                    steps: int | None = None, n_per_length: int | None = None, nnch_samples: int | None = None,
-                   state_dir: str | None = None) -> list[TablePlan]:
+                   state_dir: str | None = None, hybrid: dict | None = None) -> list[TablePlan]:
     """The tables of `reproduce TABLE` at `scale` (seeds, steps, strings per length and NNCH's uniform
     strings per length overridden where given): each sweep file's grid, in `out` (`all`: a folder per
     table inside it; default results/<table>-<scale>), each table of `all` with its own subfolder of
-    `state_dir`."""
+    `state_dir`. `hybrid`: layer_pe / window for every run (`reproduce --layer-pe/--window`)."""
     settings = {key: value for key, value in (("steps", steps), ("n_per_length", n_per_length),
                                               ("nnch_samples", nnch_samples)) if value is not None}
+    settings.update(hybrid or {})
     plans = []
     for name in reproduce_tables(table):
         # Asked of the grid module when called: the one lookup of the paper's files that Python users share.

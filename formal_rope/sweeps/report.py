@@ -16,7 +16,7 @@ from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_p
 from formal_rope.sweeps.results import CONFIG_COLUMNS, read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, Interval, compare, mean_interval
 from formal_rope.training.config import BASE_ENCODINGS, RunConfig
-from formal_rope.training.encodings import report_labels
+from formal_rope.training.encodings import hybrid_label, report_labels
 from formal_rope.training.scales import scale_overrides
 
 PE_LABELS = report_labels()  # encoding -> the paper's name, in the paper's order (training.encodings)
@@ -87,10 +87,33 @@ def normalise_runs(runs):
     """A copy of a `runs` frame with the base of base-free encodings null (older results recorded
     whatever --base the grid had)."""
     frame = runs.copy()
+    hybrid = _hybrid_labels(frame)
     if "base" in frame.columns and "pe" in frame.columns:
-        frame["base"] = [float(b) if pe in BASE_ENCODINGS and b is not None else math.nan
-                         for pe, b in zip(frame["pe"], frame["base"])]
+        frame["base"] = [float(b) if (pe in BASE_ENCODINGS or label is not None) and b is not None else math.nan
+                         for pe, b, label in zip(frame["pe"], frame["base"], hybrid)]
+    if any(label is not None for label in hybrid):
+        # A hybrid's cell names its layers and windows ('RoPE_NP+NoPE(L3) w32'): its own group and row.
+        frame["pe"] = [pe if label is None else label for pe, label in zip(frame["pe"], hybrid)]
     return frame
+
+
+def _hybrid_labels(frame) -> list:
+    """Per run: its hybrid label (`encodings.hybrid_label`), None for a run without layer_pe and window."""
+    if "pe" not in frame.columns or not {"layer_pe", "window"} & set(frame.columns):
+        return [None] * len(frame)
+    def cell(column):
+        values = frame[column] if column in frame.columns else [None] * len(frame)
+        return [None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+                for value in values]
+    labels = []
+    for pe, layer_pe, window in zip(frame["pe"], cell("layer_pe"), cell("window")):
+        if layer_pe is None and window is None:
+            labels.append(None)
+            continue
+        windows = None if window is None else tuple(int(w) for w in window.split(","))
+        labels.append(hybrid_label(pe, layer_pe.split(",") if layer_pe else None,
+                                   windows[0] if windows and "," not in window else windows))
+    return labels
 
 
 def check_grouping(runs, by) -> tuple[str, ...]:

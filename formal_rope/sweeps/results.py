@@ -72,10 +72,13 @@ def _column_names(path: Path) -> list[str]:
     return list(pq.read_schema(path).names)
 
 
-def _column_value(value):
-    """A config value as its Parquet cell: tuples comma-joined (as --alphabet/--periods take them)."""
+def _column_value(value, name: str | None = None):
+    """A config value as its Parquet cell: tuples comma-joined (as --alphabet/--periods take them);
+    a field stored as text (`window`: an int or a list) written as text."""
     if isinstance(value, (list, tuple)):
         return ",".join(str(item) for item in value)
+    if name is not None and value is not None and RUN_COLUMN_TYPES.get(name) == "string" and not isinstance(value, str):
+        return str(value)
     return value
 
 
@@ -87,7 +90,7 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
     alphabet = result.alphabet if result.alphabet is not None else config.alphabet
     periods = result.resolved_periods if result.resolved_periods is not None else config.periods
     settings = config.to_dict()
-    row = {name: _column_value(settings[name]) for name in CONFIG_COLUMNS}
+    row = {name: _column_value(settings[name], name) for name in CONFIG_COLUMNS}
     row.update({
         "run_id": run_id,
         "alphabet": ",".join(alphabet) if alphabet else None,
@@ -137,7 +140,7 @@ def metric_columns(result: RunResult) -> dict:
 
 
 _KIND_TYPES = {"str": "string", "int": "int64", "float": "float64", "symbols": "string", "integers": "string",
-               "optional_str": "string"}
+               "optional_str": "string", "window": "string"}
 # Every RunConfig field is a column; alphabet and periods hold the resolved values the run used.
 CONFIG_COLUMNS = tuple(f.name for f in fields(RunConfig))
 # Fixed column types: every per-run file must share one schema, or reading the folder fails
@@ -332,7 +335,7 @@ def _normalised_runs(folder: Path, frame):
     resolved = {"alphabet", "periods"}  # the columns hold what the run used, not the config's setting
     for name in CONFIG_COLUMNS:
         if name not in resolved or name not in frame.columns:
-            columns[name] = [_column_value(values[name]) for values in settings]
+            columns[name] = [_column_value(values[name], name) for values in settings]
     columns["periods"] = [value if config.applies("periods") else None
                           for value, config in zip(columns.get("periods", frame["periods"]), configs)]
     columns["config"] = [json.dumps(values, sort_keys=True) for values in settings]

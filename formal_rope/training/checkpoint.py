@@ -27,7 +27,6 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, probe_output, read_zip_member
 from formal_rope.precision import native_dtype, parse_format
 from formal_rope.training.config import RunConfig, RunResult, period_pairs
-from formal_rope.training.encodings import is_periodic
 from formal_rope.training.model import Classifier, encode_fixed_length
 from formal_rope.training.provenance import software_versions
 from formal_rope.training.setup import build_model
@@ -227,10 +226,11 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         config = RunConfig.from_dict(metadata["config"])
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
-        if is_periodic(config.pe) and periods is not None:
+        periodic = config.periodic_encoding()
+        if periodic is not None and periods is not None:
             # Files written before more periods than pairs became an error trained the first
             # `pairs` periods only (pair p got period p); those are the tables the weights belong to.
-            periods = periods[: period_pairs(config.pe, config.d_model, config.heads)]
+            periods = periods[: period_pairs(periodic, config.d_model, config.heads)]
         model = build_model(config, len(alphabet), periods)
     with _checkpoint_problem(path, f"its weights ({STATE_NAME}) cannot be read (truncated or corrupt)"):
         with zipfile.ZipFile(path) as archive:

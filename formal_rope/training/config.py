@@ -25,6 +25,7 @@ from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS
     POSITIONAL_ENCODINGS,
     ROPE_FRACTION_ENCODINGS,
     encoding,
+    primary_encoding,
 )
 
 
@@ -125,8 +126,16 @@ class RunConfig:
     # runs, so they keep their ids.
     data: str | None = None
     data_hash: str | None = None
+    # Hybrid models (docs/training.md, "Hybrid models"). layer_pe: one registry encoding per layer
+    # (None: `pe` in every layer); `pe` is then derived: the encoding most layers use (the earliest on
+    # a tie). window: None (global attention), an int w >= 1 (every layer), or one entry per layer:
+    # w >= 1 a sliding window of w keys, GLOBAL_WINDOW (-1) a global layer. Neutral (None) for every
+    # run written before them, so their ids are unchanged.
+    layer_pe: tuple[str, ...] | None = None
+    window: int | tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        self._canonical_hybrid()
         for spec in fields(self):
             value = getattr(self, spec.name)
             if (value is None or not self.applies(spec.name)) and spec.name != "language":
@@ -142,13 +151,61 @@ class RunConfig:
             contiguous = lengths[-1] - lengths[0] + 1 == len(lengths)
             object.__setattr__(self, "test_lengths", None if contiguous else lengths)
 
+    def _canonical_hybrid(self) -> None:
+        """layer_pe and window in canonical form, before the other fields (their `applies` reads
+        layer_pe): a layer_pe naming one encoding for every layer is that `pe` (layer_pe None), and
+        otherwise sets `pe` to its primary encoding; a per-layer window that is the same for every
+        layer is that int (all GLOBAL_WINDOW: None). Lengths that differ from `layers` are kept as
+        given, for validation to report."""
+        layer_pe = coerce_field("layer_pe", self.layer_pe)
+        if layer_pe is not None and LAYER_PE_SELF in layer_pe:
+            # `--layer-pe pe*5,nope` over a grid of encodings: each run's own `pe` in those layers.
+            layer_pe = tuple(self.pe if name == LAYER_PE_SELF else name for name in layer_pe)
+        window = coerce_field("window", self.window)
+        layers = self.layers if isinstance(self.layers, int) and not isinstance(self.layers, bool) else None
+        if layer_pe is not None:
+            if len(set(layer_pe)) == 1 and len(layer_pe) == layers:
+                object.__setattr__(self, "pe", layer_pe[0])
+                layer_pe = None
+            else:
+                object.__setattr__(self, "pe", primary_encoding(layer_pe))
+        if isinstance(window, tuple) and len(window) == layers and len(set(window)) == 1:
+            window = None if window[0] == GLOBAL_WINDOW else window[0]
+        object.__setattr__(self, "layer_pe", layer_pe)
+        object.__setattr__(self, "window", window)
+
+    def layer_encodings(self) -> tuple[str, ...]:
+        """The encoding of each layer: layer_pe, or `pe` in every layer."""
+        return self.layer_pe if self.layer_pe is not None else (self.pe,) * self.layers
+
+    def layer_windows(self) -> tuple[int | None, ...]:
+        """Each layer's sliding window (None: global attention)."""
+        if self.window is None:
+            return (None,) * self.layers
+        if isinstance(self.window, int):
+            return (self.window,) * self.layers
+        return tuple(None if w == GLOBAL_WINDOW else w for w in self.window)
+
+    def periodic_encoding(self) -> str | None:
+        """The periodic encoding (rope_p, sipe_p) some layer uses, whose periods the run resolves;
+        None when no layer is periodic."""
+        return next((pe for pe in self.layer_encodings() if pe in PERIODIC_ENCODINGS), None)
+
+    def is_hybrid(self) -> bool:
+        """Whether the run sets per-layer encodings or sliding windows."""
+        return self.layer_pe is not None or self.window is not None
+
     def applies(self, name: str) -> bool:
         """Whether field `name` has any effect on this run (the base of NoPE does not, nor the
-        strings per test length of a run on data files, ...)."""
+        strings per test length of a run on data files, ...). For a hybrid, a field applies when
+        it applies to the encoding of any layer."""
         if name in SAMPLING_FIELDS and self.data is not None:
             return False
         encodings = FIELD_APPLIES_TO.get(name)
-        return encodings is None or self.pe in encodings
+        if encodings is None:
+            return True
+        used = self.layer_pe if isinstance(self.layer_pe, tuple) else (self.pe,)
+        return any(pe in encodings for pe in used)
 
     def tested_lengths(self):
         """The test lengths in increasing order, lazily: a range, or the sparse `test_lengths` tuple."""
@@ -159,8 +216,8 @@ class RunConfig:
     def to_dict(self) -> dict:
         """JSON-ready dict of every field; a field that does not apply to the run is None."""
         data = asdict(self)
-        for name in ("alphabet", "periods", "test_lengths"):
-            data[name] = list(data[name]) if data[name] is not None else None
+        for name in ("alphabet", "periods", "test_lengths", "layer_pe", "window"):
+            data[name] = list(data[name]) if isinstance(data[name], tuple) else data[name]
         for name in (*FIELD_APPLIES_TO, *SAMPLING_FIELDS):
             if not self.applies(name):
                 data[name] = None
@@ -213,8 +270,14 @@ ID_NEUTRAL: dict = {
     "grad_clip": 1.0, "train_min_length": 0, "train_max_length": 40, "test_min_length": 41,
     "test_max_length": 500, "n_per_length": 512, "nnch_samples": 2, "eval_mode": "full", "eval_seed": 0,
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
-    "data": None, "data_hash": None, "test_near_miss_fraction": 0.5,
+    "data": None, "data_hash": None, "test_near_miss_fraction": 0.5, "layer_pe": None, "window": None,
 }
+
+# A layer of a per-layer `window` tuple that attends globally (no sliding window).
+GLOBAL_WINDOW = -1
+# A layer_pe entry standing for the run's own `pe` (resolved at construction): `pe*5,nope`.
+LAYER_PE_SELF = "pe"
+
 
 
 @lru_cache(maxsize=1024)
@@ -263,6 +326,7 @@ _KINDS = {
     "tuple[str, ...] | None": "symbols",
     "tuple[int, ...] | None": "integers",
     "str | None": "optional_str",
+    "int | tuple[int, ...] | None": "window",
 }
 
 
@@ -279,16 +343,22 @@ def field_kind(name: str) -> str:
 _FIELD_KINDS = {spec.name: _KINDS[spec.type] for spec in fields(RunConfig)}
 _KIND_WORDS = {"str": "a string", "int": "an integer", "float": "a number",
                "symbols": "a list of symbols", "integers": "a list of integers",
-               "optional_str": "a string or none"}
+               "optional_str": "a string or none",
+               "window": "a positive integer, a list of them (-1: a global layer) or none"}
 
 
 def coerce_field(name: str, value):
     """`value` as field `name`'s type (int for int fields, float for float fields, tuples for lists);
     FormalRopeError naming the field when it has another type."""
     kind = field_kind(name)
-    if value is None and kind in ("symbols", "integers", "optional_str"):
+    if value is None and kind in ("symbols", "integers", "optional_str", "window"):
         return None
     problem = f"{name} must be {_KIND_WORDS[kind]}, got {value!r}"
+    if kind == "window":
+        integral_float = isinstance(value, float) and math.isfinite(value) and value == int(value)
+        if not isinstance(value, bool) and (isinstance(value, int) or integral_float):
+            return int(value)
+        kind = "integers"
     if kind in ("str", "optional_str"):
         if not isinstance(value, str):
             raise FormalRopeError(problem)
@@ -325,7 +395,7 @@ def parse_field_text(name: str, text: str):
     (test_lengths); 'auto' / 'none' for None. FormalRopeError naming the field when it does not parse."""
     kind = field_kind(name)
     text = text.strip()
-    if kind in ("symbols", "integers", "optional_str") and text.lower() in NONE_WORDS:
+    if kind in ("symbols", "integers", "optional_str", "window") and text.lower() in NONE_WORDS:
         return None
     inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
     try:
@@ -335,6 +405,10 @@ def parse_field_text(name: str, text: str):
             return float_text(text)
         if kind in ("str", "optional_str"):
             return text
+        if name == "layer_pe":
+            return parse_layer_pe(inner)
+        if kind == "window":
+            return parse_window(inner)
         if kind == "symbols":
             return parse_alphabet(inner)
         if name == "test_lengths":
@@ -342,6 +416,48 @@ def parse_field_text(name: str, text: str):
         return tuple(int_text(part) for part in inner.split(",") if part.strip()) or None
     except ValueError:
         raise FormalRopeError(f"{name} must be {_KIND_WORDS[kind]}, got {text!r}") from None
+
+
+def parse_layer_pe(text: str) -> tuple[str, ...]:
+    """`--layer-pe rope,rope,nope` -> ("rope", "rope", "nope"); `NAME*K` repeats a name K times
+    (rope*5,nope). Names are checked by validation (`training.setup`)."""
+    names: list[str] = []
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        name, star, count = part.partition("*")
+        try:
+            repeat = int_text(count) if star else 1
+        except ValueError:
+            raise FormalRopeError(f"layer_pe: {part!r} is not NAME or NAME*COUNT") from None
+        if repeat < 1 or not name.strip():
+            raise FormalRopeError(f"layer_pe: {part!r} is not NAME or NAME*COUNT with COUNT >= 1")
+        names += [name.strip()] * repeat
+    if not names:
+        raise FormalRopeError("layer_pe is empty; give one encoding per layer, e.g. rope,rope,nope")
+    return tuple(names)
+
+
+def parse_window(text: str) -> int | tuple[int, ...] | None:
+    """`--window 32` -> 32 (every layer); `32,32,global` or `32*5,-1` -> one window per layer
+    (global or -1: a global layer). Values are checked by validation (`training.setup`)."""
+    parts = [piece.strip() for piece in text.split(",") if piece.strip()]
+    windows: list[int] = []
+    for part in parts:
+        value, star, count = part.partition("*")
+        try:
+            repeat = int_text(count) if star else 1
+            width = GLOBAL_WINDOW if value.strip().lower() in ("global", "g") else int_text(value)
+        except ValueError:
+            raise FormalRopeError(f"window: {part!r} is not a window (an integer, or global)") from None
+        if repeat < 1:
+            raise FormalRopeError(f"window: {part!r} repeats a window {repeat} times")
+        windows += [width] * repeat
+    if not windows:
+        raise FormalRopeError("window is empty; give e.g. 32 or 32,32,global")
+    if len(parts) == 1 and "*" not in parts[0]:
+        return None if windows[0] == GLOBAL_WINDOW else windows[0]  # `--window global`: no window
+    return tuple(windows)
 
 
 def lengths_fields(text: str, option: str = "--test-lengths", prefix: str = "test", as_list: bool = False) -> dict:

@@ -12,13 +12,14 @@ from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import count_table
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
-from formal_rope.training.encodings import is_periodic
 
 
 def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> list[str]:
     """Notes for `config` on the language `dfa` with its resolved `periods` (`resolve_periods`)."""
     notes = []
-    if is_periodic(config.pe) and periods is not None and set(periods) == {1}:
+    if config.periodic_encoding() == config.pe and not config.is_hybrid() and periods is not None and set(
+        periods
+    ) == {1}:
         how = "periods auto resolved to 1 (the language is in LTL[P]: no modular counting is needed)" if (
             config.periods is None
         ) else "every period is 1"
@@ -99,6 +100,15 @@ def run_warnings(config: RunConfig) -> list[str]:
                 f"ulp of the product; the warning threshold is {positional.FP32_PHASE_WARNING_RAD:g} rad), so "
                 "the run's rotations are not RoPE's; use --phase-precision fp64 (exact phases) unless that is "
                 "what is being measured"
+            )
+    windows = config.layer_windows() if isinstance(config.layers, int) and config.layers > 0 else ()
+    if len(windows) == config.layers and all(window is not None for window in windows):
+        reach = sum(windows)
+        if reach < longest:
+            warnings.append(
+                f"every layer attends through a sliding window (window {config.window}): the readout at eos sees "
+                f"only the last {reach} positions, and the test strings reach position {longest}; give one layer "
+                "a global window (e.g. --window 32*4,global) for the readout to see the whole string"
             )
     if config.pe == "partial_rope" and config.applies("rope_fraction"):
         pairs = config.d_model // config.heads // 2

@@ -171,6 +171,53 @@ def encoding_names(separator: str = ", ") -> str:
     return separator.join(ENCODINGS)
 
 
+def primary_encoding(layer_pe) -> str:
+    """The encoding a hybrid's `pe` names (RunConfig.layer_pe): the one most layers use, the
+    earliest on a tie."""
+    layer_pe = tuple(layer_pe)
+    return max(layer_pe, key=lambda pe: (layer_pe.count(pe), -layer_pe.index(pe)))
+
+
+def _layer_list(layers) -> str:
+    """0-based layer indices as 1-based ranges: [0, 1, 2, 4] -> 'L1-3,5'."""
+    parts, layers = [], sorted(layers)
+    start = previous = layers[0]
+    for layer in [*layers[1:], None]:
+        if layer is not None and layer == previous + 1:
+            previous = layer
+            continue
+        parts.append(f"{start + 1}" if start == previous else f"{start + 1}-{previous + 1}")
+        if layer is not None:
+            start = previous = layer
+    return "L" + ",".join(parts)
+
+
+def hybrid_label(pe: str, layer_pe=None, window=None) -> str:
+    """What reports call a run's encoding: the label of `pe`, and for a hybrid the encodings of the
+    other layers and the sliding windows, 1-based layers: 'RoPE_NP+NoPE(L3)', 'RoPE_NP w32',
+    'RoPE_NP+NoPE(L6) w32(L1-5)' (paper 000 appendix E.6's model). window: an int (every layer)
+    or one per layer (-1: global)."""
+    names = {name: row.label for name, row in ENCODINGS.items()}
+    if layer_pe:
+        layer_pe = tuple(layer_pe)
+        primary = primary_encoding(layer_pe)
+        text = names.get(primary, primary) + "".join(
+            f"+{names.get(other, other)}({_layer_list(i for i, pe in enumerate(layer_pe) if pe == other)})"
+            for other in dict.fromkeys(layer_pe) if other != primary
+        )
+    else:
+        text = names.get(pe, pe)
+    if isinstance(window, int):
+        text += f" w{window}"
+    elif window:
+        window = tuple(window)
+        text += "".join(
+            f" w{width}({_layer_list(i for i, w in enumerate(window) if w == width)})"
+            for width in dict.fromkeys(window) if width >= 1
+        )
+    return text
+
+
 POSITIONAL_ENCODINGS = tuple(ENCODINGS)
 # Encodings that form phases theta*i from a base beta (the others have no base and no phase precision).
 BASE_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.takes_base)

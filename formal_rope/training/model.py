@@ -82,9 +82,11 @@ def _turns(rotation: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | 
 
 
 class Block(nn.Module):
-    def __init__(self, runs: int, d_model: int, heads: int, ffn_mult: int) -> None:
+    def __init__(self, runs: int, d_model: int, heads: int, ffn_mult: int, window: int | None = None) -> None:
         super().__init__()
         self.heads = heads
+        # Sliding window (hybrids): query i attends to keys i - window <= j < i; None: every j < i.
+        self.window = window
         self.attention_norm = PackedLayerNorm(runs, d_model)
         self.qkv = PackedLinear(runs, d_model, 3 * d_model)
         self.attention_out = PackedLinear(runs, d_model, d_model)
@@ -132,7 +134,9 @@ class Block(nn.Module):
         sizes = layout.bucket_tokens()
         for sequences, width, qk_part, v_part in zip(layout.counts, layout.widths, qk.split(sizes), v.split(sizes)):
             q, k = qk_part.view(sequences, width, 2, heads, head_dim).permute(2, 0, 3, 1, 4).unbind(0)  # (S, H, T, hd)
-            out = causal_attention(q, k, v_part.view(sequences, width, heads, head_dim).transpose(1, 2), impl=impl)
+            out = causal_attention(
+                q, k, v_part.view(sequences, width, heads, head_dim).transpose(1, 2), impl=impl, window=self.window
+            )
             outputs.append(out.transpose(1, 2).reshape(sequences * width, heads * head_dim))
         out = torch.cat(outputs) if len(outputs) != 1 else outputs[0]
         if turn is not None and rotate_values:
@@ -174,7 +178,7 @@ class Block(nn.Module):
             layout.counts, layout.widths, q.split(counts), k.split(sizes), v.split(sizes), layout.readout.split(counts)
         ):
             shape = (sequences, width, heads, head_dim)
-            outputs.append(readout_attention(query, key.view(shape), value.view(shape), position))
+            outputs.append(readout_attention(query, key.view(shape), value.view(shape), position, window=self.window))
         out = torch.cat(outputs) if len(outputs) != 1 else outputs[0]  # (S, H, hd)
         if query_turn is not None and rotate_values:
             out = rotate_by(out, query_turn.conj())
@@ -193,11 +197,12 @@ class Block(nn.Module):
         """
         normed = self.attention_norm(x)
         rotation = positional.token_rotation(layer, layout, x)
+        rotate_values = positional.layer_rotates_values(layer)
         if readout_only:
-            attended = self.attend_readout(normed, layout, rotation, positional.rotate_values)
+            attended = self.attend_readout(normed, layout, rotation, rotate_values)
             x = x.reshape(-1, x.shape[-1]).index_select(0, layout.readout_rows.reshape(-1)).view(attended.shape)
         else:
-            attended = self.attend(normed, layout, rotation, positional.rotate_values, impl)
+            attended = self.attend(normed, layout, rotation, rotate_values, impl)
         x = x + self.attention_out(attended)
         return x + self.ffn_out(F.gelu(self.ffn_in(self.ffn_norm(x))))
 
@@ -220,20 +225,29 @@ class Classifier(nn.Module):
         layers: int = 5,
         ffn_mult: int = 4,
         attention: str = "auto",
+        windows=None,
     ) -> None:
         super().__init__()
+        windows = tuple(windows) if windows is not None else (None,) * layers
+        if len(windows) != layers:
+            raise ValueError(f"need one window per layer ({layers}), got {len(windows)}")
         runs = positional.runs
         self.n_symbols = n_symbols
         self.runs = runs
         self.attention_impl = attention
         self.embedding = PackedEmbedding(runs, n_symbols + 3, d_model)
         self.positional = positional
-        self.blocks = nn.ModuleList(Block(runs, d_model, heads, ffn_mult) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(runs, d_model, heads, ffn_mult, window) for window in windows)
         self.final_norm = PackedLayerNorm(runs, d_model)
         self.readout = PackedLinear(runs, d_model, 2)
         # Seeds from torch's global generator, so torch.manual_seed(s) before construction still
         # decides the weights; the trainer re-initialises each run from its config's seed.
         self.initialize(torch.randint(0, 2**62, (runs,)).tolist())
+
+    @property
+    def windows(self) -> tuple[int | None, ...]:
+        """Each layer's sliding window (None: global attention)."""
+        return tuple(block.window for block in self.blocks)
 
     def reset_run(self, run: int, generator: torch.Generator) -> None:
         """Initialise run `run` from `generator` with the draws (and order) of the equivalent unpacked

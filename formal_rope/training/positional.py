@@ -275,6 +275,11 @@ class PositionalEncoding(nn.Module):
         """The additive table (R, length, d_model) for a model computing in `dtype`, or None."""
         return None
 
+    def layer_rotates_values(self, layer: int) -> bool:
+        """Whether attention in layer `layer` transports values (JoFormer): `rotate_values` for
+        every layer, except in a hybrid (`LayeredPositional`)."""
+        return self.rotate_values
+
     def rotation(self, layer: int, length: int, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         return None
 
@@ -581,6 +586,55 @@ class ProjectedRotary(FixedRotary):
         return torch.cos(angles), torch.sin(angles)
 
 
+class LayeredPositional(PositionalEncoding):
+    """A hybrid's per-layer encodings (RunConfig.layer_pe): one module per distinct encoding, each
+    built for the layers that use it, and layer L asks the module of its encoding. Only encodings
+    without trainable or per-layer state and without an additive table take part
+    (`HYBRID_ENCODINGS`), so a layer's rotation is its encoding's rotation at that layer."""
+
+    def __init__(self, names: tuple[str, ...], modules: dict[str, PositionalEncoding]) -> None:
+        runs = next(iter(modules.values())).runs
+        super().__init__(runs)
+        self.names = tuple(names)
+        self.order = tuple(dict.fromkeys(names))
+        self.encodings = nn.ModuleList(modules[name] for name in self.order)
+
+    def _module(self, layer: int) -> PositionalEncoding:
+        return self.encodings[self.order.index(self.names[layer])]
+
+    def layer_rotates_values(self, layer):
+        return self._module(layer).rotate_values
+
+    def rotation(self, layer, length, hidden):
+        return self._module(layer).rotation(layer, length, hidden)
+
+    def token_rotation(self, layer, layout, hidden):
+        return self._module(layer).token_rotation(layer, layout, hidden)
+
+    def reset_run(self, run, generator):
+        for module in self.encodings:
+            module.reset_run(run, generator)
+
+    def select(self, indices):
+        copy = LayeredPositional.__new__(LayeredPositional)
+        PositionalEncoding.__init__(copy, len(list(indices)))
+        copy.names, copy.order = self.names, self.order
+        copy.encodings = nn.ModuleList(module.select(indices) for module in self.encodings)
+        return copy
+
+    def describe(self, run=0):
+        described = {"layer_pe": list(self.names)}
+        for module in self.encodings:
+            described.update(module.describe(run))
+        return described
+
+
+# Encodings a hybrid's layers may use (RunConfig.layer_pe): fixed rotations or none. Additive
+# encodings (sipe, sipe_p) act once, at the embedding, not per layer; jof_learned and jof_projected
+# hold trainable per-layer state that checkpoints and exports name by layer (not supported yet).
+HYBRID_ENCODINGS = ("nope", "rope", "rope_p", "partial_rope", "jof_fixed")
+
+
 # ----------------------------------------------------------------------------------------------
 # Factory
 
@@ -597,6 +651,7 @@ class PositionalSpec:
     periods: tuple[int, ...] | None = None
     rope_fraction: float = 0.5
     phase_precision: str = "fp64"
+    layer_pe: tuple[str, ...] | None = None  # a hybrid's encoding per layer (None: `pe` in every layer)
 
 
 def partial_rotated_pairs(fraction: float, n_pairs: int) -> int:
@@ -668,6 +723,8 @@ def build_positional(specs) -> PositionalEncoding:
     specs = (specs,) if isinstance(specs, PositionalSpec) else tuple(specs)
     if not specs:
         raise FormalRopeError("a pack needs at least one run")
+    if specs[0].layer_pe is not None:
+        return _build_layered(specs)
     n_pairs = _check_spec(specs[0])
     first = specs[0]
     for spec in specs[1:]:
@@ -684,6 +741,26 @@ def build_positional(specs) -> PositionalEncoding:
         text = describe_period_pairs(first.pe, first.d_model, first.heads)
         specs = tuple(replace(spec, periods=check_period_count(spec.periods, pairs, text)) for spec in specs)
     return row.load_builder()(specs, n_pairs)
+
+
+def _build_layered(specs) -> LayeredPositional:
+    """A hybrid pack's `LayeredPositional`: every run of the pack shares layer_pe."""
+    names = specs[0].layer_pe
+    if any(spec.layer_pe != names for spec in specs):
+        raise FormalRopeError("runs of one pack must share layer_pe")
+    if len(names) != specs[0].layers:
+        raise FormalRopeError(f"layer_pe names {len(names)} encodings for {specs[0].layers} layers")
+    refused = [name for name in dict.fromkeys(names) if name not in HYBRID_ENCODINGS]
+    if refused:
+        raise FormalRopeError(
+            f"layer_pe: {', '.join(refused)} cannot be one layer's encoding in a hybrid; layers take "
+            f"{', '.join(HYBRID_ENCODINGS)}"
+        )
+    modules = {
+        name: build_positional([replace(spec, pe=name, layer_pe=None, layers=names.count(name)) for spec in specs])
+        for name in dict.fromkeys(names)
+    }
+    return LayeredPositional(names, modules)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -22,14 +22,21 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import training_batch
-from formal_rope.training.config import MAX_LENGTH_LIST, RunConfig, describe_period_pairs, period_pairs
+from formal_rope.training.config import (
+    GLOBAL_WINDOW,
+    MAX_LENGTH_LIST,
+    RunConfig,
+    describe_period_pairs,
+    period_pairs,
+)
 from formal_rope.training.data import is_data_language, run_data
-from formal_rope.training.encodings import encoding, is_periodic
+from formal_rope.training.encodings import ENCODINGS, encoding
 from formal_rope.training.length_generalization import EVAL_MODES
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.packing import check_packable
 from formal_rope.training.positional import (
+    HYBRID_ENCODINGS,
     PHASE_PRECISIONS,
     PositionalSpec,
     build_positional,
@@ -50,7 +57,8 @@ LR_SCHEDULES = ("constant", "cosine")
 def validate_config(config: RunConfig) -> None:
     """Raise FormalRopeError for any option a run cannot use, and for a run that cannot finish or fit
     (`formal_rope.training.workload.check_workload`)."""
-    row = encoding(config.pe)  # an unknown encoding is the first error named
+    validate_hybrid(config)
+    encoding(config.pe)  # an unknown encoding is the first error named
     if not (config.base > 0 and math.isfinite(config.base)):
         raise FormalRopeError(f"the base must be a positive finite number, got {config.base!r}")
     if config.phase_precision not in PHASE_PRECISIONS:
@@ -90,19 +98,58 @@ def validate_config(config: RunConfig) -> None:
             f"test_lengths lists {len(config.test_lengths):,} lengths, more than {MAX_LENGTH_LIST:,}; "
             "use a range (test_min_length..test_max_length) or fewer lengths"
         )
-    if row.takes_rope_fraction and not 0.0 <= config.rope_fraction <= 1.0:
+    if config.applies("rope_fraction") and not 0.0 <= config.rope_fraction <= 1.0:
         raise FormalRopeError(f"{config.pe}: the rotated fraction must lie in [0, 1], got {config.rope_fraction}")
     if config.d_model % config.heads or (config.d_model // config.heads) % 2:
         raise FormalRopeError(
             f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
         )
-    if row.takes_rope_fraction:
+    if config.applies("rope_fraction"):
         check_partial_pairs(config.rope_fraction, config.d_model // config.heads // 2)
-    if is_periodic(config.pe) and config.periods is not None:
+    periodic = config.periodic_encoding()
+    if periodic is not None and config.periods is not None:
         # Periods are given to pairs one each; a surplus would be dropped without a word.
-        check_period_count(config.periods, period_pairs(config.pe, config.d_model, config.heads),
-                           describe_period_pairs(config.pe, config.d_model, config.heads))
+        check_period_count(config.periods, period_pairs(periodic, config.d_model, config.heads),
+                           describe_period_pairs(periodic, config.d_model, config.heads))
     check_workload(config)
+
+
+def validate_hybrid(config: RunConfig) -> None:
+    """FormalRopeError naming layer_pe or window when a hybrid's per-layer settings cannot run: a
+    list whose length is not `layers`, an unknown encoding, an encoding a layer cannot hold alone
+    (`positional.HYBRID_ENCODINGS`), a window below 1 (per layer: -1 marks a global layer)."""
+    if config.layer_pe is not None:
+        if len(config.layer_pe) != config.layers:
+            raise FormalRopeError(
+                f"layer_pe names {len(config.layer_pe)} encoding{'s' if len(config.layer_pe) != 1 else ''} "
+                f"({','.join(config.layer_pe)}) for {config.layers} layers; give one per layer"
+            )
+        for name in dict.fromkeys(config.layer_pe):
+            if name not in ENCODINGS:
+                raise FormalRopeError(f"layer_pe: unknown positional encoding {name!r}; expected one of "
+                                      f"{', '.join(ENCODINGS)}")
+        refused = [name for name in dict.fromkeys(config.layer_pe) if name not in HYBRID_ENCODINGS]
+        if refused:
+            why = " ".join(
+                f"{name} is additive (a table added once to the embeddings, not a per-layer rotation): use it in "
+                "every layer (--pe) or not at all." if encoding(name).additive else
+                f"{name} learns per-layer state, which hybrids do not support yet."
+                for name in refused
+            )
+            raise FormalRopeError(f"layer_pe: {', '.join(refused)} cannot be one layer's encoding among others. {why} "
+                                  f"Layers of a hybrid take {', '.join(HYBRID_ENCODINGS)}")
+    window = config.window
+    if isinstance(window, int) and window < 1:
+        raise FormalRopeError(f"window must be at least 1 (keys each query sees), got {window}; "
+                              "none (the default) attends globally")
+    if isinstance(window, tuple):
+        if len(window) != config.layers:
+            raise FormalRopeError(f"window lists {len(window)} windows for {config.layers} layers; give one per "
+                                  f"layer ({GLOBAL_WINDOW} or global: a global layer) or a single window")
+        bad = [w for w in window if w < 1 and w != GLOBAL_WINDOW]
+        if bad:
+            raise FormalRopeError(f"window: {bad[0]} is no window; per layer give a window of at least 1, or "
+                                  f"{GLOBAL_WINDOW} (global) for a layer without one")
 
 
 def validate_device(config: RunConfig, device: str | torch.device) -> None:
@@ -145,7 +192,8 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     Outside LTL[P,MOD] there is no such k, so "auto" is a FormalRopeError that names the language's
     stability period as a candidate for explicit periods (the periodic construction is not
     guaranteed to express such a language with any period)."""
-    if not is_periodic(config.pe):
+    periodic = config.periodic_encoding()
+    if periodic is None:
         return None  # other encodings have no periods; never report ones given by mistake as used
     if config.periods is not None:
         return validate_periods(config.periods)
@@ -163,7 +211,7 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
         )
         raise FormalRopeError(
             f"periods auto: {config.language!r} is not in LTL[P,MOD] (no k-automaton A_k is partially "
-            f"ordered), so the periodic construction has no least period for {config.pe}; give the periods "
+            f"ordered), so the periodic construction has no least period for {periodic}; give the periods "
             f"explicitly, e.g. {hint}"
         )
     return (max(1, int(classification.mod_k)),)
@@ -214,6 +262,7 @@ def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> Posit
         periods=periods,
         rope_fraction=config.rope_fraction,
         phase_precision=config.phase_precision,
+        layer_pe=config.layer_pe,
     )
 
 
@@ -234,6 +283,7 @@ def build_pack(configs, n_symbols: int, periods) -> Classifier:
         layers=first.layers,
         ffn_mult=first.ffn_mult,
         attention=first.attention,
+        windows=first.layer_windows(),
     )
     return model.initialize([c.seed for c in configs])
 

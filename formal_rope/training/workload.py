@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import RunConfig, period_pairs
-from formal_rope.training.encodings import is_periodic
 
 FLOP_LIMIT = 1e20  # ~300 years on one CPU core, ~10 days on a GPU sustaining 1e14 FLOP/s
 CPU_FLOPS = 1e10  # what one core of this project's CPU sustains on these models (measured, rounded)
@@ -86,9 +85,10 @@ def estimate(config: RunConfig) -> Workload:
 def periodic_table_bytes(config: RunConfig) -> float:
     """Memory of the rope_p / sipe_p lookup tables while they are built: one entry per residue of the
     largest period for each pair (0 for other encodings and for periods auto, resolved later and small)."""
-    if not (is_periodic(config.pe) and config.periods):
+    periodic = config.periodic_encoding()
+    if not (periodic and config.periods):
         return 0.0
-    pairs = period_pairs(config.pe, config.d_model, config.heads)
+    pairs = period_pairs(periodic, config.d_model, config.heads)
     # Capped before float(): an int beyond float range (validate_periods refuses it first) must not raise here.
     largest = min(max(config.periods), 2**64)
     return float(_PERIODIC_TABLE_BYTES_PER_ENTRY) * max(1, pairs) * float(largest)

@@ -22,6 +22,10 @@ each string's <eos>. Positional encodings (config "positional"):
   rotary_learned    jof_learned: frequencies per layer and head, (layers, heads, pairs) (float64)
   rotary_projected  jof_projected: fixed phases plus content angles W2 GELU(W1 LN(x)) per head
 with "rotate_values" (JoFormer): values are rotated by R_j and the attention output by R_i^T.
+A hybrid (kind "layered") gives each layer its own entry in "layers" ({kind, rotate_values, prefix}:
+that layer's tensors are named prefix.frequencies, prefix.turns, prefix.cos_table, ...), and
+"windows" (top level; absent: every layer global) a sliding window per layer: query i then attends
+to keys j with i - w <= j < i only (null: every j < i).
 Phases theta*i mod 2*pi are exact when "phase_precision" is fp64 (from each frequency's turn limbs,
 positional.turns / positional.learned_turns: integer arithmetic, within ~1e-15 rad at any base), the
 float32 product otherwise.
@@ -137,10 +141,22 @@ class TrainedClassifier(torch.nn.Module):
         """The exported turn limbs `name`, or None (older files)."""
         return getattr(self, name.replace(".", "__"), None)
 
-    def periodic(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        residues = torch.remainder(torch.arange(length)[:, None], self.w("positional.pair_periods")[None, :])
+    def periodic(self, length: int, prefix: str = "positional") -> tuple[torch.Tensor, torch.Tensor]:
+        residues = torch.remainder(torch.arange(length)[:, None], self.w(f"{prefix}.pair_periods")[None, :])
         pairs = torch.arange(residues.shape[1])[None, :]
-        return self.w("positional.cos_table")[pairs, residues], self.w("positional.sin_table")[pairs, residues]
+        return self.w(f"{prefix}.cos_table")[pairs, residues], self.w(f"{prefix}.sin_table")[pairs, residues]
+
+    def layer_positional(self, layer: int) -> tuple[dict, str]:
+        """(the encoding of layer `layer`: kind and rotate_values, the prefix of its tensors)."""
+        if self.positional["kind"] == "layered":
+            entry = self.positional["layers"][layer]
+            return entry, entry["prefix"]
+        return self.positional, "positional"
+
+    def window(self, layer: int):
+        """Layer `layer`'s sliding window (None: global)."""
+        windows = self.config.get("windows")
+        return None if windows is None else windows[layer]
 
     def additive(self, length: int) -> torch.Tensor | None:
         kind = self.positional["kind"]
@@ -154,12 +170,13 @@ class TrainedClassifier(torch.nn.Module):
         return torch.stack((sin, cos), dim=-1).flatten(-2)
 
     def rotation(self, layer: int, length: int, hidden: torch.Tensor):
-        kind = self.positional["kind"]
+        spec, prefix = self.layer_positional(layer)
+        kind = spec["kind"]
         if kind == "rotary_fixed":
-            phases = self.phases(self.w("positional.frequencies"), length, self.turns("positional.turns"))
+            phases = self.phases(self.w(f"{prefix}.frequencies"), length, self.turns(f"{prefix}.turns"))
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_periodic":
-            return self.periodic(length)
+            return self.periodic(length, prefix)
         if kind == "rotary_learned":  # one table per head: (1, heads, T, pairs)
             per_head = self.w("positional.learned_frequencies")[layer]  # (heads, pairs)
             turns = self.turns("positional.learned_turns")
@@ -191,12 +208,15 @@ class TrainedClassifier(torch.nn.Module):
         qkv = self.linear(x, f"blocks.{layer}.qkv").view(batch, length, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
-        rotate_values = bool(self.positional["rotate_values"])
+        rotate_values = bool(self.layer_positional(layer)[0]["rotate_values"])
         q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
         if rotate_values:
             v = apply_rotary(v, cos, sin)
         scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(head_dim)
         visible = torch.ones(length, length, dtype=torch.bool).tril(-1)  # key j < query i
+        window = self.window(layer)
+        if window is not None:  # and key j >= query i - window
+            visible &= ~torch.ones(length, length, dtype=torch.bool).tril(-window - 1)
         scores = scores.masked_fill(~visible, float("-inf"))
         rows = torch.softmax(scores[..., 1:, :], dim=-1) @ v.float()
         out = torch.cat((rows.new_zeros(batch, heads, 1, head_dim), rows), dim=-2)  # <bos> sees nothing

@@ -1,0 +1,248 @@
+"""Hybrid models (issue 21): per-layer positional encodings (RunConfig.layer_pe) and sliding-window
+attention (RunConfig.window). A hybrid trains, packs (a pack of two equals each run alone),
+checkpoints, resumes bit-identically and exports with `formalrope run`'s verdicts; a window of w
+makes position i independent of the tokens before i - w; bad values exit 2 naming the field; the
+new fields at their defaults change no run id."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from formal_rope.errors import FormalRopeError
+from formal_rope.training.config import RunConfig, parse_field_text
+from formal_rope.training.packing import group_packs
+from formal_rope.training.setup import build_model, validate_config
+from formal_rope.training.train import run_pack, run_training
+from tests.cli_support import run_main
+
+HYBRID = dict(layer_pe=("rope", "nope"), window=(3, -1))
+
+
+def _tiny(**changes) -> RunConfig:
+    settings = dict(
+        language="(ab)*", layers=2, d_model=16, heads=2, steps=30, batch_size=16, lr=3e-3,
+        test_min_length=41, test_max_length=44, n_per_length=8, **HYBRID,
+    )
+    settings.update(changes)
+    return RunConfig(**settings)
+
+
+def test_the_new_fields_at_their_defaults_change_no_run_id():
+    """Ids pinned elsewhere in the suite (test_spec_contract, test_training_run) stay what they were."""
+    from formal_rope.training.scales import apply_scale
+
+    assert RunConfig("(ab)*").run_id() == "45d988f98a189371"
+    assert RunConfig("(ab)*", layer_pe=None, window=None).run_id() == "45d988f98a189371"
+    assert apply_scale(RunConfig("(aa)*", pe="rope_p", seed=1), "quick").run_id() == "a7eac3da460c1197"
+    # (ab)* rope_p seed 1 quick, computed at the commit before these fields (27f3f95).
+    assert apply_scale(RunConfig("(ab)*", pe="rope_p", seed=1), "quick").run_id() == "b72ee6b9db587967"
+    assert RunConfig("Σ*a", pe="nope", base=1.0, test_lengths=(41, 45, 50)).run_id() == "bbbab77d4cc87bcd"
+    # One encoding in every layer is that --pe; one window in every layer is that int.
+    assert RunConfig("(ab)*", layers=3, layer_pe=["nope"] * 3) == RunConfig("(ab)*", layers=3, pe="nope")
+    assert RunConfig("(ab)*", layers=2, window=[-1, -1]) == RunConfig("(ab)*", layers=2)
+    assert RunConfig("(ab)*", layers=2, window=[8, 8]).window == 8
+    hybrid = _tiny()
+    assert hybrid.pe == "rope" and hybrid.run_id() != _tiny(layer_pe=None, window=None).run_id()
+    assert RunConfig.from_dict(json.loads(json.dumps(hybrid.to_dict()))) == hybrid
+    assert hybrid.to_dict()["window"] == [3, -1] and hybrid.layer_windows() == (3, None)
+
+
+def test_text_forms_of_layer_pe_and_window():
+    assert parse_field_text("layer_pe", "rope,rope,nope") == ("rope", "rope", "nope")
+    assert parse_field_text("layer_pe", "[rope*2,nope]") == ("rope", "rope", "nope")
+    assert parse_field_text("window", "32") == 32
+    assert parse_field_text("window", "32*5,global") == (32,) * 5 + (-1,)
+    assert parse_field_text("window", "none") is None and parse_field_text("window", "global") is None
+
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(window=0), "window"),
+    (dict(window=-3), "window"),
+    (dict(window=(3, 0)), "window"),
+    (dict(window=(3, 3, 3)), "window"),
+    (dict(layer_pe=("rope", "rope", "nope")), "layer_pe"),
+    (dict(layer_pe=("rope", "nonsense")), "layer_pe"),
+    (dict(layer_pe=("rope", "sipe")), "layer_pe"),
+    (dict(layer_pe=("jof_learned", "nope")), "layer_pe"),
+])
+def test_bad_values_are_refused_naming_the_field(changes, field):
+    with pytest.raises(FormalRopeError, match=field):
+        validate_config(_tiny(**changes))
+
+
+def test_bad_values_exit_2_on_the_command_line(capsys):
+    code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--layers", "2", "--layer-pe", "rope,rope,nope",
+                                     "--no-save", "--steps", "1"])
+    assert code == 2 and "layer_pe" in err
+    code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--layers", "2", "--window", "0", "--no-save"])
+    assert code == 2 and "window" in err
+
+
+def test_rope_p_layers_take_the_resolved_periods():
+    config = _tiny(layer_pe=("rope_p", "nope"), window=None, periods=(2,))
+    validate_config(config)
+    assert config.applies("periods") and not config.applies("base")
+    result, _ = run_training(config.with_(steps=3), progress=False)
+    assert result.status == "ok" and result.resolved_periods == (2,)
+
+
+def _hidden_after_blocks(model, tokens):
+    """The residual stream after every block (1 run, T, d) for one string `tokens` (1, T)."""
+    from formal_rope.training.layout import rectangular_layout
+
+    layout = rectangular_layout(tokens[None], torch.tensor([[tokens.shape[1] - 1]]))
+    x = model.embedding(layout.tokens)
+    states = []
+    for layer, block in enumerate(model.blocks):
+        x = block(x, layout, model.positional, layer, "torch")
+        states.append(x)
+    return states
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_a_window_of_w_hides_the_tokens_before_i_minus_w(layers):
+    """Query i attends to keys i - w <= j < i, so after L windowed layers position i depends on the
+    tokens at i - L*w .. i only: perturbing the tokens before that leaves it (and the logits read
+    there) bit-identical, while perturbing one inside changes it."""
+    w = 3
+    config = RunConfig("(ab)*", layers=layers, d_model=16, heads=2, pe="rope", window=w)
+    torch.manual_seed(0)
+    model = build_model(config, 2, None).eval()
+    rng = np.random.default_rng(0)
+    length = 20
+    tokens = torch.tensor([[2, *rng.integers(0, 2, length).tolist(), 3]])
+    i = length + 1  # the readout (eos)
+    horizon = i - layers * w  # the first position that can reach i
+    perturbed = tokens.clone()
+    perturbed[0, 1:horizon] = 1 - perturbed[0, 1:horizon]
+    with torch.no_grad():
+        before, after = _hidden_after_blocks(model, tokens[0:1]), _hidden_after_blocks(model, perturbed[0:1])
+        assert torch.equal(before[-1][0, i], after[-1][0, i])
+        assert torch.equal(model(tokens, torch.tensor([i])), model(perturbed, torch.tensor([i])))
+        inside = tokens.clone()
+        inside[0, horizon] = 1 - inside[0, horizon]
+        assert not torch.equal(before[-1][0, i], _hidden_after_blocks(model, inside[0:1])[-1][0, i])
+    # Without the window the early tokens do reach the readout.
+    glob = build_model(config.with_(window=None), 2, None).eval()
+    with torch.no_grad():
+        assert not torch.equal(glob(tokens, torch.tensor([i])), glob(perturbed, torch.tensor([i])))
+
+
+def test_windowed_readout_equals_the_full_last_layer():
+    """The readout-only last block (O(T)) applies the window as the full block does."""
+    from formal_rope.training.layout import rectangular_layout
+
+    model = build_model(_tiny(window=2, layer_pe=("rope", "jof_fixed")), 2, None).eval()
+    rng = np.random.default_rng(1)
+    tokens = torch.tensor([[2, *rng.integers(0, 2, 12).tolist(), 3] for _ in range(4)])
+    layout = rectangular_layout(tokens[None], torch.full((1, 4), 13))
+    with torch.no_grad():
+        fast, full = model.forward_layout(layout), model.forward_layout(layout, readout_only=False)
+    assert torch.allclose(fast, full, rtol=0, atol=1e-6)
+
+
+def test_a_pack_of_two_hybrid_runs_equals_each_run_alone():
+    configs = [_tiny(seed=0), _tiny(seed=1, lr=1e-3)]
+    assert len(group_packs(configs, "auto", workers=1)) == 1
+    # A hybrid and a plain run never share a pack (layer_pe and window are shared fields).
+    assert len(group_packs([_tiny(), _tiny(layer_pe=None)], 2, workers=1)) == 2
+    assert len(group_packs([_tiny(), _tiny(window=4)], 2, workers=1)) == 2
+    packed, _ = run_pack(configs, progress=False)
+    for result, config in zip(packed, configs):
+        alone, _ = run_training(config, progress=False)
+        assert result.pack_size == 2 and result.status == "ok"
+        assert result.final_loss == pytest.approx(alone.final_loss, rel=1e-4)
+        assert result.n_star == alone.n_star and result.per_length == alone.per_length
+
+
+def test_a_killed_hybrid_resumes_bit_identically(tmp_path):
+    from formal_rope.training.state import StateOptions
+
+    configs = [_tiny(seed=0, steps=24), _tiny(seed=1, steps=24, lr=5e-3)]
+    whole, whole_model = run_pack(configs, progress=False)
+    state = StateOptions(str(tmp_path / "state"), every=5)
+
+    class Stop(KeyboardInterrupt):
+        pass
+
+    def stop_at_13(step, _losses):
+        if step == 13:
+            raise Stop()
+
+    with pytest.raises(Stop):
+        run_pack(configs, progress=False, state=state, on_step=stop_at_13)
+    resumed, resumed_model = run_pack(configs, progress=False, state=state)
+    for a, b in zip(whole, resumed):
+        assert (a.final_loss, a.per_length, a.n_star) == (b.final_loss, b.per_length, b.n_star)
+    for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.equal(x, y), name
+
+
+@pytest.fixture(scope="module")
+def hybrid_checkpoint(tmp_path_factory):
+    config = _tiny(layers=3, layer_pe=("rope_p", "jof_fixed", "nope"), window=(2, 4, -1), periods=(2, 3),
+                   base=50.0, steps=25)
+    path = tmp_path_factory.mktemp("hybrid") / "hybrid.zip"
+    result, _ = run_training(config, progress=False, checkpoint_path=path)
+    return config, result, path
+
+
+def test_a_hybrid_checkpoint_loads_as_trained(hybrid_checkpoint):
+    from formal_rope.training.checkpoint import load_checkpoint
+
+    config, result, path = hybrid_checkpoint
+    loaded = load_checkpoint(path)
+    assert loaded.config == config and loaded.model.windows == (2, 4, None)
+    assert loaded.model.positional.names == ("rope_p", "jof_fixed", "nope")
+    assert [loaded.model.positional.layer_rotates_values(layer) for layer in range(3)] == [False, True, False]
+    assert loaded.result.n_star == result.n_star
+
+
+def test_a_hybrid_exports_with_formalrope_run_verdicts(hybrid_checkpoint, tmp_path, capsys):
+    from formal_rope.export import export_model, load_exported
+    from tests.test_export import _checkpoint_logits, _random_words, _verdicts
+
+    _, _, path = hybrid_checkpoint
+    export_model(path, tmp_path / "out")
+    exported = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert exported["positional"]["kind"] == "layered" and exported["windows"] == [2, 4, None]
+    assert [layer["kind"] for layer in exported["positional"]["layers"]] == ["rotary_periodic", "rotary_fixed", "none"]
+    net = load_exported(tmp_path / "out")
+    words = ["".join(w) for w in _random_words(("a", "b"), 60, 30, seed=3)] + ["", "ab", "abab"]
+    code, out, _ = run_main(capsys, ["run", str(path), *words, "--json"])
+    assert code == 0 and net.classify(words) == _verdicts(out)
+    assert torch.allclose(torch.tensor(net.logits(words)), _checkpoint_logits(path, words), rtol=0, atol=1e-5)
+
+
+def test_train_flags_and_the_report_label(tmp_path, capsys):
+    from formal_rope.sweeps.report import aggregate, cell_text
+    from formal_rope.sweeps.results import read_results, write_run
+
+    out = tmp_path / "h.zip"
+    code, stdout, err = run_main(capsys, [
+        "train", "--lang", "(ab)*", "--layers", "2", "--d-model", "16", "--heads", "2", "--steps", "3",
+        "--batch-size", "8", "--layer-pe", "rope,nope", "--window", "4", "--test-lengths", "41..42",
+        "--n-per-length", "4", "--out", str(out), "--json", "--quiet"])
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert result["config"]["layer_pe"] == ["rope", "nope"] and result["config"]["window"] == 4
+    from formal_rope.training.config import RunResult
+
+    run = RunResult.from_dict(result)
+    write_run(tmp_path / "results", run.config, run)
+    rows = aggregate(read_results(tmp_path / "results").runs)
+    assert [cell_text("pe", row.pe) for row in rows] == ["RoPE_NP+NoPE(L2) w4"]
+
+
+def test_pe_in_layer_pe_stands_for_each_runs_own_encoding(tmp_path, capsys):
+    assert RunConfig("(ab)*", pe="jof_fixed", layers=3, layer_pe=("pe", "pe", "nope")).layer_pe == (
+        "jof_fixed", "jof_fixed", "nope")
+    assert RunConfig("(ab)*", pe="nope", layers=2, layer_pe=("pe", "nope")) == RunConfig("(ab)*", pe="nope", layers=2)
+    code, out, err = run_main(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope,jof_fixed", "--layers", "2",
+                                       "--layer-pe", "pe,nope", "--window", "8,global", "--dry-run"])
+    assert code == 0, err
+    assert "[RoPE_NP+NoPE(L2) w8(L1)]" in out and "[JoFormer (fixed)+NoPE(L2) w8(L1)]" in out
