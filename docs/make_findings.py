@@ -30,6 +30,7 @@ TABLES = {
     ),
     "stability": ("stability-quick", "rope_p_stability", ("language", "variant"), "reproduce stability"),
     "joformer": ("joformer-quick", "joformer", ("language", "pe"), "reproduce joformer"),
+    "recipes": ("recipes-quick", "rope_p_recipes", ("language", "variant"), "reproduce recipes --eval worst-case"),
     "test_sets": ("test_sets-quick", "table2_test_sets", ("language", "pe", "variant"), "reproduce test_sets"),
     "table4": ("table4-quick", "table4", ("language", "pe", "base"), "reproduce table4"),
     "table5": ("table5-quick", "table5", ("language", "pe", "base"), "reproduce table5"),

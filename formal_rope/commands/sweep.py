@@ -568,7 +568,7 @@ def register(app: typer.Typer) -> None:
             "quick-scale choice undone, Table 2), ablation45 (the same for NoPE and RoPE_NP on (ab)* and Σ*abΣ*, "
             "Tables 4-5), stability (RoPE_P over 5 seeds, periods 2-4), joformer (JoFormer "
             "on the paper's five languages), test_sets (Table 2 with near-miss vs uniform test negatives, "
-            "(aa)* over {a} and over {a, b}).",
+            "(aa)* over {a} and over {a, b}), recipes (RoPE_P over 5 seeds, periods 2-4, recipes at <= 3x quick).",
         ),
         scale: str = typer.Option(
             "quick", "--scale",

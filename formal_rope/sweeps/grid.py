@@ -39,7 +39,7 @@ PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `r
 # Our own experiments around those tables (`reproduce NAME`): name -> sweep file stem.
 EXPERIMENTS = {
     "ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability",
-    "joformer": "joformer", "test_sets": "table2_test_sets",
+    "joformer": "joformer", "test_sets": "table2_test_sets", "recipes": "rope_p_recipes",
 }
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
