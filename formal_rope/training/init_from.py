@@ -16,8 +16,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import torch
-
 from formal_rope.errors import FormalRopeError
 
 RUN_ID_PATTERN = re.compile(r"[0-9a-f]{16}")
@@ -50,7 +48,7 @@ def init_checkpoint_path(value: str, folder: str | Path | None) -> Path:
         what = "the checkpoint"
     if not path.is_file():
         raise InitFromError(f"init_from: {what} {str(path)!r} does not exist"
-                            + (" (a sweep writes it when the run it names finishes ok)" if is_run_id(value) else ""))
+                            + (" (a sweep writes it when the run it names has trained)" if is_run_id(value) else ""))
     return path
 
 
@@ -61,7 +59,9 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
     checkpoint held that this run has not); runs without init_from get []. InitFromError for a
     missing checkpoint, another alphabet, or a tensor whose shape differs (named).
     """
-    from formal_rope.training.checkpoint import load_checkpoint  # the zip reader, only when used
+    import torch  # function-local: the sweeps runner reads this module's names without torch
+
+    from formal_rope.training.checkpoint import load_checkpoint
 
     notes: list[list[str]] = [[] for _ in configs]
     target = model.state_dict()
