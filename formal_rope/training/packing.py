@@ -3,8 +3,8 @@
 Runs share a pack when they share the architecture and the training shape: everything in their
 RunConfig except the fields in `PER_RUN_FIELDS`, which each run of a pack keeps for itself (its
 seed, learning rate and schedule, base or periods, weight decay, clipping norm, near-miss share,
-evaluation mode). `group_packs` cuts a grid into such packs, never refusing a run: runs that cannot
-share a pack go into different packs.
+evaluation mode, the checkpoint it continues from). `group_packs` cuts a grid into such packs,
+never refusing a run: runs that cannot share a pack go into different packs.
 """
 
 from __future__ import annotations
