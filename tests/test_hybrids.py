@@ -276,3 +276,27 @@ def test_trainable_layer_encodings_use_their_own_layer_index(tmp_path, capsys):
     assert loaded.model.positional.names == config.layer_pe
     code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "out")])
     assert code == 2 and "jof_projected" in err
+
+
+def test_windowed_layers_through_the_triton_kernel_equal_the_torch_path():
+    """attention="triton" (the interpreter on CPU) runs windowed layers through the kernel's sliding
+    window: the full forward (readout_only=False, every layer's attention) and its parameter
+    gradients equal attention="torch"."""
+    pytest.importorskip("triton")
+    from formal_rope.training.layout import rectangular_layout
+
+    config = _tiny(layer_pe=("jof_fixed", "nope"), window=(3, -1))
+    torch.manual_seed(0)
+    fused = build_model(config.with_(attention="triton"), 2, None)
+    plain = build_model(config.with_(attention="torch"), 2, None)
+    assert fused.attention_impl == "triton" and plain.attention_impl == "torch"
+    rng = np.random.default_rng(2)
+    tokens = torch.tensor([[2, *rng.integers(0, 2, 18).tolist(), 3] for _ in range(2)])
+    layout = rectangular_layout(tokens[None], torch.full((1, 2), 19))
+    outputs = [model.forward_layout(layout, readout_only=False) for model in (fused, plain)]
+    assert torch.allclose(outputs[0], outputs[1], rtol=0, atol=1e-5)
+    grads = [torch.autograd.grad(out.square().sum(), list(model.parameters()), allow_unused=True)
+             for out, model in zip(outputs, (fused, plain))]
+    for (name, _), a, b in zip(fused.named_parameters(), *grads):
+        if a is not None:
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), name
