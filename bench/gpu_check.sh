@@ -7,7 +7,8 @@
 #   1. reports the environment and uses the python3 that already has torch (prints which);
 #      installs missing test deps from ./.whl (carried wheels) or, if reachable, from PyPI;
 #      makes the package importable (pip install -e . --no-deps, falling back to PYTHONPATH);
-#   2. a pytest-free smoke check: fused forward/backward vs the torch reference on the GPU;
+#   2. a pytest-free smoke check: fused forward/backward vs the torch reference on the GPU
+#      (global and sliding-window attention);
 #   3. the kernel tests (tests/test_kernels_*.py) on the GPU with real Triton (xdist if present);
 #   4. a compile + autotune warm-up of the benchmark's kernels (2-4 run concurrently, <= 140 s);
 #   5. bench/attention.py alone on the GPU (fused vs rotation + SDPA, training and eval shapes);
@@ -106,28 +107,32 @@ torch.manual_seed(0)
 device = "cuda" if torch.cuda.is_available() else "cpu"
 tolerance = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-2}
 worst = {}
-cases = ((1, 8, True, False, "dot"), (17, 8, False, True, "fma"), (64, 16, True, False, "dot"),
-         (300, 64, True, True, "dot"), (77, 128, False, False, "dot"), (130, 8, True, True, "fma"))
+cases = ((1, 8, True, False, "dot", None), (17, 8, False, True, "fma", None), (64, 16, True, False, "dot", None),
+         (300, 64, True, True, "dot", None), (77, 128, False, False, "dot", None), (130, 8, True, True, "fma", None))
+# Sliding windows (hybrid models' windowed layers, E.6's w = 32): i - w <= j < i.
+windowed = ((300, 16, True, True, "dot", 32), (130, 8, False, False, "fma", 17), (500, 64, False, True, "dot", 32))
 # Every case compiles three kernels: all cases in fp32, a spread of them in bf16 and fp16.
-plan = {torch.float32: cases, torch.bfloat16: cases[:2] + cases[3::2], torch.float16: cases[2:5:2]}
+plan = {torch.float32: cases + windowed, torch.bfloat16: cases[:2] + cases[3::2] + windowed[:1],
+        torch.float16: cases[2:5:2] + windowed[2:]}
 for dtype, dtype_cases in plan.items():
-    for length, dim, rotate_values, per_batch, matmul in dtype_cases:
+    for length, dim, rotate_values, per_batch, matmul, window in dtype_cases:
         shape = (2, 2, length, dim)
         q, k, v = (torch.randn(shape, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
         angles = torch.randn((2, length, dim // 2) if per_batch else (length, dim // 2), device=device, requires_grad=True)
         grad = torch.randn(shape, device=device, dtype=dtype)
         # Fixed tiles: autotuning every case here would compile ~10x more variants.
         fused = rotary_attention_triton(q, k, v, angles.cos(), angles.sin(), rotate_values=rotate_values,
-                                        block_m=32, block_n=32, matmul=matmul)
+                                        block_m=32, block_n=32, matmul=matmul, window=window)
         g_fused = torch.autograd.grad(fused, (q, k, v, angles), grad)
         leaves = [t.detach().float().requires_grad_() for t in (q, k, v)] + [angles]
-        exact = rotary_attention_reference(*leaves[:3], angles.cos(), angles.sin(), rotate_values=rotate_values)
+        exact = rotary_attention_reference(*leaves[:3], angles.cos(), angles.sin(), rotate_values=rotate_values,
+                                           window=window)
         g_exact = torch.autograd.grad(exact, leaves, grad.float())
         errors = [((a.float() - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
                   for a, b in zip((fused, *g_fused), (exact, *g_exact))]
         status = "ok" if max(errors) <= tolerance[dtype] else "FAIL"
         print(f"{status} {str(dtype):15s} T={length:3d} d={dim:3d} rotate_v={rotate_values!s:5s} per_batch={per_batch!s:5s} "
-              f"{matmul} rel.err out/dq/dk/dv/dangles = " + " ".join(f"{e:.1e}" for e in errors), flush=True)
+              f"{matmul} window={window} rel.err out/dq/dk/dv/dangles = " + " ".join(f"{e:.1e}" for e in errors), flush=True)
         worst[dtype] = max(worst.get(dtype, 0.0), max(errors))
 print("worst relative error per dtype:", {str(k): f"{v:.2e}" for k, v in worst.items()})
 raise SystemExit(0 if all(worst[d] <= tol for d, tol in tolerance.items()) else 1)

@@ -71,6 +71,7 @@ class Candidate:
     use_dot: bool
     num_warps: int
     num_stages: int
+    windowed: bool = False  # the sliding-window variant (HAS_WINDOW)
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,9 @@ def _prune_bound(kernel: str) -> int:
     return hook.keywords.get("ieee_max_volume", kernels._IEEE_DOT_MAX_VOLUME)
 
 
-def candidates(kernel_names, dtype_labels, head_dims, length_bucket: int = 512) -> list[Candidate]:
-    """The configs the autotuner would time, per kernel, dtype and head dim (deduplicated)."""
+def candidates(kernel_names, dtype_labels, head_dims, length_bucket: int = 512, windowed=(False,)) -> list[Candidate]:
+    """The configs the autotuner would time, per kernel, dtype and head dim (deduplicated), for the
+    global and/or sliding-window (`windowed`) variant."""
     seen: dict[tuple, Candidate] = {}
     for kernel in kernel_names:
         for label in dtype_labels:
@@ -110,13 +112,14 @@ def candidates(kernel_names, dtype_labels, head_dims, length_bucket: int = 512) 
                 configs = kernels._autotune_candidates(
                     None, named_args, ieee_max_volume=_prune_bound(kernel), PRECISION=precision
                 )
-                for config in configs:
+                for config, window in ((config, window) for config in configs for window in windowed):
                     kw = config.kwargs
                     key = (kernel, label, kw["BLOCK_M"], kw["BLOCK_N"], kw["HALF_PAD"], kw["USE_DOT"],
-                           config.num_warps, config.num_stages)
+                           config.num_warps, config.num_stages, window)
                     # Head dims with the same padded width compile to the same program.
                     seen.setdefault(key, Candidate(kernel, label, head_dim, kw["BLOCK_M"], kw["BLOCK_N"],
-                                                   kw["HALF_PAD"], kw["USE_DOT"], config.num_warps, config.num_stages))
+                                                   kw["HALF_PAD"], kw["USE_DOT"], config.num_warps, config.num_stages,
+                                                   window))
     return list(seen.values())
 
 
@@ -138,7 +141,8 @@ def compile_candidate(candidate: Candidate) -> Compiled:
     kernel = KERNELS[candidate.kernel]
     # Value rotation on: it is a superset of the plain kernel (more live tiles, more registers).
     constants = dict(BLOCK_M=candidate.block_m, BLOCK_N=candidate.block_n, HALF_PAD=candidate.half_pad,
-                     USE_DOT=candidate.use_dot, ROTATE_V=True, PRECISION=precision, UPCAST_DOT=False)
+                     USE_DOT=candidate.use_dot, ROTATE_V=True, PRECISION=precision, UPCAST_DOT=False,
+                     HAS_WINDOW=candidate.windowed)
     start = time.perf_counter()
     try:
         source = ASTSource(fn=kernel, signature=_signature(kernel, pointer_dtype, constants), constexprs=constants)
@@ -167,6 +171,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="head dims 8 and 64, dtypes bf16 and exact fp32")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)), help="parallel compiles")
     parser.add_argument("--json", type=Path, help="also write every result to this JSON file")
+    parser.add_argument("--windowed", action="store_true",
+                        help="also compile the sliding-window variant (HAS_WINDOW) of every candidate")
     args = parser.parse_args()
     if not (NVIDIA_BIN / "ptxas").exists():
         print(f"this triton build ships no CUDA ptxas ({NVIDIA_BIN}); nothing to compile")
@@ -176,7 +182,8 @@ def main() -> int:
     unknown = set(dtype_labels) - set(DTYPES) | set(args.kernels.split(",")) - set(KERNELS)
     if unknown:
         parser.error(f"unknown kernel or dtype: {sorted(unknown)}")
-    todo = candidates(args.kernels.split(","), dtype_labels, head_dims)
+    todo = candidates(args.kernels.split(","), dtype_labels, head_dims,
+                      windowed=(False, True) if args.windowed else (False,))
     print(f"triton {triton.__version__}: compiling {len(todo)} autotune candidates for sm_90 "
           f"with {args.jobs} job(s)", flush=True)
     start = time.perf_counter()
@@ -190,7 +197,8 @@ def main() -> int:
                                       f"shared {result.shared_bytes / 1024:6.1f} KiB")
             print(f"[{done:3d}/{len(todo)}] {flag} {c.kernel:8s} {c.dtype:9s} d<={2 * c.half_pad:3d} "
                   f"{c.block_m:3d}x{c.block_n:<3d} w{c.num_warps} s{c.num_stages} "
-                  f"{'dot' if c.use_dot else 'fma'} {detail} ({result.seconds:.1f} s)", flush=True)
+                  f"{'dot' if c.use_dot else 'fma'}{' win' if c.windowed else ''} {detail} "
+                  f"({result.seconds:.1f} s)", flush=True)
     bad = [r for r in results if not r.ok]
     compiled = [r for r in results if r.error is None]
     print(f"\n{len(results)} candidates in {time.perf_counter() - start:.0f} s: {len(results) - len(bad)} ok, "

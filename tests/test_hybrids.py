@@ -67,7 +67,7 @@ def test_text_forms_of_layer_pe_and_window():
     (dict(layer_pe=("rope", "rope", "nope")), "layer_pe"),
     (dict(layer_pe=("rope", "nonsense")), "layer_pe"),
     (dict(layer_pe=("rope", "sipe")), "layer_pe"),
-    (dict(layer_pe=("jof_learned", "nope")), "layer_pe"),
+    (dict(layer_pe=("sipe_p", "nope")), "layer_pe"),
 ])
 def test_bad_values_are_refused_naming_the_field(changes, field):
     with pytest.raises(FormalRopeError, match=field):
@@ -246,3 +246,57 @@ def test_pe_in_layer_pe_stands_for_each_runs_own_encoding(tmp_path, capsys):
                                        "--layer-pe", "pe,nope", "--window", "8,global", "--dry-run"])
     assert code == 0, err
     assert "[RoPE_NP+NoPE(L2) w8(L1)]" in out and "[JoFormer (fixed)+NoPE(L2) w8(L1)]" in out
+
+
+def test_trainable_layer_encodings_use_their_own_layer_index(tmp_path, capsys):
+    """jof_projected / jof_learned layers in a hybrid: each layer reads the projector (frequencies)
+    of its index among its encoding's layers, so changing the module's second projector changes
+    layer 2 (the second jof_projected layer) and not layer 0; a checkpoint holds them; export refuses."""
+    from formal_rope.training.checkpoint import load_checkpoint
+
+    config = _tiny(layers=3, layer_pe=("jof_projected", "nope", "jof_projected"), window=(3, -1, 3))
+    validate_config(config)
+    torch.manual_seed(0)
+    model = build_model(config, 2, None).eval()
+    module = model.positional.encodings[0]
+    assert len(module.projectors) == 2 and model.positional.local_layer(2) == 1
+    tokens = torch.tensor([[2, 0, 1, 0, 1, 1, 0, 3]])
+    with torch.no_grad():
+        before = _hidden_after_blocks(model, tokens)
+        module.projectors[1][3].weight.normal_()
+        after = _hidden_after_blocks(model, tokens)
+    assert torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+    assert not torch.equal(before[2], after[2])
+    learned = _tiny(layers=2, layer_pe=("nope", "jof_learned"), window=(3, -1))
+    assert build_model(learned, 2, None).positional.encodings[1].frequencies.shape[1] == 1  # one layer of its own
+    path = tmp_path / "projected.zip"
+    result, _ = run_training(config.with_(steps=5), progress=False, checkpoint_path=path)
+    assert result.status == "ok"
+    loaded = load_checkpoint(path)
+    assert loaded.model.positional.names == config.layer_pe
+    code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "out")])
+    assert code == 2 and "jof_projected" in err
+
+
+def test_windowed_layers_through_the_triton_kernel_equal_the_torch_path():
+    """attention="triton" (the interpreter on CPU) runs windowed layers through the kernel's sliding
+    window: the full forward (readout_only=False, every layer's attention) and its parameter
+    gradients equal attention="torch"."""
+    pytest.importorskip("triton")
+    from formal_rope.training.layout import rectangular_layout
+
+    config = _tiny(layer_pe=("jof_fixed", "nope"), window=(3, -1))
+    torch.manual_seed(0)
+    fused = build_model(config.with_(attention="triton"), 2, None)
+    plain = build_model(config.with_(attention="torch"), 2, None)
+    assert fused.attention_impl == "triton" and plain.attention_impl == "torch"
+    rng = np.random.default_rng(2)
+    tokens = torch.tensor([[2, *rng.integers(0, 2, 18).tolist(), 3] for _ in range(2)])
+    layout = rectangular_layout(tokens[None], torch.full((1, 2), 19))
+    outputs = [model.forward_layout(layout, readout_only=False) for model in (fused, plain)]
+    assert torch.allclose(outputs[0], outputs[1], rtol=0, atol=1e-5)
+    grads = [torch.autograd.grad(out.square().sum(), list(model.parameters()), allow_unused=True)
+             for out, model in zip(outputs, (fused, plain))]
+    for (name, _), a, b in zip(fused.named_parameters(), *grads):
+        if a is not None:
+            assert torch.allclose(a, b, rtol=1e-4, atol=1e-5), name

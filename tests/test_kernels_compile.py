@@ -30,11 +30,14 @@ variants = [
     Candidate("fwd", "fp32", 8, 64, 32, 4, False, 4, 2),
     # bf16 tensor cores, the largest kernel (dk and dv), value rotation
     Candidate("bwd_dkdv", "bf16", 8, 64, 64, 16, True, 8, 2),
+    # the sliding-window variants of both (hybrid models' windowed layers)
+    Candidate("fwd", "fp32", 8, 64, 32, 4, False, 4, 2, windowed=True),
+    Candidate("bwd_dkdv", "bf16", 8, 64, 64, 16, True, 8, 2, windowed=True),
 ]
 for variant in variants:
     result = compile_candidate(variant)
     assert result.error is None, result.error
-    print(variant.kernel, variant.dtype, "REG", result.registers, "STACK", result.stack_bytes,
+    print(variant.kernel, variant.dtype, variant.windowed, "REG", result.registers, "STACK", result.stack_bytes,
           "SHARED", result.shared_bytes)
 """
 
@@ -48,7 +51,7 @@ def test_kernels_compile_for_sm90_without_spills():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
-    assert len(lines) == 2, result.stdout
+    assert len(lines) == 4, result.stdout
     for line in lines:
         fields = line.split()
         registers, stack = int(fields[fields.index("REG") + 1]), int(fields[fields.index("STACK") + 1])

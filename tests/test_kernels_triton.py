@@ -52,7 +52,9 @@ def _run(fn, q, k, v, angles, grad_out, **kwargs):
     return (out.detach(), *grads)
 
 
-def _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks, seed=0, scale=None, matmul=None):
+def _check_against_reference(
+    length, dim, rotate_values, per_batch, dtype, blocks, seed=0, scale=None, matmul=None, window=None
+):
     # The interpreter's cost is per program: two (batch, head) slices, split so per-batch tables
     # really differ across the batch and shared tables are reused across heads.
     batch, heads = (2, 1) if per_batch else (1, 2)
@@ -61,13 +63,13 @@ def _check_against_reference(length, dim, rotate_values, per_batch, dtype, block
     block_m, block_n = blocks if blocks else (None, None)
     fused = _run(
         rotary_attention_triton, q, k, v, angles, grad_out,
-        rotate_values=rotate_values, scale=scale, block_m=block_m, block_n=block_n, matmul=matmul,
+        rotate_values=rotate_values, scale=scale, block_m=block_m, block_n=block_n, matmul=matmul, window=window,
     )
     # Oracle: the reference in fp32 on the very same (already rounded) inputs, so the measured error
     # is the kernel's own (the bf16 reference would add its own rounding of the rotations).
     exact = _run(
         rotary_attention_reference, q.float(), k.float(), v.float(), angles, grad_out.float(),
-        rotate_values=rotate_values, scale=scale,
+        rotate_values=rotate_values, scale=scale, window=window,
     )
     assert fused[0].dtype == dtype and fused[0].shape == q.shape
     assert all(g.dtype == t.dtype for g, t in zip(fused[1:], (q, k, v, angles)))
@@ -149,6 +151,52 @@ def test_padded_head_dims_and_unequal_tiles(dim, length, blocks):
 def test_small_head_fma_path_matches_reference(dim, length, rotate_values, per_batch, dtype, blocks):
     """The broadcast-and-sum path the GPU autotuner may pick for fp32 with d <= 16."""
     _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks, matmul="fma")
+
+
+# Sliding windows (hybrid models' windowed layers): windows below, at and above a tile, ragged
+# lengths and unequal tiles, so the lower-edge masked loop, the unmasked middle and the diagonal
+# all run, and the backward's query-block range (dk/dv) and key-block start (dq) are exercised.
+@pytest.mark.parametrize(
+    ("dim", "length", "window", "rotate_values", "per_batch", "dtype", "blocks", "matmul"),
+    [
+        (16, 70, 1, False, False, torch.float32, (16, 16), None),
+        (16, 70, 5, True, True, torch.float32, (16, 16), None),
+        (8, 90, 16, False, True, torch.float32, (16, 32), None),
+        (8, 90, 17, True, False, torch.float32, (32, 16), None),
+        (32, 100, 32, True, True, torch.float32, (16, 16), None),
+        (8, 65, 40, False, False, torch.float32, (32, 32), None),
+        (8, 40, 60, True, False, torch.float32, (16, 16), None),  # window beyond T: global attention
+        (16, 70, 20, True, True, torch.bfloat16, (16, 32), None),
+        (8, 50, 7, True, True, torch.float32, (16, 16), "fma"),
+    ],
+)
+def test_windowed_matches_reference(dim, length, window, rotate_values, per_batch, dtype, blocks, matmul):
+    _check_against_reference(length, dim, rotate_values, per_batch, dtype, blocks, window=window, matmul=matmul)
+
+
+def test_a_window_hides_exactly_the_keys_before_i_minus_w():
+    """Changing key/value j changes outputs at j < i <= j + w only (checked on the kernel alone)."""
+    q, k, v, angles = _inputs(1, 2, 60, 16, True, torch.float32, seed=6)
+    window, j = 9, 23
+    base = rotary_attention_triton(q, k, v, angles.cos(), angles.sin(), block_m=16, block_n=16, window=window)
+    k2, v2 = k.clone(), v.clone()
+    k2[:, :, j] += 5.0
+    v2[:, :, j] -= 3.0
+    changed = rotary_attention_triton(q, k2, v2, angles.cos(), angles.sin(), block_m=16, block_n=16, window=window)
+    assert torch.equal(changed[:, :, : j + 1], base[:, :, : j + 1])
+    assert torch.equal(changed[:, :, j + window + 1 :], base[:, :, j + window + 1 :])
+    inside = slice(j + 1, j + window + 1)
+    assert (changed[:, :, inside] - base[:, :, inside]).abs().amax(dim=(0, 1, 3)).min() > 0
+
+
+def test_windowed_causal_attention_through_triton_equals_the_torch_path():
+    """kernels.causal_attention(window=w): impl='triton' (the model's windowed layers) equals impl='torch'."""
+    from formal_rope.kernels import causal_attention
+
+    q, k, v, _ = _inputs(2, 2, 45, 8, False, torch.float32, seed=7)
+    fused = causal_attention(q, k, v, impl="triton", window=6)
+    plain = causal_attention(q.cpu(), k.cpu(), v.cpu(), impl="torch", window=6)
+    assert _relative_error(fused.cpu(), plain) <= 1e-5
 
 
 def test_autotune_candidates_follow_length_dtype_and_head_dim():
@@ -261,3 +309,6 @@ def test_rejects_bad_shapes_dtypes_and_blocks():
         rotary_attention_triton(q, k, v, cos, sin, block_n=8)
     with pytest.raises(ValueError, match="matmul"):
         rotary_attention_triton(q, k, v, cos, sin, matmul="wgmma")
+    for window in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="window"):
+            rotary_attention_triton(q, k, v, cos, sin, window=window)

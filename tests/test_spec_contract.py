@@ -106,7 +106,7 @@ _OTHER_VALUE = {
     "alphabet": ("a", "b", "c"), "periods": (2,), "pe": "nope", "attention": "torch", "phase_precision": "fp32",
     "lr_schedule": "cosine", "eval_mode": "nstar", "language": "(aa)*", "test_lengths": (41, 45, 50),
     "data": "flare/ab", "data_hash": "0123456789abcdef",
-    "layer_pe": ("rope", "rope", "rope", "rope", "nope"), "window": 32,
+    "layer_pe": ("rope", "rope", "rope", "rope", "nope"), "window": 32, "init_from": "0123456789abcdef",
 }
 
 

@@ -50,7 +50,8 @@ def test_toml_unknown_key_is_named_with_its_line(tmp_path):
         load_sweep_file(path)
 
 
-@pytest.mark.parametrize("experiment", ["ablation", "ablation45", "stability", "joformer", "test_sets", "recipes"])
+@pytest.mark.parametrize("experiment", ["ablation", "ablation45", "stability", "joformer", "test_sets", "recipes",
+                                        "e6"])
 def test_experiment_files_expand_and_quote_the_papers_tables_exactly(experiment):
     # Our experiments' [reference] rows must be the paper's own rows (copied from the table files),
     # and every grid cell a variant labels must exist at quick and medium scale.

@@ -79,8 +79,8 @@ NnchSamples = Annotated[Optional[int], typer.Option(
 # Hybrid models (docs/training.md, "Hybrid models: per-layer encodings and sliding windows").
 LayerPe = Annotated[Optional[str], typer.Option(
     "--layer-pe", help="A hybrid: one positional encoding per layer, e.g. rope,rope,nope or rope*5,nope (nope, rope, "
-    "rope_p, partial_rope, jof_fixed; 'pe' stands for the run's --pe: pe*5,nope; --pe is then the one most layers "
-    "use). Default: --pe in every layer.")]
+    "rope_p, partial_rope, jof_fixed, jof_learned, jof_projected; 'pe' stands for the run's --pe: pe*5,nope; --pe "
+    "is then the one most layers use). Default: --pe in every layer.")]
 Window = Annotated[Optional[str], typer.Option(
     "--window", help="Sliding-window attention: query i sees the W keys i-W..i-1 only. W (every layer) or one per "
     "layer, global for a global layer: 32*5,global. Default: global attention.")]

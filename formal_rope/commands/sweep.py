@@ -77,6 +77,8 @@ def _describe_config(config, axes=()) -> str:
         from formal_rope.training.encodings import hybrid_label
 
         extra += f" [{hybrid_label(config.pe, config.layer_pe, config.window)}]"
+    if config.init_from is not None:
+        extra += f" from={config.init_from}"
     return f"{config.language} {config.pe}{base} seed={config.seed} lr={config.lr:g}{extra}"
 
 
@@ -568,7 +570,9 @@ def register(app: typer.Typer) -> None:
             "quick-scale choice undone, Table 2), ablation45 (the same for NoPE and RoPE_NP on (ab)* and Σ*abΣ*, "
             "Tables 4-5), stability (RoPE_P over 5 seeds, periods 2-4), joformer (JoFormer "
             "on the paper's five languages), test_sets (Table 2 with near-miss vs uniform test negatives, "
-            "(aa)* over {a} and over {a, b}), recipes (RoPE_P over 5 seeds, periods 2-4, recipes at <= 3x quick).",
+            "(aa)* over {a} and over {a, b}), recipes (RoPE_P over 5 seeds, periods 2-4, recipes at <= 3x quick), "
+            "e6 (paper 000 E.6's hybrid: 5 windowed layers + a global NoPE layer, RoPE vs JoFormer "
+            "fixed/learned/projected, the last in 3 stages).",
         ),
         scale: str = typer.Option(
             "quick", "--scale",

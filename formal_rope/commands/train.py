@@ -152,6 +152,8 @@ def _render(result, checkpoint: Path | None) -> None:
         from formal_rope.training.encodings import hybrid_label  # function-local, like the imports above
 
         summary.add_row("hybrid", hybrid_label(config.pe, config.layer_pe, config.window))
+    if config.init_from is not None:
+        summary.add_row("init from", config.init_from)
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
     tested = config.tested_lengths()
@@ -336,6 +338,12 @@ class TrainSettings(NamedTuple):
     nnch_samples: ro.NnchSamples = None
     layer_pe: ro.LayerPe = None
     window: ro.Window = None
+    init_from: Optional[str] = typer.Option(
+        None, "--init-from",
+        help="Continue from a checkpoint's weights with this run's settings: a .zip path, or a run id "
+        "(checkpoints/ID.zip). Tensors both models have are loaded (same shapes); new ones keep their "
+        "initialisation (jof_fixed -> jof_projected: a zero projector).",
+    )
     test_lengths: Optional[str] = typer.Option(
         None, "--test-lengths",
         help="Test lengths: a range 41..500 (default) or a list 41,45,50 (ranges may be mixed in: 41..45,100). With "
@@ -355,7 +363,7 @@ class TrainSettings(NamedTuple):
             "layers": self.layers, "d_model": self.d_model, "heads": self.heads,
             "eval_mode": ro.parse_eval(self.eval_mode)[0],
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
-            "nnch_samples": self.nnch_samples,
+            "nnch_samples": self.nnch_samples, "init_from": self.init_from,
         }
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:
@@ -409,6 +417,7 @@ def register(app: typer.Typer) -> None:
         # function-local: the training stage imports torch, which the start-up path does without
         from formal_rope.training.config import RunConfig
         from formal_rope.training.data import data_settings, fit_to_data
+        from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR
         from formal_rope.training.scales import scale_overrides
         from formal_rope.training.setup import validate_config
         from formal_rope.training.train import run_training
@@ -446,6 +455,7 @@ def register(app: typer.Typer) -> None:
             result, _ = run_training(
                 config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
                 threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
+                init_dir=TRAIN_CHECKPOINT_DIR,
             )
         except KeyboardInterrupt:
             kept = ("no checkpoint was written" if state is None else

@@ -17,7 +17,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.config import period_pairs
 from formal_rope.training.encodings import encoding
-from formal_rope.training.positional import assign_periods, float_turns, periodic_tables
+from formal_rope.training.positional import TRAINABLE_LAYER_ENCODINGS, assign_periods, float_turns, periodic_tables
 
 _BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
 
@@ -81,6 +81,12 @@ def trained_export(path) -> tuple[dict, dict]:
     """(tensors, config) of the trained checkpoint at `path`."""
     loaded = load_checkpoint(path)
     config = loaded.config
+    trainable = [name for name in dict.fromkeys(config.layer_pe or ()) if name in TRAINABLE_LAYER_ENCODINGS]
+    if trainable:
+        raise FormalRopeError(
+            f"checkpoint {str(path)!r}: a hybrid with {', '.join(trainable)} layers cannot be exported yet (the "
+            "standalone model.py computes only fixed per-layer rotations in hybrids); `formalrope run` classifies it"
+        )
     model = loaded.model
     row = encoding(config.pe)
     tensors = _network_state(model)

@@ -77,16 +77,16 @@ def causal_attention(q, k, v, *, impl: str = "auto", scale: float | None = None,
     j < i; query 0 (bos) returns zeros. impl as for `rotary_attention` ("triton" runs the Triton
     kernel with identity rotations). Returns (batch, heads, T, d) in q's dtype.
 
-    window: a sliding window (query i attends to keys i - window <= j < i), computed by the torch
-    path whatever `impl` says (the Triton kernel has no window yet).
+    window: a sliding window (query i attends to keys i - window <= j < i), with either impl: the
+    torch path masks SDPA with `window_mask`, the Triton kernel skips the key blocks outside it.
     """
-    if window is not None:
-        return windowed_attention_torch(q, k, v, window, scale=scale)
     if resolve_impl(impl, q.is_cuda) == "torch":
+        if window is not None:
+            return windowed_attention_torch(q, k, v, window, scale=scale)
         return causal_attention_torch(q, k, v, scale=scale)
     half = q.shape[-1] // 2
     cos = torch.ones(q.shape[-2], half, dtype=q.dtype, device=q.device)
-    return _triton_module().rotary_attention_triton(q, k, v, cos, torch.zeros_like(cos), scale=scale)
+    return _triton_module().rotary_attention_triton(q, k, v, cos, torch.zeros_like(cos), scale=scale, window=window)
 
 
 __all__ = [

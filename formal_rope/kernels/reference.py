@@ -40,10 +40,12 @@ def rotary_attention_reference(
     *,
     rotate_values: bool = False,
     scale: float | None = None,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Strict-causal rotary attention written out (scores, mask, softmax): the oracle the fast paths are tested against.
 
     q, k, v: (batch, heads, T, d); cos, sin: (T, d/2) or (batch, T, d/2). Row 0 (bos) is zeros.
+    window: a sliding window, query i attends to keys i - window <= j < i (None: every j < i).
     """
     batch, heads, length, dim = q.shape
     if dim % 2:
@@ -56,6 +58,8 @@ def rotary_attention_reference(
     v_in = apply_rotary(v, cos, sin) if rotate_values else v
     scores = torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale
     strict = torch.ones(length, length, dtype=torch.bool, device=q.device).tril(-1)
+    if window is not None:
+        strict = strict & torch.ones_like(strict).triu(-window)  # key j >= query i - window
     scores = scores.masked_fill(~strict, float("-inf"))
     # Row 0 (bos) sees no key: its softmax would be NaN, and the contract says it outputs zeros.
     weights = torch.softmax(scores[..., 1:, :], dim=-1)

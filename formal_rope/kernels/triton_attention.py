@@ -1,4 +1,4 @@
-"""Fused strict-causal rotary softmax attention in Triton (forward + backward).
+"""Fused strict-causal rotary softmax attention in Triton (forward + backward), optionally windowed.
 
 Layout: q, k, v, out are (batch, heads, T, d) with any strides; the rotary pair i is the coordinate
 pair (2i, 2i+1). Every kernel therefore works on two "half" tiles per operand, the even and the odd
@@ -10,12 +10,15 @@ to 16: HALF_PAD = pow2(d/2) rank-1 updates on CUDA cores.
 Forward (one program per (batch*head, query block)): rotate the query tile once, stream key/value
 blocks left to right, rotate each key (and value) tile in registers, online softmax in base 2 with
 fp32 running max/sum/accumulators, skip the causal mask on blocks that lie wholly left of the query
-block. A row whose running sum stays 0 (query 0, which sees no key) outputs zeros. The log-sum-exp
-(base 2, in units of the pre-scaled scores) is saved per row for the backward.
+block. With a sliding window (i - w <= j < i; the HAS_WINDOW variant, compiled apart so that global
+attention keeps its unmasked loop) the key loop starts at the block holding the first key of the
+query block's first row's window and masks every block. A row whose
+running sum stays 0 (query 0, which sees no key) outputs zeros. The log-sum-exp (base 2, in units
+of the pre-scaled scores) is saved per row for the backward.
 
 Backward (FlashAttention-2 recomputation, two deterministic kernels, no atomics):
-  * dk/dv kernel, one program per key block, loops over the query blocks i > j;
-  * dq kernel, one program per query block, loops over the key blocks j < i.
+  * dk/dv kernel, one program per key block, loops over the query blocks i > j (i <= j + w);
+  * dq kernel, one program per query block, loops over the key blocks j < i (j >= i - w).
 Both recompute the rotations. With value rotation the upstream gradient is first moved into the
 rotated frame (do' = R_i dout) and dv is moved back (dv = R_j^T dv'). Row terms
 delta_i = <dout_i, out_i> are computed in torch (rotations preserve the inner product).
@@ -171,9 +174,9 @@ def _fwd_key_block(
     acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
     k_base, v_base, cos_base, sin_base,
     stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-    T, HALF,
+    T, HALF, WINDOW,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr, ROTATE_V: tl.constexpr, MASKED: tl.constexpr,
-    PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
+    PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr, HAS_WINDOW: tl.constexpr,
 ):
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_p = tl.arange(0, HALF_PAD)
@@ -188,6 +191,8 @@ def _fwd_key_block(
     )
     if MASKED:
         visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :]
+        if HAS_WINDOW:
+            visible = visible & (offs_n[None, :] >= offs_m[:, None] - WINDOW)
         scores = tl.where(visible, scores, float("-inf"))
     m_new = tl.maximum(m_i, tl.max(scores, axis=1))
     # A row with no visible key yet has m_new = -inf; shifting by 0 keeps exp2 at 0 instead of NaN.
@@ -212,9 +217,10 @@ def _attention_fwd_kernel(
     stride_vb, stride_vh, stride_vt, stride_vd,
     stride_ob, stride_oh, stride_ot, stride_od,
     stride_cb, stride_ct, stride_cp,
-    H, T, HALF, qk_scale, T_BUCKET,
+    H, T, HALF, qk_scale, T_BUCKET, WINDOW,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
     ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
 ):
     num_m = tl.cdiv(T, BLOCK_M)
     pid = tl.program_id(0)
@@ -244,15 +250,27 @@ def _attention_fwd_kernel(
     k_base = K + b * stride_kb + h * stride_kh
     v_base = V + b * stride_vb + h * stride_vh
 
-    # Keys j < start_m are visible to every row of the block (j < start_m <= i): no mask needed.
     full_hi = (start_m // BLOCK_N) * BLOCK_N
-    for start_n in range(0, full_hi, BLOCK_N):
-        acc_even, acc_odd, l_i, m_i = _fwd_key_block(
-            acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
-            k_base, v_base, cos_base, sin_base,
-            stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-            T, HALF, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, False, PRECISION, UPCAST_DOT, USE_DOT,
-        )
+    if HAS_WINDOW:
+        # Sliding window (i - WINDOW <= j < i): from the block holding the first key of row start_m's
+        # window, every block is masked (the window's edge cuts blocks that global attention sees whole).
+        lo = (tl.maximum(start_m - WINDOW, 0) // BLOCK_N) * BLOCK_N
+        for start_n in range(lo, full_hi, BLOCK_N):
+            acc_even, acc_odd, l_i, m_i = _fwd_key_block(
+                acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
+                k_base, v_base, cos_base, sin_base,
+                stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
+                T, HALF, WINDOW, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT, USE_DOT, True,
+            )
+    else:
+        # Keys j < start_m are visible to every row of the block (j < start_m <= i): no mask needed.
+        for start_n in range(0, full_hi, BLOCK_N):
+            acc_even, acc_odd, l_i, m_i = _fwd_key_block(
+                acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
+                k_base, v_base, cos_base, sin_base,
+                stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
+                T, HALF, WINDOW, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, False, PRECISION, UPCAST_DOT, USE_DOT, False,
+            )
     # Diagonal blocks: strict mask j < i; the largest visible key is start_m + BLOCK_M - 2.
     diag_hi = tl.minimum(start_m + BLOCK_M - 1, T)
     for start_n in range(full_hi, diag_hi, BLOCK_N):
@@ -260,7 +278,7 @@ def _attention_fwd_kernel(
             acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
             k_base, v_base, cos_base, sin_base,
             stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-            T, HALF, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT, USE_DOT,
+            T, HALF, WINDOW, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT, USE_DOT, HAS_WINDOW,
         )
 
     # Query 0 (and padding rows) saw no key: l_i = 0, acc = 0, so the output is exactly zero.
@@ -286,9 +304,10 @@ def _attention_bwd_dkdv_kernel(
     stride_vb, stride_vh, stride_vt, stride_vd,
     stride_dob, stride_doh, stride_dot, stride_dod,
     stride_cb, stride_ct, stride_cp,
-    H, T, HALF, qk_scale, sm_scale, T_BUCKET,
+    H, T, HALF, qk_scale, sm_scale, T_BUCKET, WINDOW,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
     ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
 ):
     num_n = tl.cdiv(T, BLOCK_N)
     pid = tl.program_id(0)
@@ -322,9 +341,13 @@ def _attention_bwd_dkdv_kernel(
     dv_odd = tl.zeros([BLOCK_N, HALF_PAD], dtype=tl.float32)
     q_base = Q + b * stride_qb + h * stride_qh
     do_base = DO + b * stride_dob + h * stride_doh
-    # Only queries i > start_n can see a key of this block.
+    # Only queries i > start_n see a key of this block (windowed: also i <= start_n + BLOCK_N - 1 + WINDOW).
     lo = ((start_n + 1) // BLOCK_M) * BLOCK_M
-    for start_m in range(lo, T, BLOCK_M):
+    if HAS_WINDOW:
+        hi = tl.minimum(start_n + BLOCK_N + WINDOW, T)
+    else:
+        hi = T
+    for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < T
         q_mask = row_ok[:, None] & pad_mask
@@ -344,6 +367,8 @@ def _attention_bwd_dkdv_kernel(
         zeros_t = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
         scores_t = _pair_scores(kr_even, kr_odd, qr_even, qr_odd, zeros_t, USE_DOT, PRECISION)
         visible = (offs_m[None, :] > offs_n[:, None]) & row_ok[None, :]
+        if HAS_WINDOW:
+            visible = visible & (offs_n[:, None] >= offs_m[None, :] - WINDOW)
         p_t = tl.where(visible, tl.math.exp2(scores_t * qk_scale - lse[None, :]), 0.0)
         dv_even, dv_odd = _pair_accumulate(
             _dot_operand(p_t, dot_ty, UPCAST_DOT), do_even, do_odd, dv_even, dv_odd, USE_DOT, PRECISION
@@ -370,9 +395,10 @@ def _attention_bwd_dq_kernel(
     stride_vb, stride_vh, stride_vt, stride_vd,
     stride_dob, stride_doh, stride_dot, stride_dod,
     stride_cb, stride_ct, stride_cp,
-    H, T, HALF, qk_scale, sm_scale, T_BUCKET,
+    H, T, HALF, qk_scale, sm_scale, T_BUCKET, WINDOW,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HALF_PAD: tl.constexpr,
     ROTATE_V: tl.constexpr, PRECISION: tl.constexpr, UPCAST_DOT: tl.constexpr, USE_DOT: tl.constexpr,
+    HAS_WINDOW: tl.constexpr,
 ):
     num_m = tl.cdiv(T, BLOCK_M)
     pid = tl.program_id(0)
@@ -407,7 +433,11 @@ def _attention_bwd_dq_kernel(
     k_base = K + b * stride_kb + h * stride_kh
     v_base = V + b * stride_vb + h * stride_vh
     hi = tl.minimum(start_m + BLOCK_M - 1, T)
-    for start_n in range(0, hi, BLOCK_N):
+    if HAS_WINDOW:
+        lo = (tl.maximum(start_m - WINDOW, 0) // BLOCK_N) * BLOCK_N  # the first key of row start_m's window
+    else:
+        lo = 0
+    for start_n in range(lo, hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
         kv_mask = (offs_n < T)[:, None] & pad_mask
         kr_even, kr_odd, cos_k, sin_k = _load_rotated(
@@ -420,6 +450,8 @@ def _attention_bwd_dq_kernel(
         zeros = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         scores = _pair_scores(qr_even, qr_odd, kr_even, kr_odd, zeros, USE_DOT, PRECISION)
         visible = (offs_m[:, None] > offs_n[None, :]) & (offs_n < T)[None, :] & row_ok[:, None]
+        if HAS_WINDOW:
+            visible = visible & (offs_n[None, :] >= offs_m[:, None] - WINDOW)
         p = tl.where(visible, tl.math.exp2(scores * qk_scale - lse[:, None]), 0.0)
         dp = _pair_scores(do_even, do_odd, v_even, v_odd, zeros, USE_DOT, PRECISION)
         ds = _dot_operand(p * (dp - delta[:, None]), dot_ty, UPCAST_DOT)
@@ -500,7 +532,7 @@ def _autotune_candidates(
 
 # On a GPU the launch is autotuned per (length bucket, half dim, value rotation, precision, dtypes);
 # bucketing T by powers of two keeps the evaluation sweep (lengths 41..500) to a handful of tunings.
-_AUTOTUNE_KEY = ["T_BUCKET", "HALF", "ROTATE_V", "PRECISION"]
+_AUTOTUNE_KEY = ["T_BUCKET", "HALF", "ROTATE_V", "PRECISION", "HAS_WINDOW"]
 
 
 def _tuned(kernel, ieee_max_volume: int = _IEEE_DOT_MAX_VOLUME):
@@ -603,25 +635,35 @@ def _precision(dtype: torch.dtype, allow_tf32: bool) -> str:
     return "ieee" if (dtype == torch.float32 and not allow_tf32) else "tf32"
 
 
-def _kernel_meta(dtype: torch.dtype, rotate_values: bool, precision: str) -> dict:
-    return dict(ROTATE_V=rotate_values, PRECISION=precision, UPCAST_DOT=_INTERPRETED and dtype == torch.bfloat16)
+def _kernel_meta(dtype: torch.dtype, rotate_values: bool, precision: str, window: int | None = None) -> dict:
+    # HAS_WINDOW compiles the sliding-window variant; global attention keeps its own (unmasked loop).
+    return dict(ROTATE_V=rotate_values, PRECISION=precision, UPCAST_DOT=_INTERPRETED and dtype == torch.bfloat16,
+                HAS_WINDOW=window is not None)
 
 
-def _forward(q, k, v, cos, sin, rotate_values: bool, scale: float, plan: LaunchPlan):
+def _window_arg(length: int, window: int | None) -> int:
+    # Read only by the HAS_WINDOW variant (which masks j < i - WINDOW); a window >= T hides nothing.
+    return length if window is None else min(window, length)
+
+
+def _forward(q, k, v, cos, sin, rotate_values: bool, scale: float, plan: LaunchPlan, window: int | None = None):
     batch, heads, length, dim = q.shape
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch * heads, length), device=q.device, dtype=torch.float32)
     args = (
         q, k, v, cos, sin, out, lse,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(), *_table_strides(cos),
-        heads, length, dim // 2, scale * math.log2(math.e), _pow2_at_least(length),
+        heads, length, dim // 2, scale * math.log2(math.e), _pow2_at_least(length), _window_arg(length, window),
     )
-    meta = _kernel_meta(q.dtype, rotate_values, plan.precision)
+    meta = _kernel_meta(q.dtype, rotate_values, plan.precision, window)
     _launch(_attention_fwd_kernel, _fwd_tuned, length, batch * heads, args, meta, plan, dim // 2, "M")
     return out, lse
 
 
-def _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values: bool, scale: float, plan: LaunchPlan):
+def _backward(
+    q, k, v, cos, sin, out, lse, grad_out, rotate_values: bool, scale: float, plan: LaunchPlan,
+    window: int | None = None,
+):
     batch, heads, length, dim = q.shape
     # delta_i = <dout_i, out_i> = <R_i dout_i, R_i out_i>: the rotated-frame row term, rotation-free.
     delta = (grad_out.float() * out.float()).sum(-1).reshape(batch * heads, length).contiguous()
@@ -631,8 +673,9 @@ def _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values: bool, scale:
     common = (
         *q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *_table_strides(cos),
         heads, length, dim // 2, scale * math.log2(math.e), scale, _pow2_at_least(length),
+        _window_arg(length, window),
     )
-    meta = _kernel_meta(q.dtype, rotate_values, plan.precision)
+    meta = _kernel_meta(q.dtype, rotate_values, plan.precision, window)
     _launch(
         _attention_bwd_dkdv_kernel, _dkdv_tuned, length, batch * heads,
         (q, k, v, cos, sin, grad_out, lse, delta, dk, dv, *common), meta, plan, dim // 2, "N",
@@ -688,22 +731,22 @@ def _table_gradients(q, k, v, cos, sin, out, grad_out, dq, dk, dv, rotate_values
 
 class _RotaryAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, cos, sin, rotate_values, scale, plan):
-        out, lse = _forward(q, k, v, cos, sin, rotate_values, scale, plan)
+    def forward(ctx, q, k, v, cos, sin, rotate_values, scale, plan, window):
+        out, lse = _forward(q, k, v, cos, sin, rotate_values, scale, plan, window)
         ctx.save_for_backward(q, k, v, cos, sin, out, lse)
-        ctx.config = (rotate_values, scale, plan)
+        ctx.config = (rotate_values, scale, plan, window)
         return out
 
     @staticmethod
     @once_differentiable  # the backward kernels are not themselves differentiable
     def backward(ctx, grad_out):
         q, k, v, cos, sin, out, lse = ctx.saved_tensors
-        rotate_values, scale, plan = ctx.config
-        dq, dk, dv = _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, plan)
+        rotate_values, scale, plan, window = ctx.config
+        dq, dk, dv = _backward(q, k, v, cos, sin, out, lse, grad_out, rotate_values, scale, plan, window)
         d_cos = d_sin = None
         if ctx.needs_input_grad[3] or ctx.needs_input_grad[4]:
             d_cos, d_sin = _table_gradients(q, k, v, cos, sin, out, grad_out, dq, dk, dv, rotate_values)
-        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), d_cos, d_sin, None, None, None
+        return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype), d_cos, d_sin, None, None, None, None
 
 
 def rotary_attention_triton(
@@ -719,6 +762,7 @@ def rotary_attention_triton(
     block_n: int | None = None,
     matmul: str | None = None,
     allow_tf32: bool = False,
+    window: int | None = None,
 ) -> torch.Tensor:
     """Fused Triton strict-causal rotary attention; same contract as `rotary_attention`.
 
@@ -726,16 +770,20 @@ def rotary_attention_triton(
     interpreter uses 64-wide tiles (fewer for short T). block_m/block_n fix the tiles (powers of two
     >= 16); matmul fixes the tile products: 'dot' (tl.dot, head dim padded to >= 16) or 'fma'
     (broadcast-and-sum on CUDA cores, no pad beyond a power of two). allow_tf32 lets fp32 inputs
-    use TF32 tensor-core products (faster, ~1e-3 relative error instead of ~1e-7).
+    use TF32 tensor-core products (faster, ~1e-3 relative error instead of ~1e-7). window: a
+    sliding window, query i attends to keys i - window <= j < i (None: every j < i); the kernels
+    skip the key blocks wholly outside it and mask the ones it cuts.
     """
     _check_inputs(q, k, v, cos, sin)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise ValueError(f"window must be a positive integer (keys each query sees) or None, got {window!r}")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if q.shape[2] == 0 or q.numel() == 0:
         return (q + k + v) * 0
     plan = _plan(q.shape[2], _precision(q.dtype, allow_tf32), block_m, block_n, matmul)
     if cos.stride() != sin.stride():  # the kernels index both tables with one set of strides
         cos, sin = cos.contiguous(), sin.contiguous()
-    return _RotaryAttention.apply(q, k, v, cos, sin, bool(rotate_values), scale, plan)
+    return _RotaryAttention.apply(q, k, v, cos, sin, bool(rotate_values), scale, plan, window)
 
 
 def interpreter_active() -> bool:

@@ -3,7 +3,10 @@
 A grid is the cross product languages x PEs x bases x seeds x lrs x axes, where `axes` are any other
 RunConfig fields with several values (`sweep --set FIELD=v1,v2`, a sweep file's [axes] table). A
 sweep file's [[variants]] (each a named set of RunConfig settings) repeat that grid once per variant:
-the union of the variants' grids, for ablations that change one choice at a time.
+the union of the variants' grids, for ablations that change one choice at a time. A variant may be a
+stage of a staged recipe (`continue_from` an earlier variant, `steps_scale`, `lr_scale`): each of its
+runs continues from the run of the same grid point of that variant (RunConfig.init_from = that
+run's id), and the runner trains it after its source (docs/sweeps.md, "Staged recipes").
 RunConfigs are canonical, so settings that do not apply to a PE (the base of nope, rope_p, sipe_p;
 the rotated fraction outside partial_rope, ...) collapse to one run per remaining grid point.
 """
@@ -39,13 +42,17 @@ PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `r
 # Our own experiments around those tables (`reproduce NAME`): name -> sweep file stem.
 EXPERIMENTS = {
     "ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability",
-    "joformer": "joformer", "test_sets": "table2_test_sets", "recipes": "rope_p_recipes",
+    "joformer": "joformer", "test_sets": "table2_test_sets", "recipes": "rope_p_recipes", "e6": "e6_hybrid",
 }
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
 # plus the grid keys `seeds` and `lrs`, and [reference] holds the paper's numbers for comparison.
 _GRID_KEYS = {"name", "description", "languages", "alphabet", "pes", "bases", "periods", "seeds", "lrs", "scale"}
 _VARIANT_NAME = "name"
+# Keys of a [[variants]] table that make it a stage of a staged recipe (not RunConfig fields):
+# continue_from names an earlier variant; steps_scale / lr_scale multiply the scale's steps and each
+# grid point's learning rate (so one recipe holds at every scale).
+_STAGE_KEYS = ("continue_from", "steps_scale", "lr_scale")
 _SCALE_EXTRA_KEYS = {"seeds", "lrs"}
 _RUNCONFIG_KEYS = {f.name for f in fields(RunConfig)}
 # RunConfig fields that are grid axes: a [quick]/[paper] table naming them would be ignored, so it is
@@ -77,6 +84,9 @@ class SweepSpec:
     overrides: dict = field(default_factory=dict)  # RunConfig field -> value, applied to every run
     axes: tuple = ()  # ((RunConfig field, (value, ...)), ...): further axes of the cross product
     variants: tuple = ()  # ((name, {RunConfig field: value}), ...): the grid once per variant
+    # ((variant name, {"continue_from": name, "steps_scale": float, "lr_scale": float}), ...): the
+    # variants that are stages of a staged recipe (build_spec resolves steps_scale into their steps).
+    stages: tuple = ()
     description: str = ""
     reference: dict = field(default_factory=dict)  # paper numbers, for display only
 
@@ -115,11 +125,19 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     seen: set[str] = set()
     axis_names = [name for name, _ in spec.axes]
     variants = spec.variants or (("", {}),)
+    stages = dict(spec.stages)
+    by_point: dict = {}  # (variant name, grid point) -> its config: a stage's source at the same point
     points = itertools.product(
         variants, spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs, *(values for _, values in spec.axes)
     )
-    for (_, variant), language, pe, base, seed, lr, *axis_values in points:
+    for (name, variant), language, pe, base, seed, lr, *axis_values in points:
+        point = (language, pe, base, seed, lr, *axis_values)
         settings = {**spec.overrides, **variant, **dict(zip(axis_names, axis_values))}
+        stage = stages.get(name)
+        if stage is not None:
+            lr = lr * stage.get("lr_scale", 1.0)
+            if stage.get("continue_from") is not None:
+                settings["init_from"] = by_point[(stage["continue_from"], point)].run_id()
         periodic = is_periodic(pe) or any(is_periodic(name) for name in settings.get("layer_pe") or ())
         if "periods" not in settings and periodic:
             if spec.periods == "auto" or spec.periods is None:
@@ -128,6 +146,7 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
                 settings["periods"] = tuple(int(p) for p in spec.periods)
         settings.setdefault("alphabet", spec.alphabet)
         config = RunConfig(language=language, pe=pe, base=float(base), seed=int(seed), lr=float(lr), **settings)
+        by_point[(name, point)] = config
         run_id = config.run_id()
         if run_id not in seen:
             seen.add(run_id)
@@ -389,6 +408,7 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             )
         alphabet = parse_alphabet(alphabet)
 
+    variants, stages = _checked_variants(path, text, data.get("variants", []), axes)
     return (
         build_spec(
             name=str(data.get("name", path.stem)),
@@ -402,7 +422,8 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             scale=chosen,
             overrides=section,
             axes=axes,
-            variants=_checked_variants(path, text, data.get("variants", []), axes),
+            variants=variants,
+            stages=stages,
             description=str(data.get("description", "")),
             reference=_checked_reference(path, data.get("reference", {})),
         ),
@@ -410,26 +431,45 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     )
 
 
-def _checked_variants(path: Path, text: str, variants, axes) -> tuple:
-    """[[variants]]: each a table with a unique `name` and RunConfig settings (typed like [quick]),
-    none of them a grid axis or an [axes] field."""
+def _checked_variants(path: Path, text: str, variants, axes) -> tuple[tuple, tuple]:
+    """([[variants]], their stages): each a table with a unique `name` and RunConfig settings (typed
+    like [quick]), none of them a grid axis or an [axes] field, and optionally the stage keys
+    (`_STAGE_KEYS`): continue_from an earlier variant's name, steps_scale and lr_scale > 0."""
     if not isinstance(variants, list) or not all(isinstance(v, dict) for v in variants):
         raise FormalRopeError(f"{path}: variants must be an array of tables ([[variants]] with name = \"...\")")
-    checked, names = [], set()
+    checked, names, stages = [], set(), []
     axis_names = {name for name, _ in axes}
     for index, variant in enumerate(variants, start=1):
         name = variant.get(_VARIANT_NAME)
         if not isinstance(name, str) or not name or name in names:
             raise FormalRopeError(f"{path}: variant {index} needs a unique name = \"...\", got {name!r}")
+        stage = {key: variant[key] for key in _STAGE_KEYS if key in variant}
+        if stage:
+            stages.append((name, _checked_stage(path, name, stage, names, variant)))
         names.add(name)
-        settings = {key: value for key, value in variant.items() if key != _VARIANT_NAME}
+        settings = {key: value for key, value in variant.items() if key != _VARIANT_NAME and key not in _STAGE_KEYS}
         for key in settings:
             if key not in _RUNCONFIG_KEYS:
                 raise _unknown_key_error(path, text, key, f"variant {name!r}", _RUNCONFIG_KEYS - set(_AXIS_FIELDS))
             if key in axis_names:
                 raise FormalRopeError(f"{path}: {key!r} is both an [axes] entry and set by variant {name!r}; keep one")
         checked.append((name, _checked_section(path, text, f"variant {name}", settings)))
-    return tuple(checked)
+    return tuple(checked), tuple(stages)
+
+
+def _checked_stage(path: Path, name: str, stage: dict, earlier: set, variant: dict) -> dict:
+    """A stage's keys, typed: continue_from (an earlier variant), steps_scale and lr_scale (> 0)."""
+    source = stage.get("continue_from")
+    if source is not None and (not isinstance(source, str) or source not in earlier):
+        raise FormalRopeError(f"{path}: variant {name!r}: continue_from must name an earlier variant "
+                              f"({', '.join(sorted(earlier)) or 'none yet'}), got {source!r}")
+    for key in ("steps_scale", "lr_scale"):
+        value = stage.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+            raise FormalRopeError(f"{path}: variant {name!r}: {key} must be a number > 0, got {value!r}")
+    if "steps_scale" in stage and "steps" in variant:
+        raise FormalRopeError(f"{path}: variant {name!r} sets both steps and steps_scale; keep one")
+    return {key: float(value) if key != "continue_from" else value for key, value in stage.items()}
 
 
 def _scale_preset(scale: str) -> dict:
@@ -454,6 +494,7 @@ def build_spec(
     overrides: dict | None = None,
     axes=(),
     variants=(),
+    stages=(),
     description: str = "",
     reference: dict | None = None,
 ) -> SweepSpec:
@@ -462,6 +503,8 @@ def build_spec(
     seeds: an int n means seeds 0..n-1; a list means exactly those seeds.
     axes: {field: [values]} or ((field, values), ...): further axes of the grid; an axis replaces
     the preset's value of its field, and may not repeat an explicit override or a dedicated axis.
+    stages: ((variant name, {continue_from, steps_scale, lr_scale}), ...) (`load_sweep_file`); a
+    stage's steps_scale becomes its variant's `steps` here (of the merged steps: preset, file, --steps).
     """
     preset = _scale_preset(scale)
     preset_seeds = preset.pop("seeds", 1)
@@ -484,6 +527,7 @@ def build_spec(
         periods = tuple(int(p) for p in (periods if isinstance(periods, (list, tuple)) else [periods]))
         if any(p <= 0 for p in periods):
             raise FormalRopeError(f"periods must be positive integers, got {list(periods)}")
+    variants, stages = _resolved_stages(tuple(variants), tuple(stages), merged.get("steps", RunConfig.steps))
     spec = SweepSpec(
         name=name,
         languages=tuple(languages),
@@ -495,7 +539,8 @@ def build_spec(
         alphabet=tuple(alphabet) if alphabet else None,
         overrides=merged,
         axes=axes,
-        variants=tuple(variants),
+        variants=variants,
+        stages=stages,
         description=description,
         reference=dict(reference or {}),
     )
@@ -505,6 +550,17 @@ def build_spec(
             "split it into smaller sweeps (they may share one --out folder)"
         )
     return spec
+
+
+def _resolved_stages(variants: tuple, stages: tuple, steps: int) -> tuple[tuple, tuple]:
+    """(variants with each stage's steps_scale turned into its `steps` of the sweep's `steps`, the
+    stages). Resolving again (another scale, `--steps`) replaces the steps resolved before."""
+    scales = {name: stage.get("steps_scale") for name, stage in stages}
+    variants = tuple(
+        (name, {**settings, "steps": max(1, round(int(steps) * scales[name]))} if scales.get(name) else settings)
+        for name, settings in variants
+    )
+    return variants, stages
 
 
 def _checked_axis_values(axes, overrides: dict, periods, alphabet) -> tuple:

@@ -159,7 +159,8 @@ def sweep_spec(request: GridRequest, languages, defaults: dict | None = None) ->
         bases=request.bases or spec.bases, seeds=request.seeds if request.seeds is not None else spec.seeds,
         lrs=request.lrs or spec.lrs, periods=periods, alphabet=request.alphabet or spec.alphabet, scale=chosen,
         overrides={key: value for key, value in {**spec.overrides, **defaults, **settings}.items() if key not in axes},
-        axes={**file_axes, **axes}, variants=spec.variants, description=spec.description, reference=spec.reference,
+        axes={**file_axes, **axes}, variants=spec.variants, stages=spec.stages, description=spec.description,
+        reference=spec.reference,
     ), chosen
 
 

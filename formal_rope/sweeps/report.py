@@ -492,10 +492,18 @@ def scale_label(runs) -> str:
     return f"custom settings ({', '.join(shown)})" if shown else "custom settings"
 
 
-def _same(value, expected) -> bool:
+def _same(value, expected, name: str | None = None) -> bool:
     value = _cell(value)
     if isinstance(expected, float) and isinstance(value, (int, float)):
         return math.isclose(value, expected, rel_tol=1e-9)
+    if isinstance(expected, tuple) and isinstance(value, str) and name is not None:
+        # A tuple field (layer_pe, window, periods) is text in the Parquet files: compare it parsed.
+        from formal_rope.training.config import parse_field_text
+
+        try:
+            return parse_field_text(name, value) == expected
+        except FormalRopeError:
+            return False
     return value == expected
 
 
@@ -517,7 +525,7 @@ def label_variants(runs, variants, baseline: dict | None = None):
     for _, row in frame.iterrows():
         labels.append(next(
             (name for name, values in expected
-             if all(field in row and _same(row[field], value) for field, value in values.items())),
+             if all(field in row and _same(row[field], value, field) for field, value in values.items())),
             None,
         ))
     frame[VARIANT_COLUMN] = labels

@@ -26,9 +26,11 @@ from formal_rope.sweeps.units import (
     failed_result,
     pack_runner_in_process,
     plan_units,
+    stage_waves,
     unit_key,
 )
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.init_from import SWEEP_MODELS_DIR, is_run_id
 from formal_rope.training.provenance import source_commit
 from formal_rope.training.state import (
     StateOptions,
@@ -147,11 +149,12 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
     pending = [c for c in configs if c.run_id() not in done]
     notify = on_event or (lambda *_: None)
     note = on_note or (lambda _text: None)
+    models_dir, sources = staged_models(out, configs, pending)
     for config in configs:
         if config.run_id() in done:
             notify("skip", config, None)
     task = UnitTask(runner=runner, pack_runner=pack_runner, threads=options.threads, workers=options.workers,
-                    state=state, worst_case=worst_case)
+                    state=state, worst_case=worst_case, models_dir=models_dir, keep_models=sources)
     commit = source_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()
@@ -184,11 +187,14 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
         try:
             capacity = executor.open(note)
             dashboard_url = capacity.dashboard_url
-            units = plan_units(out, pending, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
-                               per_run=runner is not None)
+            # A staged recipe's runs train in waves, each after the runs it continues from (stage_waves).
+            waves = [plan_units(out, wave, pack, slots=capacity.slots, memory_bytes=capacity.memory_bytes,
+                                per_run=runner is not None) for wave in stage_waves(pending)]
+            units = [unit for wave in waves for unit in wave]
             if state is not None:
                 check_saved_states(state.uri, units)
-            executor.run(units, task, unit_key, unit_event)
+            for wave in waves:
+                executor.run(wave, task, unit_key, unit_event)
         except NodeLost as lost:
             raise SweepStopped(stopped_message(str(lost), out, configs, done, written)) from None
         finally:
@@ -204,6 +210,27 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
         retries=counts["retries"],
         dashboard_url=dashboard_url,
     )
+
+
+def staged_models(out: Path, configs: Sequence[RunConfig],
+                  pending: Sequence[RunConfig]) -> tuple[str | None, frozenset]:
+    """(The folder of a staged sweep's checkpoints, OUT/models, or None without stages; the run ids
+    whose checkpoints other runs continue from). FormalRopeError (exit 2, before anything runs) for a
+    pending run whose source is neither pending here nor has a checkpoint there."""
+    sources = frozenset(c.init_from for c in configs if is_run_id(c.init_from))
+    if not sources:
+        return None, sources
+    models = Path(out) / SWEEP_MODELS_DIR
+    waiting = {config.run_id() for config in pending}
+    for config in pending:
+        source = config.init_from
+        if is_run_id(source) and source not in waiting and not (models / f"{source}.zip").is_file():
+            raise FormalRopeError(
+                f"run {config.run_id()} continues from run {source} (init_from), which is not pending in this sweep "
+                f"and has no checkpoint {models / (source + '.zip')}: it finished before its checkpoint was kept, or "
+                f"the checkpoint was removed; delete {source}'s result from {Path(out) / 'runs'} to train it again"
+            )
+    return str(models), sources
 
 
 def check_saved_states(uri: str, units: Sequence[Unit]) -> None:

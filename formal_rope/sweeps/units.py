@@ -13,6 +13,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded, write_bytes_atomically
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.init_from import is_run_id
 from formal_rope.training.packing import default_threads, group_packs, pack_key
 from formal_rope.training.state import StateOptions
 
@@ -33,14 +34,15 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
 
 def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
                            state: StateOptions | None, threads_alone: int | None = None,
-                           worst_case=None) -> list[RunResult]:
+                           worst_case=None, checkpoint_paths=None, init_dir: str | None = None) -> list[RunResult]:
     """Train and evaluate a pack of compatible runs in this process (the default pack runner).
     threads_alone: the threads of each run trained again alone when the pack raises (default
-    `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`)."""
+    `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`).
+    checkpoint_paths, init_dir: as for `run_pack` (a staged sweep's checkpoints, OUT/models)."""
     from formal_rope.training.train import run_pack  # function-local: torch, only where a unit trains
 
     return run_pack(configs, progress=False, device=device, threads=threads, threads_alone=threads_alone,
-                    state=state, worst_case=worst_case)[0]
+                    state=state, worst_case=worst_case, checkpoint_paths=checkpoint_paths, init_dir=init_dir)[0]
 
 
 def default_runner(config: RunConfig) -> RunResult:
@@ -67,6 +69,11 @@ class UnitTask:
     workers: int = 1
     state: StateOptions | None = None
     worst_case: object | None = None  # evaluation.engine.SearchSettings (`--eval worst-case`)
+    # A staged sweep (RunConfig.init_from naming run ids): the folder of checkpoints by run id
+    # (OUT/models), where the runs in `keep_models` (other runs' sources) save theirs and continued
+    # runs find their source's. Used by the default pack runner only.
+    models_dir: str | None = None
+    keep_models: frozenset = frozenset()
 
     def threads_for(self, size: int) -> int:
         """The torch threads of a unit of `size` runs."""
@@ -100,6 +107,12 @@ class UnitTask:
         # A pack that raises is trained again run by run (run_pack); each run then gets the threads
         # of a unit of one, as the same run trained alone (--pack 1) does: with the pack's threads
         # its loss and gradient sums would round differently (one partial sum per thread).
+        if self.models_dir is not None:
+            extra["init_dir"] = self.models_dir
+            extra["checkpoint_paths"] = [
+                str(Path(self.models_dir) / f"{config.run_id()}.zip") if config.run_id() in self.keep_models else None
+                for config in unit
+            ]
         return pack_runner_in_process(unit, device=device, threads=threads, threads_alone=self.threads_for(1),
                                       state=self.state, **extra)
 
@@ -109,6 +122,22 @@ class UnitTask:
             return self.runner(config)
         except Exception as error:
             return failed_result(config, error, time.perf_counter() - start)
+
+
+def stage_waves(configs: Sequence[RunConfig]) -> list[list[RunConfig]]:
+    """`configs` in waves that train one after another: a run whose init_from names the id of
+    another run among `configs` comes in a later wave than that run (a staged recipe's stage after
+    its source); everything else in the first. Order within a wave is kept; one wave without stages."""
+    waves, remaining = [], list(configs)
+    while remaining:
+        pending = {config.run_id() for config in remaining}
+        wave = [c for c in remaining if not (is_run_id(c.init_from) and c.init_from in pending)]
+        if not wave:  # impossible (an id hashes its source's id), but never loop forever
+            raise FormalRopeError("the runs' init_from sources form a cycle")
+        waves.append(wave)
+        chosen = {config.run_id() for config in wave}
+        remaining = [config for config in remaining if config.run_id() not in chosen]
+    return waves
 
 
 def unit_key(unit: Unit) -> str:

@@ -133,6 +133,12 @@ class RunConfig:
     # run written before them, so their ids are unchanged.
     layer_pe: tuple[str, ...] | None = None
     window: int | tuple[int, ...] | None = None
+    # Continue from another run's weights (docs/training.md, "Continuing from a checkpoint"): a
+    # checkpoint path, or a run id (16 hex digits) resolved in the checkpoint folder of the command
+    # (a sweep: OUT/models/ID.zip; train: checkpoints/ID.zip). The weights both models have are
+    # loaded (shapes must agree); parameters new in this run keep their own initialisation. Neutral
+    # (None) for every run written before it, so their ids are unchanged.
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         self._canonical_hybrid()
@@ -271,6 +277,7 @@ ID_NEUTRAL: dict = {
     "test_max_length": 500, "n_per_length": 512, "nnch_samples": 2, "eval_mode": "full", "eval_seed": 0,
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
     "data": None, "data_hash": None, "test_near_miss_fraction": 0.5, "layer_pe": None, "window": None,
+    "init_from": None,
 }
 
 # A layer of a per-layer `window` tuple that attends globally (no sliding window).

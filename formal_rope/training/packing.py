@@ -3,8 +3,8 @@
 Runs share a pack when they share the architecture and the training shape: everything in their
 RunConfig except the fields in `PER_RUN_FIELDS`, which each run of a pack keeps for itself (its
 seed, learning rate and schedule, base or periods, weight decay, clipping norm, near-miss share,
-evaluation mode). `group_packs` cuts a grid into such packs, never refusing a run: runs that cannot
-share a pack go into different packs.
+evaluation mode, the checkpoint it continues from). `group_packs` cuts a grid into such packs,
+never refusing a run: runs that cannot share a pack go into different packs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from formal_rope.training.encodings import ENCODINGS
 
 PER_RUN_FIELDS = frozenset(
     {"seed", "lr", "lr_schedule", "warmup_steps", "weight_decay", "grad_clip", "base", "periods",
-     "train_near_miss_fraction", "eval_mode"}
+     "train_near_miss_fraction", "eval_mode", "init_from"}
 )
 SHARED_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in PER_RUN_FIELDS)
 MAX_AUTO_PACK = 64  # beyond this a CPU pack gains nothing and one failure costs too many runs
@@ -55,9 +55,10 @@ def estimate_pack_bytes(config: RunConfig, runs: int) -> int:
     weights, gradients and two AdamW moments, plus the saved activations of one step."""
     d, layers, ffn = config.d_model, config.layers, config.ffn_mult
     parameters = layers * (4 * d * d + 2 * ffn * d * d + 10 * d) + (config.train_max_length + 8) * d + 4 * d
-    row = ENCODINGS.get(config.pe)  # None for an unknown encoding (validation names it)
-    if row is not None and row.content_angles:  # the content projectors (jof_projected: W1, W2 per layer)
-        parameters += layers * (2 * d * d + 4 * d)
+    # The content projectors (jof_projected: W1, W2 per layer that uses it; a hybrid's layer_pe says which).
+    names = config.layer_pe if config.layer_pe is not None else (config.pe,) * layers
+    rows = [ENCODINGS.get(name) for name in names]  # None for an unknown encoding (validation names it)
+    parameters += sum(row is not None and row.content_angles for row in rows) * (2 * d * d + 4 * d)
     tokens = config.batch_size * (config.train_max_length + 2)
     # per layer and token: ~ (12 + 2*ffn) * d floats saved for backward, plus attention scores
     activations = layers * tokens * ((12 + 2 * ffn) * d + 2 * config.heads * (config.train_max_length + 2))

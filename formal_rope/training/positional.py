@@ -588,8 +588,9 @@ class ProjectedRotary(FixedRotary):
 
 class LayeredPositional(PositionalEncoding):
     """A hybrid's per-layer encodings (RunConfig.layer_pe): one module per distinct encoding, each
-    built for the layers that use it, and layer L asks the module of its encoding. Only encodings
-    without trainable or per-layer state and without an additive table take part
+    built for the layers that use it, and layer L asks the module of its encoding for its own layer
+    index among them (`local_layer`: jof_learned's frequencies and jof_projected's projectors are
+    per layer of the module). Only encodings without an additive table take part
     (`HYBRID_ENCODINGS`), so a layer's rotation is its encoding's rotation at that layer."""
 
     def __init__(self, names: tuple[str, ...], modules: dict[str, PositionalEncoding]) -> None:
@@ -602,14 +603,18 @@ class LayeredPositional(PositionalEncoding):
     def _module(self, layer: int) -> PositionalEncoding:
         return self.encodings[self.order.index(self.names[layer])]
 
+    def local_layer(self, layer: int) -> int:
+        """Layer `layer`'s index among the layers of its encoding (its module's layer)."""
+        return self.names[:layer].count(self.names[layer])
+
     def layer_rotates_values(self, layer):
         return self._module(layer).rotate_values
 
     def rotation(self, layer, length, hidden):
-        return self._module(layer).rotation(layer, length, hidden)
+        return self._module(layer).rotation(self.local_layer(layer), length, hidden)
 
     def token_rotation(self, layer, layout, hidden):
-        return self._module(layer).token_rotation(layer, layout, hidden)
+        return self._module(layer).token_rotation(self.local_layer(layer), layout, hidden)
 
     def reset_run(self, run, generator):
         for module in self.encodings:
@@ -629,10 +634,12 @@ class LayeredPositional(PositionalEncoding):
         return described
 
 
-# Encodings a hybrid's layers may use (RunConfig.layer_pe): fixed rotations or none. Additive
-# encodings (sipe, sipe_p) act once, at the embedding, not per layer; jof_learned and jof_projected
-# hold trainable per-layer state that checkpoints and exports name by layer (not supported yet).
-HYBRID_ENCODINGS = ("nope", "rope", "rope_p", "partial_rope", "jof_fixed")
+# Encodings a hybrid's layers may use (RunConfig.layer_pe): rotations or none. Additive encodings
+# (sipe, sipe_p) act once, at the embedding, not per layer. jof_learned / jof_projected layers keep
+# their trainable per-layer state in their module, indexed by `LayeredPositional.local_layer`
+# (checkpoints hold it; `formalrope export` refuses such hybrids: `TRAINABLE_LAYER_ENCODINGS`).
+HYBRID_ENCODINGS = ("nope", "rope", "rope_p", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
+TRAINABLE_LAYER_ENCODINGS = ("jof_learned", "jof_projected")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoi
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
 from formal_rope.training.data import run_data, training_batches
+from formal_rope.training.init_from import InitFromError, load_init_weights
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
 from formal_rope.training.model import Classifier
@@ -535,6 +536,7 @@ def run_pack(
     state=None,
     on_step: Callable[[int, list[float]], None] | None = None,
     worst_case: SearchSettings | None = None,
+    init_dir: str | Path | None = None,
 ) -> tuple[list[RunResult], Classifier | None]:
     """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
 
@@ -553,6 +555,9 @@ def run_pack(
     bit-identical to the same run trained alone.
     worst_case: also search each evaluated run for misclassified strings (`search_pack`; the
     result's n_star_worst, worst_failure, worst_failure_margin, worst_strings_tried).
+    init_dir: the folder a run id in a run's `init_from` is looked up in (ID.zip; a path needs none):
+    such a run starts from that checkpoint's weights (`training.init_from`; an `InitFromError`,
+    exit 2, when they do not fit, raised like a bad saved state rather than recorded).
     """
     configs = list(configs)
     if not configs:
@@ -587,8 +592,11 @@ def run_pack(
     searches: list[WorstCase | None] = [None] * runs
     error: str | None = None
     pack_failed = False
+    init_notes: list[list[str]] = [[] for _ in configs]
     try:
         model = build_pack(configs, len(ingredients.alphabet), ingredients.periods).to(device)
+        if any(config.init_from is not None for config in configs):
+            init_notes = load_init_weights(model, configs, ingredients.alphabet, init_dir)
         reporter.stage("train", first.steps)
         outcomes = train_pack(
             model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step
@@ -611,8 +619,8 @@ def run_pack(
                     [evaluations[r] for r in ok], settings=worst_case, report=reporter.update, device=device,
                 )):
                     searches[run] = found
-    except TrainingStateError:
-        raise  # a saved state that cannot be used is the user's to delete, not this pack's failure
+    except (TrainingStateError, InitFromError):
+        raise  # a saved state or init checkpoint that cannot be used is the user's input, not this pack's failure
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
         # The exception belongs to the pack's computation, not to a known run: with pack-mates it may
         # come from any one of them (or from the pack's size), so it is no run's result; each run is
@@ -628,11 +636,14 @@ def run_pack(
         model = None  # the pack's half-trained weights are no run's result; free them first
         alone = threads if threads_alone is None else threads_alone
         return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone,
-                          dfa=ingredients.dfa, state=state, on_step=on_step, worst_case=worst_case), None
+                          dfa=ingredients.dfa, state=state, on_step=on_step, worst_case=worst_case,
+                          init_dir=init_dir), None
     results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
                             error=error)
     if worst_case is not None:
         results = [with_worst_case(result, found) for result, found in zip(results, searches)]
+    results = [replace(result, warnings=(*result.warnings, *notes)) if notes else result
+               for result, notes in zip(results, init_notes)]
     if model is not None:
         for run, path in enumerate(paths):
             if path is not None:
@@ -701,7 +712,7 @@ def with_worst_case(result: RunResult, found: WorstCase | None) -> RunResult:
 
 
 def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step,
-               worst_case=None) -> list[RunResult]:
+               worst_case=None, init_dir=None) -> list[RunResult]:
     """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
     outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
     own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
@@ -714,7 +725,7 @@ def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, stat
             def step(index, losses, run=run):
                 on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
         (result,), _ = run_pack([config], progress=progress, checkpoint_paths=[path], device=device, threads=threads,
-                                dfa=dfa, state=state, on_step=step, worst_case=worst_case)
+                                dfa=dfa, state=state, on_step=step, worst_case=worst_case, init_dir=init_dir)
         results.append(result)
     if state is not None and not state.keep:
         open_state_store(state.uri).delete(key)
@@ -731,6 +742,7 @@ def run_training(
     dfa=None,
     state=None,
     worst_case: SearchSettings | None = None,
+    init_dir: str | Path | None = None,
 ) -> tuple[RunResult, Classifier | None]:
     """Train, evaluate and (optionally) checkpoint one run (a pack of one). Returns (result, model).
 
@@ -740,10 +752,11 @@ def run_training(
     dfa: a pre-resolved DFA for config.language (skips resolution; the config still names it).
     state: StateOptions to checkpoint the training state and resume from it (`train --resume`).
     worst_case: also search the run for misclassified strings (`SearchSettings`; `train --eval worst-case`).
+    init_dir: where a run id in config.init_from is looked up (`run_pack`).
     The model is None only when the run failed before it was built.
     """
     results, model = run_pack(
         [config], progress=progress, checkpoint_paths=[checkpoint_path], device=device, threads=threads, dfa=dfa,
-        state=state, worst_case=worst_case,
+        state=state, worst_case=worst_case, init_dir=init_dir,
     )
     return results[0], model

@@ -1,0 +1,104 @@
+"""Continue from another run's checkpoint with changed settings (RunConfig.init_from).
+
+`init_from` names a checkpoint: a path to a `.zip` written by `train --out` / `save_checkpoint`, or
+a run id (16 hex digits) resolved in a folder of checkpoints named by run id (a sweep's
+OUT/models/, `train`'s checkpoints/). The run is built and initialised as usual (its seed draws
+every parameter), then every tensor that both models have, by name, is replaced by the
+checkpoint's; shapes must agree (an `InitFromError`, exit 2, names the first that does not).
+Tensors new in this run keep their own initialisation: continuing a jof_fixed run as jof_projected
+keeps the projectors' zero-initialised output layer (W2 = 0), so the continued model starts as the
+source computes (paper 000, appendix E.6's staged recipe). Tensors only the checkpoint has are
+left out. The optimiser starts afresh (no moments, step 0, the run's own schedule).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from formal_rope.errors import FormalRopeError
+
+RUN_ID_PATTERN = re.compile(r"[0-9a-f]{16}")
+# Where `train` writes a checkpoint by default (checkpoints/<run id>.zip) and so looks up a run id.
+TRAIN_CHECKPOINT_DIR = Path("checkpoints")
+# A sweep's checkpoints of the runs other runs continue from: OUT/models/<run id>.zip.
+SWEEP_MODELS_DIR = "models"
+
+
+class InitFromError(FormalRopeError):
+    """init_from cannot be used: no checkpoint there, another alphabet, or a tensor whose shape differs."""
+
+
+def is_run_id(value: str | None) -> bool:
+    """Whether an init_from value names a run id (16 lowercase hex digits) rather than a path."""
+    return value is not None and RUN_ID_PATTERN.fullmatch(value) is not None
+
+
+def init_checkpoint_path(value: str, folder: str | Path | None) -> Path:
+    """The checkpoint file `value` (an init_from) names: a path as given, or a run id as FOLDER/ID.zip.
+    InitFromError when there is no file there."""
+    if is_run_id(value):
+        if folder is None:
+            raise InitFromError(f"init_from {value!r} is a run id, and this run has no checkpoint folder to find "
+                                "it in; give the checkpoint's path")
+        path = Path(folder) / f"{value}.zip"
+        what = f"run {value}'s checkpoint"
+    else:
+        path = Path(value)
+        what = "the checkpoint"
+    if not path.is_file():
+        raise InitFromError(f"init_from: {what} {str(path)!r} does not exist"
+                            + (" (a sweep writes it when the run it names has trained)" if is_run_id(value) else ""))
+    return path
+
+
+def load_init_weights(model, configs, alphabet, folder: str | Path | None = None) -> list[list[str]]:
+    """Copy each run's init_from checkpoint into its slot of the (packed) `model`, in place.
+
+    Returns one list of notes per run (what was new in it and kept its initialisation, what the
+    checkpoint held that this run has not); runs without init_from get []. InitFromError for a
+    missing checkpoint, another alphabet, or a tensor whose shape differs (named).
+    """
+    import torch  # function-local: the sweeps runner reads this module's names without torch
+
+    from formal_rope.training.checkpoint import load_checkpoint
+
+    notes: list[list[str]] = [[] for _ in configs]
+    target = model.state_dict()
+    for run, config in enumerate(configs):
+        if config.init_from is None:
+            continue
+        path = init_checkpoint_path(config.init_from, folder)
+        loaded = load_checkpoint(path)
+        if tuple(loaded.alphabet) != tuple(alphabet):
+            raise InitFromError(f"init_from: the checkpoint {str(path)!r} reads the alphabet "
+                                f"{{{', '.join(loaded.alphabet)}}}, this run {{{', '.join(alphabet)}}}: token ids "
+                                "would mean other symbols")
+        source = loaded.model.state_dict()
+        for name, tensor in source.items():
+            if name not in target:
+                continue
+            have, want = tuple(tensor.shape[1:]), tuple(target[name].shape[1:])  # without the run axis
+            if have != want:
+                raise InitFromError(
+                    f"init_from: parameter {name!r} has shape {have} in the checkpoint {str(path)!r} and {want} in "
+                    f"this run (d_model {config.d_model}, {config.heads} heads, {config.layers} layers, ffn_mult "
+                    f"{config.ffn_mult}); continue from a run of the same architecture"
+                )
+        with torch.no_grad():
+            for name, tensor in source.items():
+                if name in target:
+                    target[name][run].copy_(tensor[0].to(target[name].device, target[name].dtype))
+        new = [name for name in target if name not in source]
+        dropped = [name for name in source if name not in target]
+        if new:
+            notes[run].append(f"init_from {config.init_from}: {len(new)} tensor(s) new in this run kept their own "
+                              f"initialisation ({_listed(new)})")
+        if dropped:
+            notes[run].append(f"init_from {config.init_from}: {len(dropped)} tensor(s) of the checkpoint have no "
+                              f"place in this run and were left out ({_listed(dropped)})")
+    return notes
+
+
+def _listed(names: list[str], shown: int = 4) -> str:
+    return ", ".join(names[:shown]) + (f", … {len(names) - shown} more" if len(names) > shown else "")
