@@ -8,14 +8,21 @@ import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SIBLING = "shared"  # the workspace folder beside this checkout; a clone elsewhere has none
-# Assembled here so this file itself holds no such path and every file, tests included, is checked.
-OUTSIDE = (f"../{SIBLING}", f"/work/{SIBLING}")
+
+
+def _outside_paths() -> tuple[str, ...]:
+    """Paths into the folders that lie beside this checkout (whatever they are on this machine):
+    a clone elsewhere has none of them, so no project file may name one. Read from the file system
+    rather than written here, so this file holds no such path and is checked like every other."""
+    siblings = [p.name for p in REPO.parent.iterdir()
+                if p.is_dir() and p.resolve() != REPO and not p.name.startswith(".")]
+    return tuple(needle for name in siblings for needle in (f"../{name}/", f"{REPO.parent}/{name}/"))
 
 
 def test_no_project_file_points_outside_the_clone():
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout.split()
+    outside = _outside_paths()
     offenders = []
     for name in listed:
         path = REPO / name
@@ -25,7 +32,7 @@ def test_no_project_file_points_outside_the_clone():
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
-        offenders += [f"{name}: {needle}" for needle in OUTSIDE if needle in text]
+        offenders += [f"{name}: {needle}" for needle in outside if needle in text]
     assert offenders == []
 
 

@@ -100,6 +100,11 @@ def test_paper_sweep_files_load_at_both_scales(name):
         ('bases = ["big"]\n', "'bases' must hold numbers"),
         ("periods = [2.5]\n", "'periods' must be"),
         ("[reference]\nrows = [[1, 2]]\n", "every \\[reference\\] row must be"),
+        # Stages of a staged recipe ([[variants]] continue_from / steps_scale / lr_scale).
+        ('[[variants]]\nname = "b"\ncontinue_from = "a"\n', "earlier variant"),
+        ('[[variants]]\nname = "a"\n[[variants]]\nname = "b"\ncontinue_from = "a"\nsteps = 5\nsteps_scale = 0.5\n',
+         "both steps and steps_scale"),
+        ('[[variants]]\nname = "a"\nlr_scale = 0\n', "lr_scale must be a number > 0"),
     ],
 )
 def test_toml_values_of_the_wrong_type_are_user_errors(tmp_path, body, message):

@@ -92,19 +92,6 @@ def test_the_runner_trains_a_stage_after_its_source(two_stages, tmp_path):
         run_sweep([projected], tmp_path / "other", workers=1)
 
 
-@pytest.mark.parametrize("variants, message", [
-    ('[[variants]]\nname = "b"\ncontinue_from = "a"\n', "earlier variant"),
-    ('[[variants]]\nname = "a"\n[[variants]]\nname = "b"\ncontinue_from = "a"\nsteps = 5\nsteps_scale = 0.5\n',
-     "both steps and steps_scale"),
-    ('[[variants]]\nname = "a"\nlr_scale = 0\n', "lr_scale must be a number > 0"),
-])
-def test_bad_stages_are_named(tmp_path, variants, message):
-    path = tmp_path / "bad.toml"
-    path.write_text('name = "x"\nlanguages = ["(ab)*"]\n' + variants)
-    with pytest.raises(FormalRopeError, match=message):
-        load_sweep_file(path)
-
-
 def test_the_e6_preset_is_paper_000s_hybrid_with_the_staged_recipe():
     spec, _ = load_sweep_file(paper_sweep_path("e6"), "quick")
     configs = expand_grid(spec)

@@ -251,26 +251,22 @@ def _attention_fwd_kernel(
     v_base = V + b * stride_vb + h * stride_vh
 
     full_hi = (start_m // BLOCK_N) * BLOCK_N
+    # Keys j < start_m are visible to every row of the block (j < start_m <= i): no mask needed,
+    # unless a sliding window (i - WINDOW <= j < i) cuts them. Then the loop starts at the block holding
+    # the first key of row start_m's window and masks every block (the window's edge cuts blocks that
+    # global attention sees whole). HAS_WINDOW is a constexpr: the global variant compiles to the
+    # unmasked loop from 0 alone.
+    lo = 0
     if HAS_WINDOW:
-        # Sliding window (i - WINDOW <= j < i): from the block holding the first key of row start_m's
-        # window, every block is masked (the window's edge cuts blocks that global attention sees whole).
         lo = (tl.maximum(start_m - WINDOW, 0) // BLOCK_N) * BLOCK_N
-        for start_n in range(lo, full_hi, BLOCK_N):
-            acc_even, acc_odd, l_i, m_i = _fwd_key_block(
-                acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
-                k_base, v_base, cos_base, sin_base,
-                stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-                T, HALF, WINDOW, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, True, PRECISION, UPCAST_DOT, USE_DOT, True,
-            )
-    else:
-        # Keys j < start_m are visible to every row of the block (j < start_m <= i): no mask needed.
-        for start_n in range(0, full_hi, BLOCK_N):
-            acc_even, acc_odd, l_i, m_i = _fwd_key_block(
-                acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
-                k_base, v_base, cos_base, sin_base,
-                stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
-                T, HALF, WINDOW, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, False, PRECISION, UPCAST_DOT, USE_DOT, False,
-            )
+    for start_n in range(lo, full_hi, BLOCK_N):
+        acc_even, acc_odd, l_i, m_i = _fwd_key_block(
+            acc_even, acc_odd, l_i, m_i, qr_even, qr_odd, offs_m, start_n,
+            k_base, v_base, cos_base, sin_base,
+            stride_kt, stride_kd, stride_vt, stride_vd, stride_ct, stride_cp,
+            T, HALF, WINDOW, BLOCK_M, BLOCK_N, HALF_PAD, ROTATE_V, HAS_WINDOW, PRECISION, UPCAST_DOT, USE_DOT,
+            HAS_WINDOW,
+        )
     # Diagonal blocks: strict mask j < i; the largest visible key is start_m + BLOCK_M - 2.
     diag_hi = tl.minimum(start_m + BLOCK_M - 1, T)
     for start_n in range(full_hi, diag_hi, BLOCK_N):
