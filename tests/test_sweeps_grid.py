@@ -51,7 +51,7 @@ def test_toml_unknown_key_is_named_with_its_line(tmp_path):
 
 
 @pytest.mark.parametrize("experiment", ["ablation", "ablation45", "stability", "joformer", "test_sets", "recipes",
-                                        "e6"])
+                                        "e6", "hybrids"])
 def test_experiment_files_expand_and_quote_the_papers_tables_exactly(experiment):
     # Our experiments' [reference] rows must be the paper's own rows (copied from the table files),
     # and every grid cell a variant labels must exist at quick and medium scale.
@@ -65,11 +65,34 @@ def test_experiment_files_expand_and_quote_the_papers_tables_exactly(experiment)
         spec_, _ = load_sweep_file(paper_sweep_path(experiment), scale)
         configs = expand_grid(spec_)
         assert configs and len({c.run_id() for c in configs}) == len(configs)
-        if spec_.variants:  # at quick scale every variant changes the recipe; at medium some coincide
+        if spec_.variants and experiment != "hybrids":
+            # at quick scale every variant changes the recipe; at medium some coincide
             cells = len(spec_.variants) * len(expand_grid(dataclasses.replace(spec_, variants=())))
             assert len(configs) == cells if scale == "quick" else len(configs) <= cells
         for row in (spec_.reference or {}).get("rows", []):
             assert str(paper_rows[(row[0], row[1], row[2])][3:]) == str(row[3:]), row
+
+
+def test_the_hybrids_experiment_pairs_each_hybrid_with_its_pure_controls():
+    from formal_rope.sweeps.grid import paper_sweep_path
+    from formal_rope.training.encodings import hybrid_label
+
+    spec_, _ = load_sweep_file(paper_sweep_path("hybrids"), "quick")
+    configs = expand_grid(spec_)
+    # 5 languages x 2 seeds x (NoPE, RoPE_P, RoPE_P+NoPE: no base) + (RoPE_NP, +NoPE, windowed: 2 bases each)
+    assert len(configs) == 5 * 2 * (3 + 3 * 2)
+    cells = {(hybrid_label(c.pe, c.layer_pe, c.window), c.base if c.applies("base") else None) for c in configs}
+    assert cells == {("NoPE", None), ("RoPE_P", None), ("RoPE_P+NoPE(L2)", None),
+                     *((label, base) for label in ("RoPE_NP", "RoPE_NP+NoPE(L2)", "RoPE_NP+NoPE(L2) w8(L1)")
+                       for base in (100.0, 10000.0))}
+    for config in configs:
+        assert config.layers == 2 and config.steps == 1000 and config.layer_encodings()[1] in ("nope", config.pe)
+        if config.is_hybrid():  # every hybrid's second layer is a global NoPE layer
+            assert config.layer_encodings()[1] == "nope" and config.layer_windows()[1] is None
+    # The pure controls are the quick recipe's own runs: the RoPE_NP control at 1e4 is Table 4/5's run.
+    table5 = {c.run_id() for c in expand_grid(load_sweep_file(paper_sweep_path("table5"), "quick")[0])}
+    assert {c.run_id() for c in configs if c.language == "Σ*a" and not c.is_hybrid()
+            and c.pe == "rope" and c.base == 1e4} <= table5
 
 
 @pytest.mark.parametrize("name", ["table2", "table4", "table5"])

@@ -572,7 +572,8 @@ def register(app: typer.Typer) -> None:
             "on the paper's five languages), test_sets (Table 2 with near-miss vs uniform test negatives, "
             "(aa)* over {a} and over {a, b}), recipes (RoPE_P over 5 seeds, periods 2-4, recipes at <= 3x quick), "
             "e6 (paper 000 E.6's hybrid: 5 windowed layers + a global NoPE layer, RoPE vs JoFormer "
-            "fixed/learned/projected, the last in 3 stages).",
+            "fixed/learned/projected, the last in 3 stages), hybrids (a NoPE layer with RoPE_NP at β 1e2/1e4, "
+            "windowed RoPE_NP + global NoPE, RoPE_P + NoPE, and their pure controls, Tables 2 and 5's languages).",
         ),
         scale: str = typer.Option(
             "quick", "--scale",

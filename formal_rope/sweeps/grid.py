@@ -43,6 +43,7 @@ PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `r
 EXPERIMENTS = {
     "ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability",
     "joformer": "joformer", "test_sets": "table2_test_sets", "recipes": "rope_p_recipes", "e6": "e6_hybrid",
+    "hybrids": "hybrids",
 }
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
