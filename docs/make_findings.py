@@ -7,6 +7,12 @@ them:
 
     python docs/make_findings.py [--results results] [--check]
 
+Each comparison a section's prose draws from a table is listed in COMPARISONS and written between
+`<!-- tests NAME -->` and `<!-- end tests NAME -->` markers with its test (exact permutation test of
+N* over seeds, or Mann-Whitney U for large cells, with Cliff's δ: formal_rope.sweeps.statistics),
+computed from the table's own "N* of each run" (and "worst-case N* of each run") columns, so a
+stated p always belongs to the numbers printed above it.
+
 `--results` is the folder holding the `reproduce` outputs (`<experiment>-<scale>/`). `--check`
 only reports which tables would change (exit 1 if any).
 """
@@ -32,10 +38,146 @@ TABLES = {
     "joformer": ("joformer-quick", "joformer", ("language", "pe"), "reproduce joformer"),
     "recipes": ("recipes-quick", "rope_p_recipes", ("language", "variant"), "reproduce recipes --eval worst-case"),
     "test_sets": ("test_sets-quick", "table2_test_sets", ("language", "pe", "variant"), "reproduce test_sets"),
-    "table4": ("table4-quick", "table4", ("language", "pe", "base"), "reproduce table4"),
-    "table5": ("table5-quick", "table5", ("language", "pe", "base"), "reproduce table5"),
+    "table4": ("table4-quick", "table4", ("language", "pe", "base"), "reproduce table4 --eval worst-case"),
+    "table5": ("table5-quick", "table5", ("language", "pe", "base"), "reproduce table5 --eval worst-case"),
     "medium": ("table2-medium", "table2", ("language", "pe"), "reproduce table2 --scale medium"),
+    "hybrids": (
+        "hybrids-quick", "hybrids", ("language", "variant", "base"),
+        "reproduce hybrids --eval worst-case --worst-case-budget 64",
+    ),
+    "e6": ("e6-quick", "e6_hybrid", ("language", "variant"), "reproduce e6 --seeds 1"),
 }
+
+
+# table name -> the comparisons its section's prose makes: (cell a, cell b), each cell the values of
+# the table's leading key columns (language, PE, then base and/or variant as the table has them).
+TABLE45_BASES = ("1e-12", "1e-8", "1e-4", "1", "1e4", "1e8", "1e12")  # as the tables print them
+COMPARISONS = {
+    "table2": [
+        (("(ab)*", "RoPE_P"), ("(ab)*", "NoPE")),
+        (("(aa)*", "RoPE_P"), ("(aa)*", "NoPE")),
+    ],
+    "ablation": [
+        (("(ab)*", "SiPE_P", "half near-miss negatives"), ("(ab)*", "SiPE_P", "quick recipe")),
+        (("(ab)*", "SiPE_P", "paper-size model"), ("(ab)*", "SiPE_P", "quick recipe")),
+        (("(ab)*", "SiPE_P", "constant lr"), ("(ab)*", "SiPE_P", "quick recipe")),
+        (("(ab)*", "RoPE_P", "constant lr"), ("(ab)*", "RoPE_P", "quick recipe")),
+        (("(ab)*", "RoPE_P", "3x steps"), ("(ab)*", "RoPE_P", "quick recipe")),
+        (("(aa)*", "RoPE_P", "3x steps"), ("(aa)*", "RoPE_P", "quick recipe")),
+        (("(ab)*", "NoPE", "half near-miss negatives"), ("(ab)*", "NoPE", "quick recipe")),
+        (("(ab)*", "NoPE", "paper-size model"), ("(ab)*", "NoPE", "quick recipe")),
+    ],
+    "stability": [
+        (("(ab)*", "all negatives near-misses"), ("(ab)*", "quick recipe")),
+        (("(abc)*", "all negatives near-misses"), ("(abc)*", "quick recipe")),
+        (("(abcd)*", "all negatives near-misses"), ("(abcd)*", "quick recipe")),
+        (("(abc)*", "half near-miss negatives"), ("(abc)*", "quick recipe")),
+        (("(ab)*", "3x steps"), ("(ab)*", "quick recipe")),
+        (("(abc)*", "3x steps"), ("(abc)*", "quick recipe")),
+        (("(ab)*", "constant lr"), ("(ab)*", "quick recipe")),
+    ],
+    "recipes": [
+        (("(abc)*", "constant lr"), ("(abc)*", "quick recipe")),
+        (("(aa)*", "constant lr, 3x steps"), ("(aa)*", "quick recipe")),
+        (("(abc)*", "constant lr, 3x steps"), ("(abc)*", "quick recipe")),
+        (("(abc)*", "constant lr, batch 128"), ("(abc)*", "quick recipe")),
+        (("(abcd)*", "constant lr, 3x steps"), ("(abcd)*", "quick recipe")),
+        (("(abcd)*", "constant lr, batch 128"), ("(abcd)*", "quick recipe")),
+    ],
+    "ablation45": [
+        (("Σ*abΣ*", "NoPE", "–", "paper-size model"), ("Σ*abΣ*", "NoPE", "–", "quick recipe")),
+        (("Σ*abΣ*", "NoPE", "–", "paper-size model"), ("Σ*abΣ*", "RoPE_NP", "1e4", "paper-size model")),
+        (("(ab)*", "RoPE_NP", "1e4", "half near-miss negatives"), ("(ab)*", "RoPE_NP", "1e4", "quick recipe")),
+        (("(ab)*", "NoPE", "–", "3x steps"), ("(ab)*", "NoPE", "–", "quick recipe")),
+    ],
+    "table4": [
+        (("(aa)*", "SiPE_NP", "1e-4"), ("(aa)*", "SiPE_NP", "1e4")),
+        (("(aa)*", "SiPE_NP", "1e-8"), ("(aa)*", "SiPE_NP", "1e4")),
+    ],
+    "table5": [
+        *((("Σ*a", "RoPE_NP", base), ("Σ*a", "NoPE", "–")) for base in TABLE45_BASES),
+        *((("aΣ*", "NoPE", "–"), ("aΣ*", "RoPE_NP", base)) for base in TABLE45_BASES),
+        *((("Σ*abΣ*", "NoPE", "–"), ("Σ*abΣ*", "RoPE_NP", base)) for base in TABLE45_BASES),
+    ],
+    "hybrids": [
+        *(((language, "RoPE_NP + NoPE", base), (language, "RoPE_NP (control)", base))
+          for language in ("aΣ*", "Σ*a", "Σ*abΣ*") for base in ("1e2", "1e4")),
+        *(((language, "windowed RoPE_NP + global NoPE", base), (language, "RoPE_NP + NoPE", base))
+          for language in ("Σ*a", "Σ*abΣ*") for base in ("1e2", "1e4")),
+        *(((language, "RoPE_P + NoPE", "–"), (language, "RoPE_P (control)", "–"))
+          for language in ("(aa)*", "(ab)*", "aΣ*")),
+    ],
+    "medium": [
+        (("(aa)*", "RoPE_P"), ("(aa)*", "NoPE")),
+        (("(aa)*", "SiPE_P"), ("(aa)*", "NoPE")),
+        (("(ab)*", "RoPE_P"), ("(ab)*", "NoPE")),
+    ],
+}
+
+
+def markdown_rows(table: str) -> list[dict]:
+    """The rows of the first markdown table in `table` as {column header: cell text}."""
+    lines = [line for line in table.splitlines() if line.startswith("|")]
+    if len(lines) < 2:
+        return []
+    split = lambda line: [cell.strip() for cell in line.strip().strip("|").split("|")]  # noqa: E731
+    header = split(lines[0])
+    return [dict(zip(header, split(line))) for line in lines[2:]]
+
+
+def _per_run(cell: str) -> list[float]:
+    return [float(value) for value in cell.split(",") if value.strip() not in ("", "–")]
+
+
+def comparison_lines(table: str, comparisons) -> list[str]:
+    """One markdown bullet per comparison: both cells' N* of each run and the test between them
+    (and the same for the worst-case N* where the table has it). A comparison with a cell missing
+    from the table (a partial experiment) is left out, and said on stderr."""
+    from formal_rope.sweeps.statistics import compare
+
+    rows = markdown_rows(table)
+    keys = [column for column in ("language", "PE", "base", "variant") if rows and column in rows[0]]
+
+    def find(cell):
+        for row in rows:
+            if tuple(row[key] for key in keys) == tuple(cell):
+                return row
+        return None
+
+    def name(cell):
+        parts = dict(zip(keys, cell))
+        text = parts["language"].replace("*", "\\*") + (f" {parts['PE']}" if "PE" in parts else "")
+        if parts.get("base", "–") != "–":
+            text += f" β {parts['base']}"
+        return text + (f", {parts['variant']}" if "variant" in parts else "")
+
+    lines = []
+    for a, b in comparisons:
+        row_a, row_b = find(a), find(b)
+        if row_a is None or row_b is None:
+            print(f"comparison {name(a)} vs {name(b)} left out: a cell is not in the table", file=sys.stderr)
+            continue
+        for column, metric in (("N* of each run", "N*"), ("worst-case N* of each run", "worst-case N*")):
+            if column not in row_a:
+                continue
+            values_a, values_b = _per_run(row_a[column]), _per_run(row_b[column])
+            lines.append(f"- {name(a)} vs {name(b)}: {metric} {', '.join(f'{v:g}' for v in values_a)} vs "
+                         f"{', '.join(f'{v:g}' for v in values_b)}; {compare(values_a, values_b).text(metric)}")
+    return lines
+
+
+def with_comparisons(text: str, name: str) -> str:
+    """`text` with the tests block of table `name` rewritten from that table (unchanged if either
+    marker pair is absent)."""
+    table = re.search(rf"<!-- table {re.escape(name)} -->\n(.*?)<!-- end {re.escape(name)} -->", text, re.DOTALL)
+    block = re.compile(rf"(<!-- tests {re.escape(name)} -->\n)(.*?)(<!-- end tests {re.escape(name)} -->)", re.DOTALL)
+    if table is None or not block.search(text) or name not in COMPARISONS:
+        return text
+    heading = ("*The tests behind this section's comparisons, computed from the table above by "
+               "`docs/make_findings.py` (exact permutation test over seeds, two-sided; Cliff's δ > 0: the first "
+               "cell larger):*\n\n")
+    lines = comparison_lines(table.group(1), COMPARISONS[name])
+    return block.sub(lambda m: m.group(1) + heading + "\n".join(lines) + "\n" + m.group(3), text)
 
 
 def test_sets(runs) -> str:
@@ -88,6 +230,11 @@ def main() -> int:
         new = pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(3), text)
         if new != text:
             changed.append(name)
+            text = new
+    for name in COMPARISONS:
+        new = with_comparisons(text, name)
+        if new != text:
+            changed.append(f"tests {name}")
             text = new
     if args.check:
         print("tables that would change:", ", ".join(changed) or "none")
