@@ -136,6 +136,9 @@ def comparison_lines(table: str, comparisons) -> list[str]:
     from formal_rope.sweeps.statistics import compare
 
     rows = markdown_rows(table)
+    if not rows:
+        print("comparisons left out: the table has no rows yet", file=sys.stderr)
+        return []
     keys = [column for column in ("language", "PE", "base", "variant") if rows and column in rows[0]]
 
     def find(cell):
