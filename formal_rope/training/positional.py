@@ -638,9 +638,8 @@ class LayeredPositional(PositionalEncoding):
 # Encodings a hybrid's layers may use (RunConfig.layer_pe): rotations or none. Additive encodings
 # (sipe, sipe_p) act once, at the embedding, not per layer. jof_learned / jof_projected layers keep
 # their trainable per-layer state in their module, indexed by `LayeredPositional.local_layer`
-# (checkpoints hold it; `formalrope export` refuses such hybrids: `TRAINABLE_LAYER_ENCODINGS`).
+# (checkpoints hold it; `formalrope export` writes each layer's own part under its prefix).
 HYBRID_ENCODINGS = ("nope", "rope", "rope_p", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
-TRAINABLE_LAYER_ENCODINGS = ("jof_learned", "jof_projected")
 
 
 # ----------------------------------------------------------------------------------------------
