@@ -251,7 +251,8 @@ def test_pe_in_layer_pe_stands_for_each_runs_own_encoding(tmp_path, capsys):
 def test_trainable_layer_encodings_use_their_own_layer_index(tmp_path, capsys):
     """jof_projected / jof_learned layers in a hybrid: each layer reads the projector (frequencies)
     of its index among its encoding's layers, so changing the module's second projector changes
-    layer 2 (the second jof_projected layer) and not layer 0; a checkpoint holds them; export refuses."""
+    layer 2 (the second jof_projected layer) and not layer 0; a checkpoint holds them and exports
+    with `formalrope run`'s verdicts."""
     from formal_rope.training.checkpoint import load_checkpoint
 
     config = _tiny(layers=3, layer_pe=("jof_projected", "nope", "jof_projected"), window=(3, -1, 3))
@@ -275,7 +276,44 @@ def test_trainable_layer_encodings_use_their_own_layer_index(tmp_path, capsys):
     loaded = load_checkpoint(path)
     assert loaded.model.positional.names == config.layer_pe
     code, _, err = run_main(capsys, ["export", str(path), "--out", str(tmp_path / "out")])
-    assert code == 2 and "jof_projected" in err
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("layer_pe", [("jof_projected", "nope", "jof_learned"), ("jof_learned", "rope", "jof_learned"),
+                                      ("jof_projected", "jof_fixed", "jof_projected")])
+def test_hybrids_with_trainable_layers_export_with_formalrope_run_verdicts(layer_pe, tmp_path, capsys):
+    """Each jof_learned / jof_projected layer of a hybrid exports its own layer's frequencies and
+    projector: with every projector's W2 and every learned frequency moved off its initial value
+    (so a layer read with another layer's tensors would differ), the standalone model's logits
+    equal the checkpoint's and its verdicts `formalrope run`'s."""
+    from formal_rope.export import export_model, load_exported
+    from formal_rope.training.checkpoint import save_checkpoint
+    from formal_rope.training.config import RunResult
+    from tests.test_export import _checkpoint_logits, _random_words, _verdicts
+
+    config = _tiny(layers=3, layer_pe=layer_pe, window=(3, -1, 5))
+    validate_config(config)
+    torch.manual_seed(0)
+    model = build_model(config, 2, None)
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for module in model.positional.encodings:
+            for projector in getattr(module, "projectors", ()):
+                projector[3].weight.copy_(torch.randn(projector[3].weight.shape, generator=generator) * 0.3)
+            if isinstance(getattr(module, "frequencies", None), torch.nn.Parameter):
+                module.frequencies.mul_(1 + torch.rand(module.frequencies.shape, generator=generator,
+                                                       dtype=module.frequencies.dtype))
+    result = RunResult(run_id=config.run_id(), config=config, status="ok", n_star=0, accuracy=0.0,
+                       alphabet=("a", "b"))
+    path = save_checkpoint(tmp_path / "trainable.zip", model, config, result)
+    export_model(path, tmp_path / "out")
+    exported = json.loads((tmp_path / "out" / "config.json").read_text())
+    assert [layer["pe"] for layer in exported["positional"]["layers"]] == list(layer_pe)
+    net = load_exported(tmp_path / "out")
+    words = ["".join(w) for w in _random_words(("a", "b"), 40, 24, seed=5)] + ["", "ab", "abab"]
+    code, out, _ = run_main(capsys, ["run", str(path), *words, "--json"])
+    assert code == 0 and net.classify(words) == _verdicts(out)
+    assert torch.allclose(torch.tensor(net.logits(words)), _checkpoint_logits(path, words), rtol=0, atol=1e-5)
 
 
 def test_windowed_layers_through_the_triton_kernel_equal_the_torch_path():

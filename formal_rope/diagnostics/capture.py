@@ -102,8 +102,12 @@ def _angles(cos, sin) -> np.ndarray:
 # ------------------------------------------------------------------------------------ trained
 def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np.ndarray]:
     """(description, nominal θ_p) per pair for the trainer's positional encodings; per head
-    ((H, P) frequencies, a description tuple per head) for jof_learned."""
+    ((H, P) frequencies, a description tuple per head) for jof_learned. A hybrid's layer is read
+    from its own encoding's module, at that layer's index among the module's layers."""
     from formal_rope.training import positional as pe  # the trainer imports torch: trained models only
+
+    if isinstance(positional, pe.LayeredPositional):
+        return _trained_pair_kinds(positional.layer_module(layer), positional.local_layer(layer), n_pairs)
 
     nan = np.full(n_pairs, np.nan)
     # A trained model is a pack of one run: its per-run schedules are entry 0.
@@ -145,10 +149,6 @@ def capture_trained(
         raise FormalRopeError(
             f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))"
         )
-    if hasattr(model.positional, "encodings") or any(getattr(model, "windows", ())):
-        raise FormalRopeError(
-            "phase capture does not read hybrid models (per-layer encodings or sliding windows) yet"
-        )
     tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
     length = tokens.shape[1]
     blocks = list(model.blocks)
@@ -185,6 +185,7 @@ def capture_trained(
         model.train(was_training)
 
     positional = model.positional
+    windows = tuple(getattr(model, "windows", None) or (None,) * len(blocks))  # a hybrid's sliding windows
     per_layer: dict[int, dict] = {}
 
     def layer_data(layer: int) -> dict:
@@ -220,7 +221,8 @@ def capture_trained(
             k_rot = apply_rotary(k_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
             actual = (torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale)[:, 0]
             recomputed = rotary_attention_reference(
-                q_heads, k_heads, v[0][:, None], cos_h, sin_h, rotate_values=positional.rotate_values
+                q_heads, k_heads, v[0][:, None], cos_h, sin_h,
+                rotate_values=positional.layer_rotates_values(layer), window=windows[layer],
             )[:, 0]  # (H, T, d)
             raw = attention_outputs[layer][0]  # run 0: (T, d_model), or (1 string, d_model) at the readout
             if layer == len(blocks) - 1:
@@ -272,6 +274,7 @@ def capture_trained(
                 rotated=rotated(layer, head),
                 dtype=data["dtype"],
                 recompute_error=data["recompute_error"],
+                window=windows[layer],
             )
         )
     labels = tuple(positions) if positions is not None else tuple(str(t) for t in tokens[0].tolist())

@@ -61,7 +61,8 @@ class HeadInputs:
     ``query``/``key``: pre-rotation pair vectors (T, P, 2); ``angles``: realized rotation angle
     φ_p(t) (T, P), 0 for identity pairs; ``actual``: the model's scores (T, T) as it computes them
     (rotate q and k with its own tables, dot, scale), in its own dtype, stored as float64 (entries
-    with key j ≥ query i are computed too but are masked out by the model).
+    with key j ≥ query i are computed too but are masked out by the model). ``window``: the
+    layer's sliding window w (query i sees keys i − w ≤ j < i; None: every j < i).
     """
 
     layer: int  # 0-based
@@ -77,6 +78,12 @@ class HeadInputs:
     rotated: np.ndarray  # (P,) bool: the pair's rotation is not the identity at some position
     dtype: str  # the dtype the model's scores were computed in
     recompute_error: float | None = None  # max |recomputed attention output − model's|, when captured
+    window: int | None = None  # the layer's sliding window (hybrid models); None: global attention
+
+    def visible_keys(self, query: int) -> np.ndarray:
+        """The keys query position `query` attends to: j < query, and j ≥ query − window."""
+        start = 0 if self.window is None else max(0, query - self.window)
+        return np.arange(start, query)
 
     @property
     def length(self) -> int:
@@ -101,12 +108,13 @@ class HeadPhases:
     """The decomposition of one head's scores for query rows ``queries`` against every key.
 
     Arrays are (Q, T, P) per pair or (Q, T) per (query, key); ``visible`` marks the keys the model
-    attends to (j < i). Errors are reported over visible entries only.
+    attends to (j < i, and j ≥ i − w in a layer with a sliding window w). Errors are reported over
+    visible entries only.
     """
 
     inputs: HeadInputs
     queries: np.ndarray  # (Q,) query positions
-    visible: np.ndarray  # (Q, T) bool, key < query
+    visible: np.ndarray  # (Q, T) bool, key < query (and inside the layer's window)
     magnitude: np.ndarray  # ρ = |q_p||k_p|
     content_phase: np.ndarray  # α_p(i) − β_p(j), wrapped
     position_phase: np.ndarray  # φ_p(i) − φ_p(j), wrapped
@@ -204,6 +212,8 @@ def decompose_head(inputs: HeadInputs, queries: Sequence[int] | np.ndarray | Non
     terms = magnitude * np.cos(phase)
     keys = np.arange(inputs.length)
     visible = keys[None, :] < queries[:, None]
+    if inputs.window is not None:
+        visible &= keys[None, :] >= queries[:, None] - inputs.window
     identity = ~np.asarray(inputs.rotated, dtype=bool)
     return HeadPhases(
         inputs=inputs,

@@ -118,7 +118,7 @@ def head_summary(
     lemma = check_lemma1(phases, epsilon)
     hypothesis_entries = np.argwhere(lemma.hypothesis)
     row = phases.row(query)
-    keys = np.arange(query)
+    keys = inputs.visible_keys(query)
     order = keys[np.argsort(-phases.actual[row, keys], kind="stable")]
     if top is not None:
         order = order[:top]

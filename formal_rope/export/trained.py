@@ -17,7 +17,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.config import period_pairs
 from formal_rope.training.encodings import encoding
-from formal_rope.training.positional import TRAINABLE_LAYER_ENCODINGS, assign_periods, float_turns, periodic_tables
+from formal_rope.training.positional import assign_periods, float_turns, periodic_tables
 
 _BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
 
@@ -57,12 +57,23 @@ def _network_state(model) -> dict:
                 put(f"positional.projectors.{layer}.{name}.weight", projector[index].weight)
                 put(f"positional.projectors.{layer}.{name}.bias", projector[index].bias)
     if hasattr(positional, "encodings"):  # a hybrid (`LayeredPositional`): its layers' tables under their prefix
-        for layer, name in enumerate(positional.names):
-            module = positional.encodings[positional.order.index(name)]
-            if getattr(module, "frequencies", None) is not None:
-                state[f"positional.layers.{layer}.frequencies"] = torch.from_numpy(
-                    np.array(module.frequencies[0], dtype=np.float64))
-                state[f"positional.layers.{layer}.turns"] = torch.from_numpy(np.array(module.turns[0], dtype=np.int64))
+        for layer in range(len(positional.names)):
+            module, local = positional.layer_module(layer), positional.local_layer(layer)
+            prefix = f"positional.layers.{layer}"
+            frequencies = getattr(module, "frequencies", None)
+            if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: this layer's (heads, pairs)
+                learned = frequencies.detach()[0, local].to("cpu", torch.float64)
+                state[f"{prefix}.learned_frequencies"] = learned.clone()
+                state[f"{prefix}.learned_turns"] = torch.from_numpy(
+                    np.ascontiguousarray(float_turns(learned.numpy())))
+            elif frequencies is not None:
+                state[f"{prefix}.frequencies"] = torch.from_numpy(np.array(frequencies[0], dtype=np.float64))
+                state[f"{prefix}.turns"] = torch.from_numpy(np.array(module.turns[0], dtype=np.int64))
+            if hasattr(module, "projectors"):  # jof_projected: this layer's projector
+                projector = module.projectors[local]
+                for index, name in ((0, "norm"), (1, "in"), (3, "out")):
+                    put(f"{prefix}.projector.{name}.weight", projector[index].weight)
+                    put(f"{prefix}.projector.{name}.bias", projector[index].bias)
         return state
     frequencies = getattr(positional, "frequencies", None)
     # Exact turn limbs (`training.positional.turn_phases`) go with the frequencies, so the exported
@@ -81,12 +92,6 @@ def trained_export(path) -> tuple[dict, dict]:
     """(tensors, config) of the trained checkpoint at `path`."""
     loaded = load_checkpoint(path)
     config = loaded.config
-    trainable = [name for name in dict.fromkeys(config.layer_pe or ()) if name in TRAINABLE_LAYER_ENCODINGS]
-    if trainable:
-        raise FormalRopeError(
-            f"checkpoint {str(path)!r}: a hybrid with {', '.join(trainable)} layers cannot be exported yet (the "
-            "standalone model.py computes only fixed per-layer rotations in hybrids); `formalrope run` classifies it"
-        )
     model = loaded.model
     row = encoding(config.pe)
     tensors = _network_state(model)

@@ -600,7 +600,8 @@ class LayeredPositional(PositionalEncoding):
         self.order = tuple(dict.fromkeys(names))
         self.encodings = nn.ModuleList(modules[name] for name in self.order)
 
-    def _module(self, layer: int) -> PositionalEncoding:
+    def layer_module(self, layer: int) -> PositionalEncoding:
+        """The encoding module layer `layer` uses (shared by every layer with that encoding)."""
         return self.encodings[self.order.index(self.names[layer])]
 
     def local_layer(self, layer: int) -> int:
@@ -608,13 +609,13 @@ class LayeredPositional(PositionalEncoding):
         return self.names[:layer].count(self.names[layer])
 
     def layer_rotates_values(self, layer):
-        return self._module(layer).rotate_values
+        return self.layer_module(layer).rotate_values
 
     def rotation(self, layer, length, hidden):
-        return self._module(layer).rotation(self.local_layer(layer), length, hidden)
+        return self.layer_module(layer).rotation(self.local_layer(layer), length, hidden)
 
     def token_rotation(self, layer, layout, hidden):
-        return self._module(layer).token_rotation(self.local_layer(layer), layout, hidden)
+        return self.layer_module(layer).token_rotation(self.local_layer(layer), layout, hidden)
 
     def reset_run(self, run, generator):
         for module in self.encodings:
@@ -637,9 +638,8 @@ class LayeredPositional(PositionalEncoding):
 # Encodings a hybrid's layers may use (RunConfig.layer_pe): rotations or none. Additive encodings
 # (sipe, sipe_p) act once, at the embedding, not per layer. jof_learned / jof_projected layers keep
 # their trainable per-layer state in their module, indexed by `LayeredPositional.local_layer`
-# (checkpoints hold it; `formalrope export` refuses such hybrids: `TRAINABLE_LAYER_ENCODINGS`).
+# (checkpoints hold it; `formalrope export` writes each layer's own part under its prefix).
 HYBRID_ENCODINGS = ("nope", "rope", "rope_p", "partial_rope", "jof_fixed", "jof_learned", "jof_projected")
-TRAINABLE_LAYER_ENCODINGS = ("jof_learned", "jof_projected")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ each string's <eos>. Positional encodings (config "positional"):
   rotary_projected  jof_projected: fixed phases plus content angles W2 GELU(W1 LN(x)) per head
 with "rotate_values" (JoFormer): values are rotated by R_j and the attention output by R_i^T.
 A hybrid (kind "layered") gives each layer its own entry in "layers" ({kind, rotate_values, prefix}:
-that layer's tensors are named prefix.frequencies, prefix.turns, prefix.cos_table, ...), and
+that layer's tensors are named prefix.frequencies, prefix.turns, prefix.cos_table, ...; a
+jof_learned layer's prefix.learned_frequencies (heads, pairs) and prefix.learned_turns, a
+jof_projected layer's fixed prefix.frequencies plus its projector prefix.projector.{norm,in,out}), and
 "windows" (top level; absent: every layer global) a sliding window per layer: query i then attends
 to keys j with i - w <= j < i only (null: every j < i).
 Phases theta*i mod 2*pi are exact when "phase_precision" is fp64 (from each frequency's turn limbs,
@@ -177,18 +179,23 @@ class TrainedClassifier(torch.nn.Module):
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_periodic":
             return self.periodic(length, prefix)
+        layered = self.positional["kind"] == "layered"  # a hybrid: each layer's own tensors under its prefix
         if kind == "rotary_learned":  # one table per head: (1, heads, T, pairs)
-            per_head = self.w("positional.learned_frequencies")[layer]  # (heads, pairs)
-            turns = self.turns("positional.learned_turns")
+            if layered:
+                per_head, turns = self.w(f"{prefix}.learned_frequencies"), self.turns(f"{prefix}.learned_turns")
+            else:
+                per_head = self.w("positional.learned_frequencies")[layer]  # (heads, pairs)
+                turns = self.turns("positional.learned_turns")
+                turns = None if turns is None else turns[layer]
             phases = torch.stack([
-                self.phases(frequencies, length, None if turns is None else turns[layer, head])
+                self.phases(frequencies, length, None if turns is None else turns[head])
                 for head, frequencies in enumerate(per_head)
             ])[None]
             return torch.cos(phases).to(torch.float32), torch.sin(phases).to(torch.float32)
         if kind == "rotary_projected":
-            turns = self.turns("positional.turns")
-            fixed = self.phases(self.w("positional.frequencies"), length, turns).to(torch.float32)
-            prefix = f"positional.projectors.{layer}"
+            turns = self.turns(f"{prefix}.turns")
+            fixed = self.phases(self.w(f"{prefix}.frequencies"), length, turns).to(torch.float32)
+            prefix = f"{prefix}.projector" if layered else f"positional.projectors.{layer}"
             content = self.linear(
                 F.gelu(self.linear(self.norm(hidden, f"{prefix}.norm"), f"{prefix}.in")), f"{prefix}.out"
             )
