@@ -139,7 +139,7 @@ def comparison_lines(table: str, comparisons) -> list[str]:
     if not rows:
         print("comparisons left out: the table has no rows yet", file=sys.stderr)
         return []
-    keys = [column for column in ("language", "PE", "base", "variant") if rows and column in rows[0]]
+    keys = [column for column in rows[0] if column in ("language", "PE", "base", "variant")]  # table order
 
     def find(cell):
         for row in rows:
@@ -193,14 +193,14 @@ def test_sets(runs) -> str:
 
 
 def table_markdown(results: Path, sweep: str, by, command: str) -> str:
-    from formal_rope.sweeps.grid import load_sweep_file
+    from formal_rope.sweeps.grid import load_sweep_file, variant_run_ids
     from formal_rope.sweeps.report import aggregate, label_variants, markdown_table
     from formal_rope.sweeps.results import read_results
 
     spec, _ = load_sweep_file(ROOT / "sweeps" / f"{sweep}.toml")
     runs = read_results(results).runs
     if spec.variants:
-        runs = label_variants(runs, spec.variants, spec.overrides)
+        runs = label_variants(runs, spec.variants, spec.overrides, variant_run_ids(spec))
         runs = runs[runs["variant"].notna()]
     statuses = ", ".join(f"{count} {status}" for status, count in runs["status"].value_counts().items())
     source = f"*{len(runs)} runs ({statuses}) in `{results.name}/`, `formalrope {command}`; {test_sets(runs)}*"

@@ -270,7 +270,7 @@ def _print_wide(console, table) -> None:
 def _report(out: Path, console, json_output: bool, plot: Path | None, reference=None, title: str = "",
             quiet: bool = False, by=None, scale: str | None = None, sort: str | None = None, variants=(),
             variant_baseline: dict | None = None, languages=(), level: float = 0.95, comparison=None,
-            metric: str = "n_star") -> dict:
+            metric: str = "n_star", run_variants: dict | None = None) -> dict:
     """Aggregate `out` (`sweeps.report.build_report`); print the table (or, with json_output, the
     payload as JSON) unless quiet; return the payload."""
     # function-local: rich and the report (pandas) stay off the start-up path
@@ -279,7 +279,8 @@ def _report(out: Path, console, json_output: bool, plot: Path | None, reference=
     from formal_rope.sweeps.report import build_report, failure_lines
 
     report = build_report(out, by=by, sort=sort, reference=reference, plot=plot, title=title, scale=scale,
-                          variants=variants, variant_baseline=variant_baseline, languages=languages, on_note=_note,
+                          variants=variants, variant_baseline=variant_baseline, run_variants=run_variants,
+                          languages=languages, on_note=_note,
                           level=level, comparison=comparison, metric=metric)
     payload = report.payload
     if json_output or quiet:
@@ -614,6 +615,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from formal_rope.sweeps.deviations import deviation_lines
+        from formal_rope.sweeps.grid import variant_run_ids
         from formal_rope.sweeps.plan import check_scale, plan_reproduce, reproduce_tables
         from formal_rope.sweeps.results import finished_run_ids
         from formal_rope.training.scales import SCALE_SHRINKS
@@ -668,7 +670,8 @@ def register(app: typer.Typer) -> None:
                 raise _interrupted(plan.configs, plan.out) from None
             payloads[plan.name] = _report(plan.out, console, False, plan.out / f"{plan.name}.png", plan.spec.reference,
                                           title=plan.name, quiet=json_output, scale=scale, variants=plan.spec.variants,
-                                          variant_baseline=plan.spec.overrides, languages=plan.spec.languages)
+                                          variant_baseline=plan.spec.overrides, languages=plan.spec.languages,
+                                          run_variants=variant_run_ids(plan.spec))
             for line in deviation_lines(plan.name, scale):
                 console.print(f"[yellow]deviation:[/] {line}", highlight=False, soft_wrap=True)
         if json_output:

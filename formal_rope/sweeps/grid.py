@@ -13,6 +13,8 @@ the rotated fraction outside partial_rope, ...) collapse to one run per remainin
 
 from __future__ import annotations
 
+import dataclasses
+
 import itertools
 import re
 import tomllib
@@ -153,6 +155,19 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
             seen.add(run_id)
             configs.append(config)
     return configs
+
+
+def variant_run_ids(spec: SweepSpec, resolve_periods=None) -> dict[str, str]:
+    """run id -> the name of the [[variants]] entry that first produces it in `expand_grid`, for
+    every run of the grid: a report's labels by identity, not by settings (a variant whose
+    layer_pe names one encoding in every layer, or `pe`, becomes a plain run whose columns no
+    longer show the variant's settings). Empty for a grid without variants."""
+    names: dict[str, str] = {}
+    for count in range(1, len(spec.variants) + 1):
+        prefix = dataclasses.replace(spec, variants=spec.variants[:count])
+        for config in expand_grid(prefix, resolve_periods):
+            names.setdefault(config.run_id(), spec.variants[count - 1][0])
+    return names
 
 
 def validate_grid(configs: list[RunConfig]) -> list[str]:

@@ -507,9 +507,10 @@ def _same(value, expected, name: str | None = None) -> bool:
     return value == expected
 
 
-def label_variants(runs, variants, baseline: dict | None = None):
+def label_variants(runs, variants, baseline: dict | None = None, run_variants: dict | None = None):
     """`runs` with a `variant` column naming which of a sweep file's [[variants]] ((name, settings),
-    ...) each run is: the variant whose settings, with `baseline` (the sweep's own values, e.g. its
+    ...) each run is: by its run id in `run_variants` (`grid.variant_run_ids`: run id -> variant)
+    where given, else the variant whose settings, with `baseline` (the sweep's own values, e.g. its
     scale preset; a field's RunConfig default when absent) for the fields other variants change,
     equal the run's columns exactly. A run of the folder that is no variant (left there by another
     sweep) gets None. Rows keep the file's variant order."""
@@ -522,7 +523,11 @@ def label_variants(runs, variants, baseline: dict | None = None):
     ]
     frame = runs.copy()
     labels = []
+    run_variants = run_variants or {}
     for _, row in frame.iterrows():
+        if row.get("run_id") in run_variants:
+            labels.append(run_variants[row["run_id"]])
+            continue
         labels.append(next(
             (name for name, values in expected
              if all(field in row and _same(row[field], value, field) for field, value in values.items())),
@@ -694,15 +699,15 @@ def reference_table(reference: str | None) -> dict | None:
 
 def build_report(out: str | Path, *, by=None, sort: str | None = None, reference: dict | None = None,
                  plot: str | Path | None = None, title: str = "", scale: str | None = None, variants=(),
-                 variant_baseline: dict | None = None, languages=(),
+                 variant_baseline: dict | None = None, run_variants: dict | None = None, languages=(),
                  on_note: Callable[[str], None] = lambda text: None, level: float = DEFAULT_LEVEL,
                  comparison: tuple[str, str] | None = None, metric: str = "n_star") -> Report:
     """Aggregate the results folder `out` by `by` (default language, PE, base), rows in `sort`
     order (`SORT_KEYS`; None: the grouping's, languages in `languages` order), and draw the N* plot
     to `plot` when given (titled `title` and the scale: `scale`, or what the runs' settings say).
 
-    variants (a sweep file's [[variants]], with its fixed values `variant_baseline`): each run is
-    labelled with its variant, rows are grouped by it too, and runs of no variant are left out
+    variants (a sweep file's [[variants]], with its fixed values `variant_baseline`, and
+    `run_variants`, run id -> variant, from `grid.variant_run_ids`): each run is labelled with its variant, rows are grouped by it too, and runs of no variant are left out
     (on_note says how many). The notes: the folder's own (`read_results`) and one per row whose
     runs differ in more than seeds and learning rates. level: the confidence of each row's
     intervals; comparison (FIRST, SECOND): the payload's "comparisons" (`compare_cells` on `metric`)."""
@@ -712,7 +717,7 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
     results = read_results(out)
     runs = results.runs
     if variants:  # a sweep file's [[variants]]: label each run, and group by the label too
-        runs = label_variants(runs, variants, variant_baseline)
+        runs = label_variants(runs, variants, variant_baseline, run_variants)
         strangers = runs[VARIANT_COLUMN].isna()
         if strangers.any():
             on_note(
