@@ -184,3 +184,33 @@ def test_every_known_deviation_points_to_an_existing_findings_section():
         anchor = regex.search(rf"{regex.escape(FINDINGS)}#([\w\-]+)", line)
         assert anchor and anchor.group(1) in anchors, (line, sorted(anchors))
     assert deviation_lines("table2", "paper") == []
+
+
+def test_variants_are_known_by_run_id_even_where_they_collapse_to_plain_runs():
+    """`variant_run_ids` names every run of the grid by its variant; `label_variants` uses it, so a
+    variant whose layer_pe names one encoding in every layer (a plain NoPE or RoPE_P run, whose
+    columns no longer show the variant's settings) is labelled too."""
+    from collections import Counter
+
+    import pandas as pd
+
+    from formal_rope.sweeps.grid import paper_sweep_path, variant_run_ids
+    from formal_rope.sweeps.report import label_variants
+
+    spec_, _ = load_sweep_file(paper_sweep_path("hybrids"), "quick")
+    names = variant_run_ids(spec_)
+    configs = expand_grid(spec_)
+    assert set(names) == {c.run_id() for c in configs}
+    assert Counter(names.values()) == {"NoPE (control)": 10, "RoPE_NP (control)": 20, "RoPE_P (control)": 10,
+                                       "RoPE_NP + NoPE": 20, "windowed RoPE_NP + global NoPE": 20,
+                                       "RoPE_P + NoPE": 10}
+    plain = [c for c in configs if c.pe in ("nope", "rope_p") and not c.is_hybrid()]
+    frame = pd.DataFrame([{**c.to_dict(), "run_id": c.run_id()} for c in plain])
+    by_settings = label_variants(frame, spec_.variants, spec_.overrides)
+    by_id = label_variants(frame, spec_.variants, spec_.overrides, names)
+    assert by_settings["variant"].isna().all()  # the collapsed variants' settings are not in the columns
+    assert sorted(set(by_id["variant"])) == ["NoPE (control)", "RoPE_P (control)"]
+    assert all(by_id["variant"] == [names[c.run_id()] for c in plain])
+    # A staged recipe: each stage is its own variant by id (E.6's jof_projected stages).
+    e6, _ = load_sweep_file(paper_sweep_path("e6"), "quick")
+    assert Counter(variant_run_ids(e6).values())["jof_projected stage 3 (projected)"] == 10
