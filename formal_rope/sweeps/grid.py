@@ -14,7 +14,6 @@ the rotated fraction outside partial_rope, ...) collapse to one run per remainin
 from __future__ import annotations
 
 import dataclasses
-
 import itertools
 import re
 import tomllib

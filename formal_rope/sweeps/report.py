@@ -707,7 +707,8 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
     to `plot` when given (titled `title` and the scale: `scale`, or what the runs' settings say).
 
     variants (a sweep file's [[variants]], with its fixed values `variant_baseline`, and
-    `run_variants`, run id -> variant, from `grid.variant_run_ids`): each run is labelled with its variant, rows are grouped by it too, and runs of no variant are left out
+    `run_variants`, run id -> variant, from `grid.variant_run_ids`): each run is labelled with its
+    variant, rows are grouped by it too, and runs of no variant are left out
     (on_note says how many). The notes: the folder's own (`read_results`) and one per row whose
     runs differ in more than seeds and learning rates. level: the confidence of each row's
     intervals; comparison (FIRST, SECOND): the payload's "comparisons" (`compare_cells` on `metric`)."""
