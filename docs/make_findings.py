@@ -78,7 +78,6 @@ COMPARISONS = {
     ],
     "recipes": [
         (("(abc)*", "constant lr"), ("(abc)*", "quick recipe")),
-        (("(aa)*", "constant lr, 3x steps"), ("(aa)*", "quick recipe")),
         (("(abc)*", "constant lr, 3x steps"), ("(abc)*", "quick recipe")),
         (("(abc)*", "constant lr, batch 128"), ("(abc)*", "quick recipe")),
         (("(abcd)*", "constant lr, 3x steps"), ("(abcd)*", "quick recipe")),
