@@ -99,7 +99,7 @@ def test_nstar_mode_runs_leave_the_pack_at_their_first_imperfect_length():
 
 
 def test_runs_that_cannot_share_a_pack_are_grouped_apart_never_refused():
-    grid = [_tiny("rope", seed=s) for s in range(5)] + [_tiny("rope", seed=0, d_model=32)] + [_tiny("nope")]
+    grid = [_tiny("rope", seed=s) for s in range(5)] + [_tiny("rope", seed=0, d_model=32)] + [_tiny("jof_fixed")]
     packs = group_packs(grid, 2)
     assert sorted(len(p) for p in packs) == [1, 1, 1, 2, 2]
     for members in packs:
@@ -110,12 +110,16 @@ def test_runs_that_cannot_share_a_pack_are_grouped_apart_never_refused():
     # workers are shared among the groups, not given to each of them.
     small = [_tiny(pe, language=language, seed=s) for language in ("(ab)*", "(aa)*") for pe in ("rope", "nope", "sipe")
              for s in (0, 1)]
-    assert [len(p) for p in group_packs(small, "auto", workers=2)] == [2] * 6
+    assert [len(p) for p in group_packs(small, "auto/by-pe", workers=2)] == [2] * 6
+    # Mixed packs (issue 20): the encodings of one language share a pack, one pack per language.
+    assert [{c.language for c in p} for p in group_packs(small, "auto", workers=2)] == [{"(ab)*"}, {"(aa)*"}]
     # Packs as large as keep both workers equally busy, largest first: 7 + 1 runs each.
     big = [_tiny("rope", seed=s) for s in range(14)] + [_tiny("nope", seed=s) for s in range(2)]
-    assert [len(p) for p in group_packs(big, "auto", workers=2)] == [7, 7, 1, 1]
+    assert [len(p) for p in group_packs(big, "auto/by-pe", workers=2)] == [7, 7, 1, 1]
+    assert [len(p) for p in group_packs(big, "auto", workers=2)] == [8, 8]
     four_two = [_tiny("rope", seed=s) for s in range(4)] + [_tiny("nope", seed=s) for s in range(2)]
-    assert [len(p) for p in group_packs(four_two, "auto", workers=2)] == [2, 2, 1, 1]  # not 4 + 2
+    assert [len(p) for p in group_packs(four_two, "auto/by-pe", workers=2)] == [2, 2, 1, 1]  # not 4 + 2
+    assert [len(p) for p in group_packs(four_two, "auto", workers=2)] == [3, 3]
     assert [len(p) for p in group_packs(grid, 2)] == [2, 2, 1, 1, 1]  # largest first, for the pool
     with pytest.raises(FormalRopeError, match="share d_model"):
         check_packable(grid[4:6])

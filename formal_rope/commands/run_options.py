@@ -30,7 +30,9 @@ def _markup_escaped(text: str) -> str:
 Pack = Annotated[str, typer.Option(
     "--pack", help="Runs trained together in one computation: auto (compatible runs grouped into packs sized "
     "to the workers and the memory; the default) or N (packs of at most N compatible runs; 1 trains every "
-    "run alone). docs/packing.md.")]
+    "run alone). Runs of NoPE, SiPE, SiPE_P, RoPE, RoPE_P and partial RoPE share packs; add /by-pe "
+    "(auto/by-pe, 4/by-pe) to keep each encoding in its own packs, as before mixed packs (their results "
+    "bit for bit). docs/packing.md.")]
 Backend = Annotated[str, typer.Option(
     "--backend", help=_markup_escaped(
         f"Where runs execute: {one_of(f'{name} ({row.help})' for name, row in BACKENDS.items())}."))]

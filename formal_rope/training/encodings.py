@@ -54,6 +54,9 @@ class Encoding:
     takes_rope_fraction: bool = False  # rotates a fraction of its pairs: rope_fraction applies
     additive: bool = False  # adds a sin/cos table to the embeddings (pairs span d_model, not one head)
     content_angles: bool = False  # its angles also depend on the hidden state (per-layer projector weights)
+    # Fixed tables, no value transport: its runs can share a pack with runs of other mixable encodings
+    # (`positional.MixedPositional`: zeros added, 1 + 0i rotations, both exact).
+    mixable: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -87,34 +90,34 @@ ENCODINGS: dict[str, Encoding] = {
     for encoding in (
         Encoding(
             "nope", label="NoPE", help="nothing (identity rotation)",
-            builder=f"{_POSITIONAL}:build_nope", export_kind="none", report_rank=0,
+            builder=f"{_POSITIONAL}:build_nope", export_kind="none", report_rank=0, mixable=True,
         ),
         Encoding(
             "sipe", label="SiPE_NP", help="additive sin/cos, θ_p = β^(−2p/d_model)",
             builder=f"{_POSITIONAL}:build_sipe", export_kind="additive_fixed", report_rank=3,
-            takes_base=True, additive=True,
+            takes_base=True, additive=True, mixable=True,
         ),
         Encoding(
             "sipe_p", label="SiPE_P", help="additive sin/cos looked up from periodic tables",
             builder=f"{_POSITIONAL}:build_sipe_p", export_kind="additive_periodic", report_rank=4,
-            periodic=True, additive=True,
+            periodic=True, additive=True, mixable=True,
         ),
         Encoding(
             "rope", label="RoPE_NP", help="θ_d = β^(−2(d−1)/D), D = head dim, any β (1e-12 … 1e12)",
             builder=f"{_POSITIONAL}:build_rope", export_kind="rotary_fixed", report_rank=1,
-            takes_base=True,
+            takes_base=True, mixable=True,
         ),
         Encoding(
             "rope_p", label="RoPE_P", help="R_d(i) = T_d(i mod m_d), a table of m_d rotations",
             builder=f"{_POSITIONAL}:build_rope_p", export_kind="rotary_periodic", report_rank=2,
-            periodic=True,
+            periodic=True, mixable=True,
         ),
         Encoding(
             "partial_rope", label="partial RoPE",
             help="first ⌊fraction·D/2 + ½⌋ pairs rotated (rounded half up; RoPE spacing over the rotated dims), "
             "rest unrotated",
             builder=f"{_POSITIONAL}:build_partial_rope", export_kind="rotary_fixed", report_rank=5,
-            takes_base=True, takes_rope_fraction=True,
+            takes_base=True, takes_rope_fraction=True, mixable=True,
         ),
         Encoding(
             "jof_fixed", label="JoFormer (fixed)",
@@ -223,4 +226,5 @@ POSITIONAL_ENCODINGS = tuple(ENCODINGS)
 BASE_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.takes_base)
 # In report order (rope_p before sipe_p), as messages have always named them.
 PERIODIC_ENCODINGS = tuple(row.name for row in in_report_order() if row.periodic)
+MIXABLE_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.mixable)
 ROPE_FRACTION_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.takes_rope_fraction)

@@ -3,7 +3,9 @@
 Runs share a pack when they share the architecture and the training shape: everything in their
 RunConfig except the fields in `PER_RUN_FIELDS`, which each run of a pack keeps for itself (its
 seed, learning rate and schedule, base or periods, weight decay, clipping norm, near-miss share,
-evaluation mode, the checkpoint it continues from). `group_packs` cuts a grid into such packs,
+evaluation mode, the checkpoint it continues from). Runs of different mixable encodings (NoPE,
+SiPE, SiPE_P, RoPE, RoPE_P, partial RoPE) also share packs: each keeps its own encoding
+(`positional.MixedPositional`), so `reproduce table2` trains as one pack per language. `group_packs` cuts a grid into such packs,
 never refusing a run: runs that cannot share a pack go into different packs.
 """
 
@@ -27,9 +29,24 @@ MAX_AUTO_PACK = 64  # beyond this a CPU pack gains nothing and one failure costs
 MEMORY_SHARE = 0.5  # `auto` packs use at most this share of the memory available to all workers
 
 
-def pack_signature(config: RunConfig) -> tuple:
-    """What runs of one pack must share (the values of SHARED_FIELDS)."""
-    return tuple(getattr(config, name) for name in SHARED_FIELDS)
+# Encodings whose runs share a pack with runs of another such encoding (`positional.MixedPositional`).
+MIXED = "mixable encodings"
+
+
+def _shared_value(config: RunConfig, name: str, mix: bool = True):
+    """What a pack compares of field `name`: the encoding's mixing group for `pe` (with `mix`; a
+    hybrid keeps its own encoding), else the value."""
+    if name == "pe" and mix:
+        row = ENCODINGS.get(config.pe)
+        return MIXED if row is not None and row.mixable and config.layer_pe is None else config.pe
+    return getattr(config, name)
+
+
+def pack_signature(config: RunConfig, mix: bool = True) -> tuple:
+    """What runs of one pack must share: the values of SHARED_FIELDS, except that runs of different
+    mixable encodings (`encodings.Encoding.mixable`: NoPE, SiPE, SiPE_P, RoPE, RoPE_P, partial RoPE)
+    may share a pack (unless `mix` is False)."""
+    return tuple(_shared_value(config, name, mix) for name in SHARED_FIELDS)
 
 
 def check_packable(configs) -> None:
@@ -37,7 +54,7 @@ def check_packable(configs) -> None:
     configs = list(configs)
     for config in configs[1:]:
         for name in SHARED_FIELDS:
-            if getattr(config, name) != getattr(configs[0], name):
+            if _shared_value(config, name) != _shared_value(configs[0], name):
                 raise FormalRopeError(
                     f"runs of one pack must share {name} ({getattr(configs[0], name)!r} vs {getattr(config, name)!r}); "
                     "group them with formal_rope.training.packing.group_packs"
@@ -85,17 +102,38 @@ def available_memory_bytes() -> int:
     return available or 8 * 2**30
 
 
+APART = "/by-pe"  # a --pack suffix: runs of different encodings never share a pack (the packs before mixing)
+
+
 def parse_pack(value) -> int | str:
-    """`auto` or a positive integer (what `--pack` takes)."""
+    """`auto` or a positive integer (what `--pack` takes), either optionally followed by `/by-pe`:
+    runs of different encodings then never share a pack (how packs were cut before mixed packs;
+    it reproduces results of that time bit for bit). The suffixed form is returned as text
+    (`auto/by-pe`, `4/by-pe`)."""
     if value is None or value == "auto":
         return "auto"
+    text = str(value).strip()
+    if text.endswith(APART) and not text[: -len(APART)].endswith(APART):
+        size = parse_pack(text[: -len(APART)] or "-")
+        return f"{size}{APART}"
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, got {value!r}") from None
-    if number < 1 or str(value).strip() not in (str(number), f"+{number}"):
-        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, got {value!r}")
+        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, optionally followed by {APART}, "
+                              f"got {value!r}") from None
+    if number < 1 or text not in (str(number), f"+{number}"):
+        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, optionally followed by {APART}, "
+                              f"got {value!r}")
     return number
+
+
+def split_pack(pack) -> tuple[int | str, bool]:
+    """(`auto` or the size, whether runs of different mixable encodings may share a pack) of a
+    parsed --pack value."""
+    pack = parse_pack(pack)
+    if isinstance(pack, str) and pack.endswith(APART):
+        return parse_pack(pack[: -len(APART)]), False
+    return pack, True
 
 
 def pack_cost(runs: int) -> float:
@@ -147,6 +185,8 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
     """Cut `configs` into packs (tuples of configs), keeping the grid's order within each pack;
     the largest packs come first (the order a pool of workers should take them in).
 
+    Compatible runs share the architecture and training shape (`pack_signature`), their encodings
+    may differ when each is mixable; with a pack value ending in `/by-pe` (`split_pack`) they may not.
     pack N: packs of at most N compatible runs; pack 1 trains every run alone. A fixed N whose
     estimated memory (`estimate_pack_bytes`) exceeds what is available raises FormalRopeError naming
     the need, before anything trains.
@@ -155,12 +195,12 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
     over every worker; at most MAX_AUTO_PACK runs per pack and within MEMORY_SHARE of the
     available memory.
     """
-    pack = parse_pack(pack)
+    pack, mix = split_pack(pack)
     workers = max(1, int(workers))
     memory = available_memory_bytes() if memory_bytes is None else memory_bytes
     groups: dict[tuple, list[RunConfig]] = {}
     for config in configs:
-        groups.setdefault(pack_signature(config), []).append(config)
+        groups.setdefault(pack_signature(config, mix), []).append(config)
     members_list = list(groups.values())
     if pack == "auto":
         fits = [

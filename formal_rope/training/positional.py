@@ -41,7 +41,7 @@ from torch import nn
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import describe_period_pairs, period_pairs
-from formal_rope.training.encodings import encoding
+from formal_rope.training.encodings import MIXABLE_ENCODINGS, encoding
 from formal_rope.training.packed import PackedLayerNorm, PackedLinear, select_runs_of
 
 TWO_PI = 2.0 * math.pi
@@ -635,6 +635,103 @@ class LayeredPositional(PositionalEncoding):
         return described
 
 
+class MixedPositional(PositionalEncoding):
+    """A pack whose runs use different encodings with fixed tables and no value transport
+    (`encodings.Encoding.mixable`: nope, sipe, sipe_p, rope, rope_p, partial_rope): one module per
+    encoding, built for the runs that use it, behind one pack-wide interface.
+
+    Runs without an additive table add zeros and runs without a rotation are rotated by 1 + 0i; both
+    are exact in float arithmetic (x + 0 = x; a complex product with 1 + 0i returns its pairs, and
+    so does its backward), so each run computes what it computes in a pack of its own encoding
+    (tests/test_packing_mixed.py checks this bit for bit). When no run rotates (or none adds), no
+    rotation (or table) is applied at all.
+    """
+
+    def __init__(self, names, modules: dict[str, PositionalEncoding]) -> None:
+        super().__init__(len(names))
+        self.names = tuple(names)  # each run's encoding
+        self.order = tuple(dict.fromkeys(self.names))
+        self.encodings = nn.ModuleList(modules[name] for name in self.order)
+        # run -> (its encoding's module index, its index among that module's runs)
+        self.owner = tuple(
+            (self.order.index(name), self.names[:run].count(name)) for run, name in enumerate(self.names)
+        )
+        self._cache: dict = {}
+
+    def _members(self, group: int) -> list[int]:
+        return [run for run, (owner, _) in enumerate(self.owner) if owner == group]
+
+    def _combined(self, kind: str, length: int, device, dtype, build):
+        """A pack-wide table for positions 0..length-1, grown geometrically like `_CachedTables`."""
+        key = (kind, str(device), dtype)
+        cached = self._cache.get(key)
+        if cached is None or cached[0] < length:
+            size = max(length, 2 * cached[0] if cached else 64)
+            self._cache[key] = cached = (size, build(size))
+        return None if cached[1] is None else cached[1][:, :length]
+
+    def embedding(self, length, device, dtype=None):
+        def build(size):
+            parts = [(group, module.embedding(size, device, dtype)) for group, module in enumerate(self.encodings)]
+            parts = [(group, table) for group, table in parts if table is not None]
+            if not parts:
+                return None
+            table = parts[0][1].new_zeros((self.runs, size, parts[0][1].shape[-1]))
+            for group, part in parts:
+                table[self._members(group)] = part
+            return table
+
+        return self._combined("embedding", length, device, dtype, build)
+
+    def _turns(self, length, hidden):
+        """Every run's rotations (R, T, P) as unit complex numbers, or None when no run rotates."""
+
+        def build(size):
+            parts = [(group, module.rotation(0, size, hidden)) for group, module in enumerate(self.encodings)]
+            parts = [(group, tables) for group, tables in parts if tables is not None]
+            if not parts:
+                return None
+            cos = parts[0][1][0].new_ones((self.runs, size, parts[0][1][0].shape[-1]))
+            sin = torch.zeros_like(cos)
+            for group, (part_cos, part_sin) in parts:
+                members = self._members(group)
+                cos[members], sin[members] = part_cos, part_sin
+            return torch.complex(cos, sin)
+
+        return self._combined("rotation", length, hidden.device, hidden.dtype, build)
+
+    def rotation(self, layer, length, hidden):
+        turns = self._turns(length, hidden)
+        return None if turns is None else (turns.real, turns.imag)
+
+    def token_rotation(self, layer, layout, hidden):
+        turns = self._turns(max(layout.widths, default=1), hidden)
+        return None if turns is None else turns[layout.token_run, layout.token_position]
+
+    def reset_run(self, run, generator):
+        group, local = self.owner[run]
+        self.encodings[group].reset_run(local, generator)
+
+    def select(self, indices):
+        chosen = [int(i) for i in indices]
+        groups = {self.owner[run][0] for run in chosen}
+        if len(groups) == 1:  # one encoding: that encoding's own module (what a checkpoint holds)
+            group = groups.pop()
+            return self.encodings[group].select([self.owner[run][1] for run in chosen])
+        names = [self.names[run] for run in chosen]
+        modules = {
+            self.names[run]: self.encodings[self.owner[run][0]].select(
+                [self.owner[other][1] for other in chosen if self.names[other] == self.names[run]]
+            )
+            for run in chosen
+        }
+        return MixedPositional(names, modules)
+
+    def describe(self, run=0):
+        group, local = self.owner[run]
+        return self.encodings[group].describe(local)
+
+
 # Encodings a hybrid's layers may use (RunConfig.layer_pe): rotations or none. Additive encodings
 # (sipe, sipe_p) act once, at the embedding, not per layer. jof_learned / jof_projected layers keep
 # their trainable per-layer state in their module, indexed by `LayeredPositional.local_layer`
@@ -732,6 +829,8 @@ def build_positional(specs) -> PositionalEncoding:
         raise FormalRopeError("a pack needs at least one run")
     if specs[0].layer_pe is not None:
         return _build_layered(specs)
+    if len({spec.pe for spec in specs}) > 1:
+        return _build_mixed(specs)
     n_pairs = _check_spec(specs[0])
     first = specs[0]
     for spec in specs[1:]:
@@ -748,6 +847,23 @@ def build_positional(specs) -> PositionalEncoding:
         text = describe_period_pairs(first.pe, first.d_model, first.heads)
         specs = tuple(replace(spec, periods=check_period_count(spec.periods, pairs, text)) for spec in specs)
     return row.load_builder()(specs, n_pairs)
+
+
+def _build_mixed(specs) -> MixedPositional:
+    """A pack of runs with different mixable encodings (`encodings.Encoding.mixable`): each
+    encoding's module is built from its own runs' specs, in the order the runs first name it."""
+    refused = [spec.pe for spec in specs if not encoding(spec.pe).mixable]
+    if refused:
+        raise FormalRopeError(
+            f"runs of one pack must share the encoding unless each is one of {', '.join(MIXABLE_ENCODINGS)} "
+            f"({', '.join(dict.fromkeys(refused))} transports values or trains its angles)"
+        )
+    first = specs[0]
+    if any((spec.d_model, spec.heads, spec.layers) != (first.d_model, first.heads, first.layers) for spec in specs):
+        raise FormalRopeError("runs of one pack must share d_model, heads and layers")
+    names = [spec.pe for spec in specs]
+    modules = {name: build_positional([spec for spec in specs if spec.pe == name]) for name in dict.fromkeys(names)}
+    return MixedPositional(names, modules)
 
 
 def _build_layered(specs) -> LayeredPositional:

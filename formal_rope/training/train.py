@@ -584,7 +584,8 @@ def run_pack(
     key = pack_key(configs)
     started = time.perf_counter()
     first = configs[0]
-    label = f"{first.pe} {first.language}" if runs == 1 else f"pack of {runs} {first.pe} {first.language}"
+    encodings = "+".join(dict.fromkeys(config.pe for config in configs))
+    label = f"{first.pe} {first.language}" if runs == 1 else f"pack of {runs} {encodings} {first.language}"
     reporter = _Reporter(progress, label)
     model: Classifier | None = None
     outcomes: list[tuple[str, float | None, int]] = [("failed", None, 0)] * runs
