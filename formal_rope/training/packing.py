@@ -5,8 +5,9 @@ RunConfig except the fields in `PER_RUN_FIELDS`, which each run of a pack keeps 
 seed, learning rate and schedule, base or periods, weight decay, clipping norm, near-miss share,
 evaluation mode, the checkpoint it continues from). Runs of different mixable encodings (NoPE,
 SiPE, SiPE_P, RoPE, RoPE_P, partial RoPE) also share packs: each keeps its own encoding
-(`positional.MixedPositional`), so `reproduce table2` trains as one pack per language. `group_packs` cuts a grid into such packs,
-never refusing a run: runs that cannot share a pack go into different packs.
+(`positional.MixedPositional`), so `reproduce table2` trains as one pack per language.
+`group_packs` cuts a grid into such packs, never refusing a run: runs that cannot share a pack go
+into different packs.
 """
 
 from __future__ import annotations
