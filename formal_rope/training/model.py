@@ -23,7 +23,7 @@ from torch.nn import functional as F
 
 from formal_rope.kernels import causal_attention, readout_attention, rotate_by
 from formal_rope.training.layout import TokenLayout, rectangular_layout, special_tokens
-from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear, select_runs_of
+from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear, affine, select_runs_of
 from formal_rope.training.positional import PositionalEncoding
 
 
@@ -154,11 +154,9 @@ class Block(nn.Module):
         heads = self.heads
         head_dim = d_model // heads
         weight, bias = self.qkv.weight, self.qkv.bias
-        keys_values = torch.baddbmm(bias[:, None, d_model:], normed, weight[:, d_model:].transpose(1, 2))
+        keys_values = affine(normed, weight[:, d_model:], bias[:, d_model:])
         at_readout = normed.reshape(runs * columns, d_model).index_select(0, layout.readout_rows.reshape(-1))
-        queries = torch.baddbmm(
-            bias[:, None, :d_model], at_readout.view(runs, -1, d_model), weight[:, :d_model].transpose(1, 2)
-        )
+        queries = affine(at_readout.view(runs, -1, d_model), weight[:, :d_model], bias[:, :d_model])
         q = layout.strings_to_sequences(queries).view(-1, heads, head_dim)  # (S, H, hd)
         k, v = layout.to_pooled(keys_values).view(-1, 2, heads, head_dim).split(1, dim=1)  # (N, 1, H, hd)
         k, v = k.squeeze(1), v.squeeze(1)

@@ -29,6 +29,23 @@ def _kaiming_bound(fan_in: int) -> float:
     return math.sqrt(3.0) * std
 
 
+# Up to this inner dimension the GEMM adds a bias given as its C operand after the whole product (one
+# K block), so the product plus the bias afterwards is the same float32 result (tested for every
+# shape the models use and more: tests/test_training_packed.py); beyond it (K blocked) baddbmm keeps
+# its own order of sums.
+SEPARATE_BIAS_MAX_INNER = 320
+
+
+def affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """x (R, N, in) @ weight (R, out, in)^T + bias (R, out), per run: baddbmm's value. On CPU the
+    product and the bias run as two ops where that is bit-identical (inner dims up to
+    SEPARATE_BIAS_MAX_INNER): baddbmm with a broadcast bias costs up to 3x a bare bmm at these
+    shapes, the separate addition a fraction of it (bench/speed.py)."""
+    if x.device.type == "cpu" and x.shape[-1] <= SEPARATE_BIAS_MAX_INNER:
+        return torch.bmm(x, weight.transpose(1, 2)) + bias.unsqueeze(1)
+    return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+
 class PackedLinear(nn.Module):
     """x (R, ..., in) -> (R, ..., out) with per-run weight (R, out, in) and bias (R, out)."""
 
@@ -41,8 +58,7 @@ class PackedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         runs = x.shape[0]
         flat = x.reshape(runs, -1, self.in_features)
-        out = torch.baddbmm(self.bias.unsqueeze(1), flat, self.weight.transpose(1, 2))
-        return out.view(*x.shape[:-1], self.out_features)
+        return affine(flat, self.weight, self.bias).view(*x.shape[:-1], self.out_features)
 
     @torch.no_grad()
     def reset_run(self, run: int, generator: torch.Generator) -> None:
