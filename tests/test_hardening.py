@@ -233,7 +233,14 @@ def _sweep_process(out: Path) -> subprocess.Popen:
             "--steps", "100000", "--layers", "1", "--d-model", "16", "--workers", "2", "--pack", "1",
             "--out", str(out)]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=default_sigint)
+
+
+def default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default, so that Python installs its Ctrl-C
+    handler even where this suite runs with SIGINT ignored (a background job of a non-interactive
+    shell, `nohup`), which the child would otherwise inherit and never see the interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _children(pid: int) -> list[int]:
@@ -262,9 +269,12 @@ def _wait_for_workers(process: subprocess.Popen, timeout: float = 90) -> list[in
 
 def test_ctrl_c_on_a_sweep_is_one_interrupted_line_and_exit_130(tmp_path):
     process = _sweep_process(tmp_path / "out")
-    _wait_for_workers(process)
-    os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
-    _, err = process.communicate(timeout=60)
+    try:
+        _wait_for_workers(process)
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
+        _, err = process.communicate(timeout=60)
+    finally:  # a sweep that ignored the interrupt must not train on (100,000 steps) through the rest of the suite
+        _kill_group(process)
     assert process.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert "interrupted" in err
@@ -280,6 +290,15 @@ def test_workers_end_when_the_sweep_process_is_killed(tmp_path):
         time.sleep(0.2)
     alive = [pid for pid in workers if _running(pid)]
     assert not alive, f"workers still running after their parent died: {alive}"
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the sweep's whole process group (driver and workers) if any of it is still there."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=30)
 
 
 def _running(pid: int) -> bool:

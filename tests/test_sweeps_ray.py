@@ -341,13 +341,19 @@ def test_ctrl_c_stops_the_sweep_shuts_its_ray_down_and_a_rerun_finishes_it(tmp_p
     args = tiny_sweep_args(tmp_path / "out") + ["--steps", "600", "--seeds", "1", "--backend", "ray", "--workers", "1",
                                                 "--checkpoint-every", "20", "--state-dir", str(tmp_path / "state")]
     driver = subprocess.Popen([sys.executable, "-m", "formal_rope.cli", *args], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+                              stderr=subprocess.PIPE, text=True, start_new_session=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as test_hardening's
     deadline = time.monotonic() + 180
     while not list((tmp_path / "state").glob("*.state")) and driver.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert driver.poll() is None, driver.communicate()[1]
     os.killpg(driver.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
-    _, stderr = driver.communicate(timeout=60)
+    try:
+        _, stderr = driver.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # never leave a sweep that ignored the interrupt running on
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+        raise
     assert driver.returncode != 0 and "Traceback" not in stderr, stderr
     for _ in range(100):
         if not _session_processes(driver.pid):
