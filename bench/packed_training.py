@@ -131,27 +131,34 @@ def _legacy_worker(root: str, dims: str, runs: int, first_seed: int, window: tup
     queue.put(timer.report(1))
 
 
-def measure(root: Path, dims: str, runs: int, workers: int, threads: int, seconds: float, warmup: int,
-            legacy: bool = False, compiled: bool = False, device: str = "cpu") -> dict:
-    """Run `workers` processes at once, each a pack of `runs`, timed together for `seconds` after
-    `warmup` steps each (a barrier starts every worker's window at the same moment)."""
+def timed_workers(workers: int, warmup: int, seconds: float, process_for) -> list[dict]:
+    """Start `workers` spawned processes timed together (`_Window`: `warmup` steps each, then a shared
+    barrier, then `seconds`) and return their reports. process_for(w, window, queue) -> (target,
+    args) gives worker w's function and arguments; it reports through `queue`."""
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    barrier = context.Barrier(workers)
-    window = (barrier, warmup, seconds)
-    processes = [
-        context.Process(target=_legacy_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue))
-        if legacy
-        else context.Process(
-            target=_train_worker, args=(str(root), dims, runs, 1000 * w, window, threads, compiled, queue, device)
-        )
-        for w in range(workers)
-    ]
+    window = (context.Barrier(workers), warmup, seconds)
+    processes = [context.Process(target=target, args=args)
+                 for target, args in (process_for(w, window, queue) for w in range(workers))]
     for process in processes:
         process.start()
     reports = [queue.get() for _ in processes]
     for process in processes:
         process.join()
+    return reports
+
+
+def measure(root: Path, dims: str, runs: int, workers: int, threads: int, seconds: float, warmup: int,
+            legacy: bool = False, compiled: bool = False, device: str = "cpu") -> dict:
+    """Run `workers` processes at once, each a pack of `runs`, timed together for `seconds` after
+    `warmup` steps each (a barrier starts every worker's window at the same moment)."""
+
+    def process_for(w, window, queue):
+        if legacy:
+            return _legacy_worker, (str(root), dims, runs, 1000 * w, window, threads, compiled, queue)
+        return _train_worker, (str(root), dims, runs, 1000 * w, window, threads, compiled, queue, device)
+
+    reports = timed_workers(workers, warmup, seconds, process_for)
     return {
         "run_steps_per_s": sum(r["steps"] * r["runs"] / max(r["end"] - r["go"], 1e-9) for r in reports),
         "peak_rss_per_run_mib": max(r["rss"] for r in reports) / runs / 2**20,

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import statistics
 import sys
 import time
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from packed_training import DIMS, _config, _Window, _WindowClosed  # noqa: E402  (the same dims and timer)
+from packed_training import DIMS, _config, _Window, _WindowClosed, timed_workers  # noqa: E402  (same dims, timer)
 
 BANDS = ((41, 100), (101, 200), (201, 300), (301, 400), (401, 500))
 
@@ -152,20 +151,14 @@ def _ours_worker(dims: str, runs: int, batch: int, seed: int, window: tuple, que
 def measure(kind: str, dims: str, *, runs: int = 1, workers: int = 2, batch: int | None = None,
             seconds: float = 6.0, warmup: int = 10) -> dict:
     """`workers` processes at once, timed together after `warmup` steps each: run-steps/s and ms/step."""
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    window = (context.Barrier(workers), warmup, seconds)
     batch = DIMS[dims]["batch_size"] if batch is None else batch
-    processes = [
-        context.Process(target=_plain_worker, args=(dims, batch, 1000 * w, window, queue)) if kind == "plain"
-        else context.Process(target=_ours_worker, args=(dims, runs, batch, 1000 * w, window, queue))
-        for w in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    reports = [queue.get() for _ in processes]
-    for process in processes:
-        process.join()
+
+    def process_for(w, window, queue):
+        if kind == "plain":
+            return _plain_worker, (dims, batch, 1000 * w, window, queue)
+        return _ours_worker, (dims, runs, batch, 1000 * w, window, queue)
+
+    reports = timed_workers(workers, warmup, seconds, process_for)
     per_s = [r["steps"] / max(r["end"] - r["go"], 1e-9) for r in reports]
     return {"run_steps_per_s": sum(rate * r["runs"] for rate, r in zip(per_s, reports)),
             "ms_per_step": 1000 / statistics.mean(per_s)}
