@@ -38,20 +38,22 @@ DEFAULT_START = 16  # start strings per length when no test sets are given (the 
 
 class PackScorer:
     """A trained pack as a `engine.Scorer`: each asked run's logit(accept) − logit(reject), in the
-    packed evaluator's batched passes (`training.length_generalization.pack_scores`)."""
+    packed evaluator's batched passes (`training.length_generalization.pack_scores`; `threads()`:
+    the torch threads of each pass, None: torch's setting)."""
 
-    def __init__(self, model: Classifier, device: str | torch.device = "cpu") -> None:
+    def __init__(self, model: Classifier, device: str | torch.device = "cpu", threads=None) -> None:
         self.model = model.eval()
         self.runs = model.runs
         self.n_symbols = model.n_symbols
         self.device = device
+        self.threads = threads
         self._selected: dict[tuple[int, ...], Classifier] = {tuple(range(model.runs)): self.model}
 
     def scores(self, symbols: np.ndarray, runs: Sequence[int]) -> np.ndarray:
         key = tuple(int(run) for run in runs)
         if key not in self._selected:
             self._selected[key] = self.model.select_runs(list(key)).eval()
-        return pack_scores(self._selected[key], symbols, device=self.device)[1]
+        return pack_scores(self._selected[key], symbols, device=self.device, threads=self.threads)[1]
 
 
 class CompiledScorer:
@@ -193,9 +195,11 @@ def worst_case_pack(
     last_lengths: Sequence[int | None] | None = None,
     device: str | torch.device = "cpu",
     on_length: Callable[[int, LengthSearch], None] | None = None,
+    threads=None,
 ) -> list[WorstCase]:
     """Every run of a trained pack searched in the same batched passes (what `train --eval
     worst-case` runs after the sampled evaluation): start sets are the runs' shared test sets,
-    run r is searched up to last_lengths[r] (its first sampled failure; None: every length)."""
-    return search(PackScorer(model, device), dfa, start_sets, settings=settings, last_lengths=last_lengths,
+    run r is searched up to last_lengths[r] (its first sampled failure; None: every length).
+    threads(): the torch threads of each batched pass (`PackScorer`)."""
+    return search(PackScorer(model, device, threads), dfa, start_sets, settings=settings, last_lengths=last_lengths,
                   on_length=on_length)

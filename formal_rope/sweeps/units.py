@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded, write_bytes_atomically
 from formal_rope.sweeps.backends.base import Unit
+from formal_rope.sweeps.backends.cores import CoreShare
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.init_from import is_run_id
 from formal_rope.training.packing import default_threads, group_packs, pack_key
@@ -34,15 +36,18 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
 
 def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
                            state: StateOptions | None, threads_alone: int | None = None,
-                           worst_case=None, checkpoint_paths=None, init_dir: str | None = None) -> list[RunResult]:
+                           worst_case=None, checkpoint_paths=None, init_dir: str | None = None,
+                           eval_threads=None) -> list[RunResult]:
     """Train and evaluate a pack of compatible runs in this process (the default pack runner).
     threads_alone: the threads of each run trained again alone when the pack raises (default
     `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`).
-    checkpoint_paths, init_dir: as for `run_pack` (a staged sweep's checkpoints, OUT/models)."""
+    checkpoint_paths, init_dir: as for `run_pack` (a staged sweep's checkpoints, OUT/models).
+    eval_threads: as for `run_pack` (the evaluation's threads, asked before each pass)."""
     from formal_rope.training.train import run_pack  # function-local: torch, only where a unit trains
 
     return run_pack(configs, progress=False, device=device, threads=threads, threads_alone=threads_alone,
-                    state=state, worst_case=worst_case, checkpoint_paths=checkpoint_paths, init_dir=init_dir)[0]
+                    state=state, worst_case=worst_case, checkpoint_paths=checkpoint_paths, init_dir=init_dir,
+                    eval_threads=eval_threads)[0]
 
 
 def default_runner(config: RunConfig) -> RunResult:
@@ -74,6 +79,13 @@ class UnitTask:
     # runs find their source's. Used by the default pack runner only.
     models_dir: str | None = None
     keep_models: frozenset = frozenset()
+    # A local pool's count of units in flight (`backends.cores`): the default pack runner's
+    # evaluation then takes the threads of idle workers too (same results at any thread count).
+    cores: CoreShare | None = None
+
+    def sharing_cores(self, share: CoreShare) -> "UnitTask":
+        """This task, its evaluations sharing the pool's idle cores through `share`."""
+        return replace(self, cores=share)
 
     def threads_for(self, size: int) -> int:
         """The torch threads of a unit of `size` runs."""
@@ -113,6 +125,8 @@ class UnitTask:
                 str(Path(self.models_dir) / f"{config.run_id()}.zip") if config.run_id() in self.keep_models else None
                 for config in unit
             ]
+        if self.cores is not None and str(device).startswith("cpu"):
+            extra["eval_threads"] = partial(self.cores.evaluation_threads, threads)
         return pack_runner_in_process(unit, device=device, threads=threads, threads_alone=self.threads_for(1),
                                       state=self.state, **extra)
 

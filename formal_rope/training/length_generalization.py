@@ -7,6 +7,14 @@ of a length is the same) are classified once. The uniformly random strings NNCH'
 length join that length's batch, so they cost no forward pass of their own. Batches are split into
 chunks whose attention score matrices stay under a fixed element budget, so memory is bounded at
 length 500 and beyond.
+
+Evaluation may use more torch threads than training (`threads`: asked before each batch, e.g. a
+sweep worker taking the cores of workers that have finished, `sweeps.backends.cores`): every op of
+a forward pass computes each output element in one thread in a fixed order (GEMMs split rows and
+columns across threads, never the inner sum; attention splits queries and heads; norms split rows),
+so the logits, and every verdict, are the same bits at any thread count (tested:
+tests/test_eval_threads.py). Training is different: its loss and weight gradients are full
+reductions over the batch, split into one partial sum per thread.
 """
 
 from __future__ import annotations
@@ -58,30 +66,48 @@ def chunk_size(batch: int, heads: int, tokens: int, budget: int | None = None) -
     return max(1, min(batch, budget // max(1, heads * tokens * tokens)))
 
 
+Threads = Callable[[], int]  # how many torch threads a batch of evaluation may use now
+
+
 def predict_pack(
-    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
+    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu", threads: Threads | None = None
 ) -> np.ndarray:
     """Accept/reject (bool array (R, n)) of every run of a pack for symbols (n, L) of one length.
 
-    Every run reads the same strings; duplicates are run once.
+    Every run reads the same strings; duplicates are run once. threads(): the torch threads to
+    compute with (asked once per call; None: torch's setting), restored afterwards.
     """
-    return _forward_pack(model, symbols, device=device, scores=False)[0]
+    return _forward_pack(model, symbols, device=device, scores=False, threads=threads)[0]
 
 
 def pack_scores(
-    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu"
+    model: Classifier, symbols: np.ndarray, *, device: str | torch.device = "cpu", threads: Threads | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(Decisions, bool (R, n); accept scores, float64 (R, n): logit(accept) − logit(reject)) of every
     run of a pack for symbols (n, L) of one length, in the same batched passes as `predict_pack`.
 
     A run accepts exactly where its decision is True (the logits compared as `predict_pack` compares
     them); the score says how far from the decision boundary the run is (the worst-case search,
-    `formal_rope.evaluation`, climbs it)."""
-    return _forward_pack(model, symbols, device=device, scores=True)
+    `formal_rope.evaluation`, climbs it). threads: as for `predict_pack`."""
+    return _forward_pack(model, symbols, device=device, scores=True, threads=threads)
 
 
 @torch.no_grad()
-def _forward_pack(model: Classifier, symbols: np.ndarray, *, device, scores: bool) -> tuple[np.ndarray, np.ndarray]:
+def _forward_pack(model: Classifier, symbols: np.ndarray, *, device, scores: bool,
+                  threads: Threads | None = None) -> tuple[np.ndarray, np.ndarray]:
+    if threads is None:
+        return _forward_pack_now(model, symbols, device=device, scores=scores)
+    previous, wanted = torch.get_num_threads(), max(1, int(threads()))
+    if wanted == previous:
+        return _forward_pack_now(model, symbols, device=device, scores=scores)
+    torch.set_num_threads(wanted)
+    try:
+        return _forward_pack_now(model, symbols, device=device, scores=scores)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _forward_pack_now(model: Classifier, symbols: np.ndarray, *, device, scores: bool) -> tuple[np.ndarray, np.ndarray]:
     symbols = np.asarray(symbols, dtype=np.int64)
     runs = model.runs
     if symbols.shape[0] == 0:
@@ -124,6 +150,7 @@ def evaluate_pack_sets(
     device: str | torch.device = "cpu",
     on_length: Callable[[int, LengthResult], None] | None = None,
     uniform_sets: Callable[[int], object | None] | None = None,
+    threads: Threads | None = None,
 ) -> list[Evaluation]:
     """Evaluate every run of a pack on labelled sets (.length, .symbols (n, L), .labels (n,)) in
     increasing length, all runs in the same forward passes.
@@ -133,7 +160,8 @@ def evaluate_pack_sets(
     on_length(run, result) is called for each run and length. uniform_sets(length): the uniformly
     random labelled strings NNCH's score reads at that length (None: none), classified in the same
     forward passes; they give each LengthResult its nnch_accuracy and the Evaluation NNCH's score,
-    and never N*, accuracy or the first failure.
+    and never N*, accuracy or the first failure. threads(): the torch threads of each length's
+    passes (asked per length; the results do not depend on it, see the module docstring).
     """
     for mode in modes:
         if mode not in EVAL_MODES:
@@ -156,7 +184,7 @@ def evaluate_pack_sets(
             symbols = np.asarray(labelled.symbols)
             if len(uniform_labels):
                 symbols = np.concatenate([symbols, np.asarray(uniform.symbols)])
-            predictions = predict_pack(current, symbols, device=device)
+            predictions = predict_pack(current, symbols, device=device, threads=threads)
             finished = []
             for position, run in enumerate(going):
                 wrong = np.flatnonzero(predictions[position, :n] != labels)

@@ -424,14 +424,15 @@ def train_model(
 
 
 def evaluate_pack(
-    model: Classifier, configs, data, *, report=None, device="cpu", modes=None
+    model: Classifier, configs, data, *, report=None, device="cpu", modes=None, threads=None
 ) -> list[Evaluation]:
     """Per-length accuracy, N* and NNCH's score of every run of `model` on the seeded test sets of its
     config (and NNCH's uniform strings), all runs in the same forward passes (the runs of a pack share
     their test sets: data[0]'s).
 
     `modes` overrides each config's eval_mode. A run in nstar mode stops costing compute at its
-    first imperfect length.
+    first imperfect length. threads(): the torch threads of each length's passes (None: torch's
+    setting; the results do not depend on it, `length_generalization`).
     """
     configs = list(configs)
     total = len(configs[0].tested_lengths())
@@ -455,7 +456,7 @@ def evaluate_pack(
 
     return evaluate_pack_sets(
         model, data[0].test_sets(), decode=data[0].decode, modes=modes, device=device, on_length=on_length,
-        uniform_sets=data[0].nnch_set,
+        uniform_sets=data[0].nnch_set, threads=threads,
     )
 
 
@@ -481,12 +482,13 @@ def first_failing_length(evaluation: Evaluation) -> int | None:
 
 
 def search_pack(
-    model: Classifier, configs, data, dfa, evaluations, *, settings: SearchSettings, report=None, device="cpu"
+    model: Classifier, configs, data, dfa, evaluations, *, settings: SearchSettings, report=None, device="cpu",
+    threads=None,
 ) -> list[WorstCase]:
     """The worst-case search (`formal_rope.evaluation`) of every run of an evaluated pack, run by
     run so that a run's search depends on its own weights only: it starts from the run's sampled
     test sets and stops at its first sampled failure (its N* cannot be beaten there), or earlier at
-    the first failure it finds."""
+    the first failure it finds. threads: as for `evaluate_pack`."""
     configs = list(configs)
     total = len(configs[0].tested_lengths())
     searches = []
@@ -507,7 +509,7 @@ def search_pack(
         single = model if model.runs == 1 else model.select_runs([run])
         searches.append(worst_case_pack(
             model=single, dfa=dfa, start_sets=data[run].test_sets(), settings=settings,
-            last_lengths=[first_failing_length(evaluation)], device=device, on_length=on_length,
+            last_lengths=[first_failing_length(evaluation)], device=device, on_length=on_length, threads=threads,
         )[0])
     return searches
 
@@ -537,6 +539,7 @@ def run_pack(
     on_step: Callable[[int, list[float]], None] | None = None,
     worst_case: SearchSettings | None = None,
     init_dir: str | Path | None = None,
+    eval_threads: Callable[[], int] | None = None,
 ) -> tuple[list[RunResult], Classifier | None]:
     """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
 
@@ -558,6 +561,10 @@ def run_pack(
     init_dir: the folder a run id in a run's `init_from` is looked up in (ID.zip; a path needs none):
     such a run starts from that checkpoint's weights (`training.init_from`; an `InitFromError`,
     exit 2, when they do not fit, raised like a bad saved state rather than recorded).
+    eval_threads(): the torch threads of the evaluation's (and the search's) passes, asked before
+    each (None: `threads`). Evaluation gives the same bits at any thread count
+    (`length_generalization`), so a sweep worker uses the cores of workers that have finished
+    (`sweeps.backends.cores`); training keeps `threads`, part of its numbers.
     """
     configs = list(configs)
     if not configs:
@@ -609,7 +616,8 @@ def run_pack(
             for run, evaluation in zip(
                 ok,
                 evaluate_pack(
-                    evaluated, [configs[r] for r in ok], [data[r] for r in ok], report=reporter.update, device=device
+                    evaluated, [configs[r] for r in ok], [data[r] for r in ok], report=reporter.update, device=device,
+                    threads=eval_threads,
                 ),
             ):
                 evaluations[run] = evaluation
@@ -618,6 +626,7 @@ def run_pack(
                 for run, found in zip(ok, search_pack(
                     evaluated, [configs[r] for r in ok], [data[r] for r in ok], ingredients.dfa,
                     [evaluations[r] for r in ok], settings=worst_case, report=reporter.update, device=device,
+                    threads=eval_threads,
                 )):
                     searches[run] = found
     except (TrainingStateError, InitFromError):
@@ -638,7 +647,7 @@ def run_pack(
         alone = threads if threads_alone is None else threads_alone
         return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone,
                           dfa=ingredients.dfa, state=state, on_step=on_step, worst_case=worst_case,
-                          init_dir=init_dir), None
+                          init_dir=init_dir, eval_threads=eval_threads), None
     results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
                             error=error)
     if worst_case is not None:
@@ -713,7 +722,7 @@ def with_worst_case(result: RunResult, found: WorstCase | None) -> RunResult:
 
 
 def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step,
-               worst_case=None, init_dir=None) -> list[RunResult]:
+               worst_case=None, init_dir=None, eval_threads=None) -> list[RunResult]:
     """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
     outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
     own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
@@ -726,7 +735,8 @@ def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, stat
             def step(index, losses, run=run):
                 on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
         (result,), _ = run_pack([config], progress=progress, checkpoint_paths=[path], device=device, threads=threads,
-                                dfa=dfa, state=state, on_step=step, worst_case=worst_case, init_dir=init_dir)
+                                dfa=dfa, state=state, on_step=step, worst_case=worst_case, init_dir=init_dir,
+                                eval_threads=eval_threads)
         results.append(result)
     if state is not None and not state.keep:
         open_state_store(state.uri).delete(key)

@@ -69,6 +69,9 @@ class UnitRunner(Protocol):
     def failed(self, unit: Unit, error: BaseException | str) -> list:
         """The results of a unit that could not run (its worker died for good): each run failed."""
 
+    # Optional: `sharing_cores(share)` -> the same task, its evaluations taking the cores of idle
+    # workers (`backends.cores.CoreShare`); the local pool calls it where the task has it.
+
 
 class Backend(Protocol):
     """Runs units of work somewhere and reports back to the driver (local processes, Ray)."""

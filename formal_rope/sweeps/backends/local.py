@@ -9,6 +9,7 @@ from formal_rope import limits
 from formal_rope.errors import FormalRopeError
 from formal_rope.processes import become_worker, stop_children
 from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
+from formal_rope.sweeps.backends.cores import BusyUnits
 
 
 class LocalOptions(BackendOptions):
@@ -62,6 +63,12 @@ class LocalBackend:
         attempts = {id(unit): 0 for unit in units}
         queue = list(units)
         workers = min(self.workers, len(units))  # never more processes than units of work
+        # The workers' evaluations take the cores of workers left idle (backends.cores); a task
+        # that cannot share them (a custom UnitRunner without `sharing_cores`) runs as given.
+        busy = BusyUnits(self.workers)
+        sharing = getattr(task, "sharing_cores", None)
+        if sharing is not None:
+            task = sharing(busy.share)
 
         def new_pool():
             # Each worker dies with this process and leaves Ctrl-C to it (formal_rope.processes).
@@ -79,6 +86,7 @@ class LocalBackend:
                     unit = queue.pop(0)
                     on_unit("start" if attempts[id(unit)] == 0 else "retry", unit)
                     futures[future] = unit
+                busy.set(len(futures))
                 broken = not futures
                 if futures:
                     finished, _ = wait(list(futures), return_when=FIRST_COMPLETED)
@@ -97,6 +105,7 @@ class LocalBackend:
                         except Exception as error:  # e.g. a result that cannot be pickled back
                             results = task.failed(unit, error)
                         on_unit("done", unit, results)
+                    busy.set(len(futures))  # before a new unit starts: the others may widen for a batch
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
                     pool = new_pool()
@@ -108,4 +117,5 @@ class LocalBackend:
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # no-op after a normal end
+            busy.close()
         return None
