@@ -21,7 +21,9 @@ ours / plain is printed for quick dims (2 layers, d_model 32, 4 heads, batch 64)
                the plain baseline.
   eval bands   ms per test length of a pack of 6 runs (Table 2's: NoPE, RoPE_P, SiPE_P x 2 seeds) on
                18 strings per length (16 test strings and 2 of NNCH's), per length band of 41..500,
-               and the whole 41..500 range estimated from the bands.
+               and the whole 41..500 range estimated from the bands; at 1 thread (a worker's own) and
+               at 2 (a worker that has the core of a finished one, `sweeps.backends.cores`; the
+               logits are checked to be the same bits).
 
     python bench/speed.py [--seconds 6] [--repeats 1] [--packs quick=6,paper=4] [--json]
 """
@@ -189,20 +191,30 @@ def eval_bands(repeats: int = 3) -> dict:
                for pe in ("nope", "rope_p", "sipe_p") for s in (0, 1)]
     ingredients = pack_ingredients(configs)
     model = build_pack(configs, len(ingredients.alphabet), ingredients.periods)
-    rng = np.random.default_rng(0)
-    bands = {}
-    for low, high in BANDS:
-        times = []
-        for length in (low, (low + high) // 2, high):
-            symbols = rng.integers(0, 2, size=(18, length))
-            predict_pack(model, symbols)  # the tables for this length, once
-            started = time.perf_counter()
-            for _ in range(repeats):
-                predict_pack(model, symbols)
-            times.append((time.perf_counter() - started) / repeats * 1000)
-        bands[f"{low}-{high}"] = statistics.mean(times)
-    total = sum(bands[f"{low}-{high}"] * (high - low + 1) for low, high in BANDS) / 1000
-    return {"ms_per_length": bands, "estimated_41_500_s": total, "runs": len(configs), "strings_per_length": 18}
+    report = {"runs": len(configs), "strings_per_length": 18}
+    decisions = {}
+    for threads in (1, 2):
+        rng = np.random.default_rng(0)
+        bands = {}
+        for low, high in BANDS:
+            times = []
+            for length in (low, (low + high) // 2, high):
+                symbols = rng.integers(0, 2, size=(18, length))
+                predict_pack(model, symbols, threads=lambda: threads)  # the tables for this length, once
+                started = time.perf_counter()
+                for _ in range(repeats):
+                    decided = predict_pack(model, symbols, threads=lambda: threads)
+                times.append((time.perf_counter() - started) / repeats * 1000)
+                decisions.setdefault(length, []).append(decided)
+            bands[f"{low}-{high}"] = statistics.mean(times)
+        total = sum(bands[f"{low}-{high}"] * (high - low + 1) for low, high in BANDS) / 1000
+        suffix = "" if threads == 1 else f"_{threads}_threads"
+        report[f"ms_per_length{suffix}"] = bands
+        report[f"estimated_41_500_s{suffix}"] = total
+    if any(not np.array_equal(first, second) for first, second in decisions.values()):
+        raise SystemExit("evaluation decided differently at 1 and 2 threads")
+    report["two_threads_speedup"] = report["estimated_41_500_s"] / report["estimated_41_500_s_2_threads"]
+    return report
 
 
 def main() -> None:
@@ -246,9 +258,14 @@ def main() -> None:
               f"{row['batch_64_ms']:6.2f} ms -> fixed {row['fixed_ms']:5.2f} ms/step")
     if "eval" in report:
         bands = report["eval"]["ms_per_length"]
-        print("evaluation, pack of 6, 18 strings per length, ms per length: "
-              + ", ".join(f"{band} {value:.0f}" for band, value in bands.items())
-              + f"; 41..500 about {report['eval']['estimated_41_500_s']:.0f} s")
+        evaluation = report["eval"]
+        for suffix, label in (("", "1 thread"), ("_2_threads", "2 threads")):
+            bands = evaluation[f"ms_per_length{suffix}"]
+            print(f"evaluation, pack of 6, 18 strings per length, {label:>9}, ms per length: "
+                  + ", ".join(f"{band} {value:.0f}" for band, value in bands.items())
+                  + f"; 41..500 about {evaluation[f'estimated_41_500_s{suffix}']:.0f} s")
+        print(f"evaluation with an idle worker's core (2 threads, same decisions): "
+              f"{evaluation['two_threads_speedup']:.2f}x faster")
 
 
 if __name__ == "__main__":

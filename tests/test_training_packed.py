@@ -1,6 +1,7 @@
 """`packed.affine`: the per-run product plus bias as two ops on CPU is baddbmm's value bit for bit
-(forward and gradients) at every inner dimension it is used for, and a pack trains to the same
-weights either way."""
+(forward and gradients) at every inner dimension it is used for (those this CPU's GEMM sums in one
+block: `packed.separate_bias_is_exact`, probed on other shapes than these), and a pack trains to the
+same weights either way."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_affine_is_baddbmm_bit_for_bit(inner):
         grad = torch.randn(runs, rows, out, generator=generator)
         fast = packed.affine(x, weight, bias)
         reference = _baddbmm(x, weight, bias)
-        assert torch.equal(fast, reference), (runs, rows, inner, out)
+        assert torch.equal(fast, reference), (runs, rows, inner, out, packed.separate_bias_is_exact(inner))
         for a, b in zip(torch.autograd.grad(fast, (x, weight, bias), grad),
                         torch.autograd.grad(reference, (x, weight, bias), grad)):
             assert torch.equal(a, b), (runs, rows, inner, out)
@@ -51,3 +52,21 @@ def test_a_pack_trains_to_the_same_weights_with_baddbmm(monkeypatch):
     reference_outcomes, reference_weights = trained()
     assert fast_outcomes == reference_outcomes
     assert all(torch.equal(fast_weights[name], reference_weights[name]) for name in reference_weights)
+
+
+def test_the_separate_bias_is_refused_where_this_gemm_blocks_its_inner_sum(monkeypatch):
+    # A GEMM whose bias lands before the last K block: the probe sees it and affine keeps baddbmm.
+    real_bmm = torch.bmm
+
+    def blocked_bmm(a, b):
+        return real_bmm(a, b) * (1 + 2**-20)  # what a differently ordered inner sum looks like: other bits
+
+    packed._separate_bias_is_exact.cache_clear()
+    monkeypatch.setattr(torch, "bmm", blocked_bmm)
+    try:
+        assert not packed.separate_bias_is_exact(64)
+        x, weight, bias = torch.randn(2, 5, 64), torch.randn(2, 3, 64), torch.randn(2, 3)
+        assert torch.equal(packed.affine(x, weight, bias), _baddbmm(x, weight, bias))
+    finally:
+        packed._separate_bias_is_exact.cache_clear()
+    assert not packed.separate_bias_is_exact(packed.SEPARATE_BIAS_MAX_INNER + 1)

@@ -14,6 +14,7 @@ the pack it trains in.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 
 import torch
@@ -29,20 +30,45 @@ def _kaiming_bound(fan_in: int) -> float:
     return math.sqrt(3.0) * std
 
 
-# Up to this inner dimension the GEMM adds a bias given as its C operand after the whole product (one
-# K block), so the product plus the bias afterwards is the same float32 result (tested for every
-# shape the models use and more: tests/test_training_packed.py); beyond it (K blocked) baddbmm keeps
-# its own order of sums.
+# The GEMM adds a bias given as its C operand after the whole product while the inner sum fits one
+# of its K blocks, so there the product plus the bias afterwards is the same float32 result. The
+# block size is the CPU kernel's: every inner dimension up to 320 on the AVX-512 Xeon this was
+# measured on, up to 192 on an AMD EPYC (tests/test_training_packed.py). So the separate addition is
+# used only for inner dimensions this machine's GEMM is checked to sum in one block
+# (`separate_bias_is_exact`), never beyond SEPARATE_BIAS_MAX_INNER.
 SEPARATE_BIAS_MAX_INNER = 320
+_PROBE_SHAPES = ((3, 37, 32), (2, 1000, 96), (4, 300, 256), (1, 2000, 192))  # (runs, rows, out)
+
+
+@functools.lru_cache(maxsize=None)
+def _separate_bias_is_exact(inner: int, threads: int) -> bool:
+    generator = torch.Generator().manual_seed(inner)
+    with torch.no_grad():
+        for runs, rows, out in _PROBE_SHAPES:
+            x = torch.randn(runs, rows, inner, generator=generator)
+            weight = torch.randn(runs, out, inner, generator=generator).transpose(1, 2)
+            bias = torch.randn(runs, 1, out, generator=generator)
+            if not torch.equal(torch.bmm(x, weight).add_(bias), torch.baddbmm(bias, x, weight)):
+                return False
+    return True
+
+
+def separate_bias_is_exact(inner: int) -> bool:
+    """Whether this CPU's bmm followed by the bias gives baddbmm's float32 values at inner dimension
+    `inner` (checked once per inner dimension and thread count on a few shapes; False beyond
+    SEPARATE_BIAS_MAX_INNER)."""
+    return 0 < inner <= SEPARATE_BIAS_MAX_INNER and _separate_bias_is_exact(int(inner), torch.get_num_threads())
 
 
 def affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """x (R, N, in) @ weight (R, out, in)^T + bias (R, out), per run: baddbmm's value. On CPU the
-    product and the bias run as two ops where that is bit-identical (inner dims up to
-    SEPARATE_BIAS_MAX_INNER): baddbmm with a broadcast bias costs up to 3x a bare bmm at these
-    shapes, the separate addition a fraction of it (bench/speed.py)."""
-    if x.device.type == "cpu" and x.shape[-1] <= SEPARATE_BIAS_MAX_INNER:
-        return torch.bmm(x, weight.transpose(1, 2)) + bias.unsqueeze(1)
+    product and the bias run as two ops where that is bit-identical (`separate_bias_is_exact`):
+    baddbmm with a broadcast bias costs up to 3x a bare bmm at these shapes, the separate addition
+    a fraction of it (bench/speed.py). The bias is added in place: bmm's backward reads its inputs,
+    not its output, and a fresh (R, N, out) buffer per projection costs up to 13% of the product's
+    forward and backward at paper dims."""
+    if x.device.type == "cpu" and separate_bias_is_exact(x.shape[-1]):
+        return torch.bmm(x, weight.transpose(1, 2)).add_(bias.unsqueeze(1))
     return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
