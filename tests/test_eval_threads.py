@@ -5,13 +5,15 @@ worker when another has finished."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import numpy as np
 import pytest
 import torch
 
-from formal_rope.sweeps.backends import LocalBackend, LocalOptions
+from formal_rope.sweeps.backends import LocalBackend, LocalOptions, local
 from formal_rope.sweeps.backends.cores import BusyUnits, CoreShare
 from formal_rope.sweeps.units import UnitTask
 from formal_rope.training.config import RunConfig
@@ -127,7 +129,9 @@ class WaitingTask:
         return [repr(error)]
 
 
-def test_the_local_pool_tells_a_worker_when_the_others_are_done():
+def test_the_local_pool_tells_a_worker_when_the_others_are_done(monkeypatch):
+    # This runner never touches torch, so its workers may widen whatever torch did in this process.
+    monkeypatch.setattr(local, "forked_workers_may_widen", lambda: True)
     done = {}
     backend = LocalBackend(LocalOptions(workers=2))
     backend.open(lambda text: None)
@@ -141,3 +145,23 @@ def test_a_unit_task_shares_cores_with_its_default_pack_runner_only():
     share = CoreShare(path="/nonexistent", workers=2)
     task = UnitTask().sharing_cores(share)
     assert task.cores == share and UnitTask().cores is None
+
+
+PROBE = """
+import time, torch
+from formal_rope.sweeps.backends.cores import forked_workers_may_widen
+fresh = forked_workers_may_widen()
+torch.set_num_threads(1); torch.ones(1 << 20).add(1.0)
+single = forked_workers_may_widen()
+torch.set_num_threads(2); torch.ones(1 << 20).add(1.0); torch.set_num_threads(1)
+started = time.monotonic(); threaded = forked_workers_may_widen(timeout=1.0); waited = time.monotonic() - started
+started = time.monotonic(); again = forked_workers_may_widen(timeout=1.0); asked = time.monotonic() - started
+print(fresh, single, threaded, again, waited >= 1.0, asked < 0.5)
+"""
+
+
+def test_workers_widen_only_when_a_forked_child_can_compute_on_two_threads():
+    # GNU OpenMP hangs in a forked child of a process that already computed on several threads.
+    output = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    assert output.returncode == 0, output.stderr
+    assert output.stdout.split() == ["True", "True", "False", "False", "True", "True"]

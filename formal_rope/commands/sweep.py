@@ -578,7 +578,7 @@ def register(app: typer.Typer) -> None:
         ),
         scale: str = typer.Option(
             "quick", "--scale",
-            help="quick (table2: about 3 min with 2 workers on a 2-core CPU), medium (the paper's model and "
+            help="quick (table2: about 2 min with 2 workers on a 2-core CPU), medium (the paper's model and "
             "negatives, 2,000 steps: table2 in about 70 min) or paper (the paper's full settings; GPU-scale).",
         ),
         out: Optional[Path] = typer.Option(

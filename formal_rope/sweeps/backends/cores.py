@@ -13,16 +13,59 @@ Training keeps its T threads: its loss and gradient reductions, and so its numbe
 The driver writes the count of units in flight to a small file (`BusyUnits`); a worker reads it
 before each batch of evaluation (`CoreShare.evaluation_threads`). A stale read costs one batch at
 the old thread count, never a different result.
+
+Workers are forked from the driver, and GNU OpenMP (torch's CPU threads) is not fork-safe: a child
+of a process that has already run torch ops on several threads hangs in its first parallel region
+on more than one thread. The command line's driver never has (it leaves torch to the workers),
+but a Python caller's process may, so `forked_workers_may_widen` forks a probe first: a child
+that computes on two threads and exits. Only when it finishes do workers widen.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import struct
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 _COUNT = struct.Struct("<i")
+PROBE_TIMEOUT_S = 2.0  # a forked child computes on two threads in milliseconds, or never
+_PROBE_FAILED: set = set()  # this process's pid once a probe hung: its threads stay, so it is asked once
+
+
+def forked_workers_may_widen(timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether a child forked from this process can run torch on more than one thread: True when
+    torch is not loaded here (the workers load it afresh), else a forked probe that computes on two
+    threads has to exit within `timeout` seconds (it is killed otherwise; a process whose probe
+    hung is not probed again: its threads never go away). False where fork is not available."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return True
+    if not hasattr(os, "fork") or os.getpid() in _PROBE_FAILED:
+        return False
+    child = os.fork()
+    if child == 0:  # the probe: only os._exit leaves it, so nothing of the parent's runs twice
+        try:
+            torch.set_num_threads(2)
+            # Above torch's grain size, so the fill runs on two threads (made here: a tensor made by
+            # the parent would start the parent's own threads).
+            torch.ones(1 << 20)
+            os._exit(0)
+        finally:
+            os._exit(1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        finished, status = os.waitpid(child, os.WNOHANG)
+        if finished:
+            return os.waitstatus_to_exitcode(status) == 0
+        time.sleep(0.002)
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    _PROBE_FAILED.add(os.getpid())
+    return False
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from formal_rope import limits
 from formal_rope.errors import FormalRopeError
 from formal_rope.processes import become_worker, stop_children
 from formal_rope.sweeps.backends.base import WORKER_DIED, BackendOptions, Capacity, Unit, UnitRunner, WorkerDied
-from formal_rope.sweeps.backends.cores import BusyUnits
+from formal_rope.sweeps.backends.cores import BusyUnits, forked_workers_may_widen
 
 
 class LocalOptions(BackendOptions):
@@ -64,23 +64,25 @@ class LocalBackend:
         queue = list(units)
         workers = min(self.workers, len(units))  # never more processes than units of work
         # The workers' evaluations take the cores of workers left idle (backends.cores); a task
-        # that cannot share them (a custom UnitRunner without `sharing_cores`) runs as given.
+        # that cannot share them (a custom UnitRunner without `sharing_cores`) runs as given, and so
+        # does every task where forked workers could not run torch on several threads.
+        # Asked again for every pool: its workers are forked from this process as it is then.
         busy = BusyUnits(self.workers)
         sharing = getattr(task, "sharing_cores", None)
-        if sharing is not None:
-            task = sharing(busy.share)
 
         def new_pool():
             # Each worker dies with this process and leaves Ctrl-C to it (formal_rope.processes).
-            return ProcessPoolExecutor(max_workers=workers, initializer=become_worker, initargs=(os.getpid(),))
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=become_worker, initargs=(os.getpid(),))
+            widen = sharing is not None and forked_workers_may_widen()
+            return pool, (sharing(busy.share) if widen else task)
 
-        pool = new_pool()
+        pool, pool_task = new_pool()
         futures: dict = {}
         try:
             while queue or futures:
                 while queue and len(futures) < workers:
                     try:
-                        future = pool.submit(task, queue[0])
+                        future = pool.submit(pool_task, queue[0])
                     except BrokenProcessPool:
                         break  # the units in flight report the breakage below
                     unit = queue.pop(0)
@@ -108,7 +110,7 @@ class LocalBackend:
                     busy.set(len(futures))  # before a new unit starts: the others may widen for a batch
                 if broken:
                     pool.shutdown(wait=False, cancel_futures=True)
-                    pool = new_pool()
+                    pool, pool_task = new_pool()
             pool.shutdown(wait=True)
         except KeyboardInterrupt:
             for future in futures:
