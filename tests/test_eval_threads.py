@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +166,30 @@ def test_workers_widen_only_when_a_forked_child_can_compute_on_two_threads():
     output = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
     assert output.returncode == 0, output.stderr
     assert output.stdout.split() == ["True", "True", "False", "False", "True", "True"]
+
+
+DIRTY_SWEEP = """
+import sys, torch
+sys.path.insert(0, {tests!r})
+from formal_rope.sweeps.results import load_results
+from formal_rope.sweeps.runner import run_sweep
+from test_sweeps_ray import tiny_grid
+if {dirty}:
+    torch.set_num_threads(2); torch.ones(1 << 20).add(1.0)  # this process's torch has used two threads
+summary = run_sweep(tiny_grid(), {out!r}, workers=2, cpus_per_run=2)
+runs = load_results({out!r})[0].sort_values("run_id")
+print(summary.statuses, list(runs.n_star), list(runs.accuracy))
+"""
+
+
+def test_units_on_several_threads_get_fresh_workers_when_forked_ones_would_hang(tmp_path):
+    # Forked from a process whose torch already used two threads, a worker training on two threads
+    # would hang in GNU OpenMP; such units get spawned workers and end as from a clean process.
+    tests = str(Path(__file__).resolve().parent)
+    outputs = []
+    for dirty in (False, True):
+        script = DIRTY_SWEEP.format(tests=tests, dirty=dirty, out=str(tmp_path / f"dirty-{dirty}"))
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs.append(done.stdout.strip().splitlines()[-1])
+    assert outputs[0] == outputs[1] and outputs[0].startswith("{'ok': 4}")

@@ -87,6 +87,13 @@ class UnitTask:
         """This task, its evaluations sharing the pool's idle cores through `share`."""
         return replace(self, cores=share)
 
+    def computes_on_threads(self, units) -> bool:
+        """Whether this task runs torch on more than one thread for some of `units` (its default pack
+        runner with more than one thread per unit): a worker forked from a process whose torch has
+        already used several threads would hang there (`backends.cores`)."""
+        return self.runner is None and self.pack_runner is None and any(
+            self.threads_for(len(unit)) > 1 for unit in units)
+
     def threads_for(self, size: int) -> int:
         """The torch threads of a unit of `size` runs."""
         return self.threads or default_threads(size, self.workers)

@@ -18,7 +18,10 @@ Workers are forked from the driver, and GNU OpenMP (torch's CPU threads) is not 
 of a process that has already run torch ops on several threads hangs in its first parallel region
 on more than one thread. The command line's driver never has (it leaves torch to the workers),
 but a Python caller's process may, so `forked_workers_may_widen` forks a probe first: a child
-that computes on two threads and exits. Only when it finishes do workers widen.
+that computes on two threads and exits. Only when it finishes do forked workers widen. Where it
+hangs, the local pool gives units that train on several threads (`--cpus-per-run`, or packs on a
+machine with more cores than workers) spawned workers, fresh interpreters whose torch starts
+clean (that hang was there before idle cores were shared: tests/test_eval_threads.py).
 """
 
 from __future__ import annotations

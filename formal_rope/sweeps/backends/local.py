@@ -57,6 +57,7 @@ class LocalBackend:
     def _run_in_pool(self, units: Sequence[Unit], task: UnitRunner, on_unit: Callable[..., None]) -> None:
         # function-local: the pool (multiprocessing, logging) loads only for a pool of workers; the
         # command line reads this module (LocalOptions) at start-up.
+        import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
@@ -66,14 +67,22 @@ class LocalBackend:
         # The workers' evaluations take the cores of workers left idle (backends.cores); a task
         # that cannot share them (a custom UnitRunner without `sharing_cores`) runs as given, and so
         # does every task where forked workers could not run torch on several threads.
-        # Asked again for every pool: its workers are forked from this process as it is then.
+        # Asked again for every pool: its workers are forked from this process as it is then. Where
+        # forked workers could not compute on several threads (this process's torch already has),
+        # units that train on several threads get fresh (spawned) workers instead, and the others
+        # keep their own threads.
         busy = BusyUnits(self.workers)
         sharing = getattr(task, "sharing_cores", None)
+        threaded = getattr(task, "computes_on_threads", None)
+        needs_threads = threaded is not None and threaded(queue)
 
         def new_pool():
             # Each worker dies with this process and leaves Ctrl-C to it (formal_rope.processes).
-            pool = ProcessPoolExecutor(max_workers=workers, initializer=become_worker, initargs=(os.getpid(),))
-            widen = sharing is not None and forked_workers_may_widen()
+            forkable = forked_workers_may_widen()
+            context = None if forkable or not needs_threads else multiprocessing.get_context("spawn")
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=become_worker, initargs=(os.getpid(),),
+                                       mp_context=context)
+            widen = sharing is not None and (forkable or context is not None)
             return pool, (sharing(busy.share) if widen else task)
 
         pool, pool_task = new_pool()
