@@ -48,7 +48,8 @@ VERDICTS = (EXPRESSIBLE, BOUNDED, NOT_EXPRESSIBLE, NO_PREDICTION)
 # The Parquet / report columns a prediction fills (`Prediction.columns`).
 PREDICTION_COLUMNS = ("predicted", "predicted_by", "predicted_reason")
 
-# Short citations. "core paper" is papers/001 ("Disentangling the Expressivity of RoPE").
+# Short citations. "core paper" is "Disentangling the Expressivity of RoPE"; "paper 000" is JoFormer's
+# "Journey Operators for Structured Multi-Axis Composition".
 LI_COTTERELL = "Li & Cotterell 2025 (arXiv 2505.23623), as restated in core paper §2.2: SMAT (NoPE) = LTL[P]"
 THM_3_1 = "core paper Thm 3.1: SMAT[RoPE_P] = LTL[P,MOD]"
 THM_3_2 = "core paper Thm 3.2: SMAT[SiPE_P] = LTL[P,MOD]"
