@@ -32,7 +32,7 @@ from formal_rope.theory import (
     predict,
     predict_run,
 )
-from formal_rope.theory.locality import is_locally_testable, ltl_p_y_of
+from formal_rope.theory.locality import is_locally_testable, ltl_p_y_of, maps_commute
 from formal_rope.theory.predictions import ENCODING_KINDS
 from formal_rope.training.config import RunConfig
 from formal_rope.training.encodings import ENCODINGS
@@ -357,3 +357,22 @@ def _k_profile_consistent(dfa: DFA, k: int, max_length: int) -> bool:
             if seen.setdefault(profile, accepted) != accepted:
                 return False
     return True
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 64))
+def test_maps_commute_in_chunks_is_the_pairwise_check(seed, budget):
+    rng = np.random.default_rng(seed)
+    n_states = int(rng.integers(1, 5))
+    if rng.random() < 0.5:
+        # Powers of one map commute with each other.
+        base = rng.integers(0, n_states, size=n_states)
+        maps, current = [], np.arange(n_states)
+        for _ in range(int(rng.integers(1, 6))):
+            current = base[current]
+            maps.append(current)
+        maps = np.array(maps)
+    else:
+        maps = rng.integers(0, n_states, size=(int(rng.integers(1, 6)), n_states))
+    brute = all(np.array_equal(u[t], t[u]) for t in maps for u in maps)
+    assert maps_commute(maps, budget=budget) is brute

@@ -41,12 +41,25 @@ def is_locally_testable(dfa: DFA, max_monoid_size: int = DEFAULT_MAX_MONOID_SIZE
         twice = np.take_along_axis(local, local, axis=1)
         if not np.array_equal(twice, local):
             return False  # some ese is not idempotent
-        # t·u and u·t for every pair: u[t[q]] vs t[u[q]].
-        shape = (len(local), len(local), local.shape[1])
-        # then[i, j, q] = local[j][local[i][q]]: element i applied first, then element j.
-        then = np.take_along_axis(np.broadcast_to(local[None, :, :], shape),
-                                  np.broadcast_to(local[:, None, :], shape), axis=2)
-        if not np.array_equal(then, np.transpose(then, (1, 0, 2))):
+        if not maps_commute(local):
+            return False
+    return True
+
+
+def maps_commute(maps: np.ndarray, budget: int = 1 << 22) -> bool:
+    """Whether the state maps (m, n) commute pairwise (t then u = u then t), in row chunks of at most
+    `budget` entries, so that a large non-LT semigroup cannot ask for m² · n memory at once."""
+    count, n_states = maps.shape
+    chunk = max(1, budget // max(1, count * n_states))
+    for start in range(0, count, chunk):
+        rows = maps[start:start + chunk]
+        shape = (len(rows), count, n_states)
+        # rows_then[i, j, q] = maps[j][rows[i][q]]: row i applied first, then map j; then_rows the reverse.
+        rows_then = np.take_along_axis(np.broadcast_to(maps[None, :, :], shape),
+                                       np.broadcast_to(rows[:, None, :], shape), axis=2)
+        then_rows = np.take_along_axis(np.broadcast_to(rows[:, None, :], shape),
+                                       np.broadcast_to(maps[None, :, :], shape), axis=2)
+        if not np.array_equal(rows_then, then_rows):
             return False
     return True
 
