@@ -35,7 +35,7 @@ from formal_rope.lang.analysis import symbols_of
 from formal_rope.lang.ast import And, Atom, Formula, Mod, Not, Or, Past, Yesterday
 from formal_rope.lang.printer import format_ltl
 from formal_rope.lang.source import resolve_language
-from formal_rope.sampling.counts import dfa_graph, log_counts
+from formal_rope.sampling.counts import labelled_graph, log_counts
 
 FAMILIES = ("ltl_p", "ltl_p_mod", "ltl_p_y", "counting")
 # RunConfig's default training and test lengths (train 0..40, test 41..500): a generated language must
@@ -72,9 +72,9 @@ def both_classes_nonempty(dfa: DFA, lengths: tuple[int, int]) -> np.ndarray:
     some other is rejected (exact: log-space path counts are -inf exactly when a count is zero)."""
     low, high = lengths
     span = np.arange(low, high + 1)
-    accepted = log_counts(dfa_graph(dfa, True), high).nonempty(span)
-    rejected = log_counts(dfa_graph(dfa, False), high).nonempty(span)
-    return accepted & rejected
+    # One pass over the disjoint union of the accepting copy (start) and the rejecting copy (n + start).
+    counts = log_counts(labelled_graph(dfa), high)
+    return counts.nonempty(span, dfa.start) & counts.nonempty(span, dfa.n_states + dfa.start)
 
 
 def balanced_fraction(dfa: DFA, lengths: tuple[int, int] = TEST_LENGTHS) -> float:

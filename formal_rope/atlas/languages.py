@@ -51,7 +51,7 @@ LOGIC_CLASSES = ("LTL[P]", "LTL[P,MOD] \\ LTL[P]", "star-free \\ LTL[P]", "not s
 ATLAS_PERIODS = (2, 3, 4, 5)
 DEFAULT_SPEC = (
     "mlregtest:per_cell=1"
-    "+generated:family=ltl_p_mod,period=2/3/4/5,count=3"
+    f"+generated:family=ltl_p_mod,period={'/'.join(map(str, ATLAS_PERIODS))},count=3"
     "+generated:family=ltl_p_y,count=5"
     "+generated:family=ltl_p,count=5"
     "+generated:family=counting,count=3"
