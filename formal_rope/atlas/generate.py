@@ -45,6 +45,10 @@ TEST_LENGTHS = (41, 500)
 # Periodic languages (MOD at the readout: "the length is r mod k") have one class empty at k-1 of
 # every k lengths; 1/5 keeps every period up to 5 while dropping languages that are almost one class.
 MIN_BALANCED_FRACTION = 0.2
+# Draws without a kept language after which the depth grows by one (at most MAX_EXTRA_DEPTH times): a
+# depth-3 grammar over {a, b} holds only some 45 distinct LTL[P,MOD] languages of period 2.
+STALL_DRAWS = 2_000
+MAX_EXTRA_DEPTH = 2
 
 
 @dataclass(frozen=True)
@@ -153,10 +157,10 @@ def _counting_candidates(rng: random.Random, alphabets: tuple[tuple[str, ...], .
         yield "re:" + counting_regex(rng.choice(alphabet), alphabet, modulus, rng.randrange(modulus)), modulus
 
 
-def _formula_candidates(rng: random.Random, family: str, alphabets, depth: int, period: int | None):
+def _formula_candidates(rng: random.Random, family: str, alphabets, depth: list[int], period: int | None):
     while True:
         alphabet = rng.choice(alphabets)
-        formula = random_formula(rng, family, alphabet, depth, period)
+        formula = random_formula(rng, family, alphabet, depth[0], period)
         # A formula that never mentions some symbol would resolve over a smaller alphabet (or need
         # --alphabet when it negates): not the language drawn, so it is not a candidate.
         yield ("ltl:" + format_ltl(formula) if symbols_of(formula) == alphabet else None), period
@@ -172,11 +176,13 @@ def generate_family(
     alphabets: tuple[tuple[str, ...], ...] = (("a", "b"), ("a", "b", "c")),
     min_states: int = 3,
     min_balanced_fraction: float = MIN_BALANCED_FRACTION,
-    max_draws: int = 20_000,
+    max_draws: int = 100_000,
     known: set | None = None,
 ) -> tuple[GeneratedLanguage, ...]:
     """`count` languages of `family`, drawn with `random.Random(seed)` and filtered as the module says.
 
+    depth: the formulas' nesting bound; after STALL_DRAWS draws without a new language it grows by one,
+    at most MAX_EXTRA_DEPTH times, so large counts can be met (the default set never needs it).
     period: the intended least period k for ltl_p_mod (2..5 in the atlas); ignored elsewhere.
     min_states: the least size of the minimal complete DFA (drops near-trivial draws such as "contains a").
     known: canonical DFA keys (`dfa_key`) already taken; the kept languages' keys are added to it, so
@@ -190,19 +196,27 @@ def generate_family(
         period = None
     alphabets = tuple(tuple(sorted(alphabet)) for alphabet in alphabets)
     rng = random.Random(f"{family}:{period}:{seed}")
+    current_depth = [depth]
     known = set() if known is None else known
     candidates = (
         _counting_candidates(rng, alphabets) if family == "counting"
-        else _formula_candidates(rng, family, alphabets, depth, period)
+        else _formula_candidates(rng, family, alphabets, current_depth, period)
     )
     kept: list[GeneratedLanguage] = []
     seen_texts: set[str] = set()
+    since_kept = 0
     for _, (text, intended) in zip(range(max_draws), candidates):
+        since_kept += 1
+        if since_kept > STALL_DRAWS and current_depth[0] < depth + MAX_EXTRA_DEPTH:
+            # The formulas of this depth are (nearly) exhausted: few new texts, fewer new languages.
+            current_depth[0] += 1
+            since_kept = 0
         if text is None or text in seen_texts:
             continue
         seen_texts.add(text)
         language = _accepted(family, text, intended, period, alphabets, min_states, min_balanced_fraction, known)
         if language is not None:
+            since_kept = 0
             kept.append(language)
             known.add(dfa_key(language.dfa))
             if len(kept) == count:
