@@ -284,3 +284,11 @@ def test_the_classify_command_reads_each_entry_text_as_the_set_does(default_set,
         assert (data["ltl_p"], data["ltl_p_mod"], data["star_free"], data["mod_k"], data["states"]) == (
             entry.ltl_p, entry.ltl_p_mod, entry.star_free, entry.mod_k, entry.states), entry.id
         assert data["witness"] == entry.witness
+
+
+def test_depth_grows_when_a_family_runs_out_of_formulas():
+    # Depth 1 over {a, b} has too few LTL[P] languages of 3+ states for 3 of them.
+    with pytest.raises(FormalRopeError, match="only .* of 3 ltl_p languages"):
+        generate_family("ltl_p", 3, 0, depth=1, alphabets=(("a", "b"),), max_draws=400, max_extra_depth=0)
+    grown = generate_family("ltl_p", 3, 0, depth=1, alphabets=(("a", "b"),), max_draws=400, stall_draws=50)
+    assert len(grown) == 3 and all(language.classification.ltl_p for language in grown)

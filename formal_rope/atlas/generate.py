@@ -5,8 +5,9 @@ Families (`FAMILIES`):
   ltl_p       LTL[P] formulas (atoms, ¬, ∧, ∨, P) whose language is in LTL[P]
   ltl_p_mod   LTL[P,MOD] formulas with MOD_k^r for one period k whose language is in LTL[P,MOD] but not
               LTL[P], with least block length (the decider's `mod_k`) exactly k
-  ltl_p_y     LTL[P,Y] formulas (P, Y, Y^2) whose language is not in LTL[P] (local, star-free tests of
-              the last few symbols: nothing NoPE can express, nothing a period helps with)
+  ltl_p_y     LTL[P,Y] formulas (P, Y, Y^2) whose language is not in LTL[P]: star-free, outside
+              LTL[P,MOD] (what neither NoPE nor a period expresses, by the theory); not necessarily
+              locally testable, since P may wrap Y
   counting    "the number of x is r mod p": regular, not star-free, not LTL[P,MOD] (the control no
               positional encoding of the theory expresses)
 
@@ -39,7 +40,8 @@ from formal_rope.sampling.counts import labelled_graph, log_counts
 
 FAMILIES = ("ltl_p", "ltl_p_mod", "ltl_p_y", "counting")
 # RunConfig's default training and test lengths (train 0..40, test 41..500): a generated language must
-# have strings of both classes at enough of these lengths to train on and to measure N* at.
+# have strings of both classes at enough of these lengths to train on and to measure N* at. Length 0
+# holds one string, never both classes, so the training range counted here starts at 1.
 TRAIN_LENGTHS = (1, 40)
 TEST_LENGTHS = (41, 500)
 # Periodic languages (MOD at the readout: "the length is r mod k") have one class empty at k-1 of
@@ -178,11 +180,13 @@ def generate_family(
     min_balanced_fraction: float = MIN_BALANCED_FRACTION,
     max_draws: int = 100_000,
     known: set | None = None,
+    stall_draws: int = STALL_DRAWS,
+    max_extra_depth: int = MAX_EXTRA_DEPTH,
 ) -> tuple[GeneratedLanguage, ...]:
     """`count` languages of `family`, drawn with `random.Random(seed)` and filtered as the module says.
 
-    depth: the formulas' nesting bound; after STALL_DRAWS draws without a new language it grows by one,
-    at most MAX_EXTRA_DEPTH times, so large counts can be met (the default set never needs it).
+    depth: the formulas' nesting bound; after `stall_draws` draws without a new language it grows by one,
+    at most `max_extra_depth` times, so large counts can be met (the default set never needs it).
     period: the intended least period k for ltl_p_mod (2..5 in the atlas); ignored elsewhere.
     min_states: the least size of the minimal complete DFA (drops near-trivial draws such as "contains a").
     known: canonical DFA keys (`dfa_key`) already taken; the kept languages' keys are added to it, so
@@ -207,7 +211,7 @@ def generate_family(
     since_kept = 0
     for _, (text, intended) in zip(range(max_draws), candidates):
         since_kept += 1
-        if since_kept > STALL_DRAWS and current_depth[0] < depth + MAX_EXTRA_DEPTH:
+        if since_kept > stall_draws and current_depth[0] < depth + max_extra_depth:
             # The formulas of this depth are (nearly) exhausted: few new texts, fewer new languages.
             current_depth[0] += 1
             since_kept = 0
