@@ -109,7 +109,8 @@ def random_formula(rng: random.Random, family: str, alphabet: tuple[str, ...], d
 
     Inner nodes are ¬, ∧, ∨ and P, plus Y and Y^2 for ltl_p_y; leaves are atoms, plus MOD_period^r for
     ltl_p_mod. Atoms appear only under a temporal operator: at the readout position no symbol is
-    present, so a bare atom there is just false. ∧ and ∨ never join two equal operands, and ¬¬φ is φ."""
+    present, so a bare atom there is just false. ∧ and ∨ never join two equal operands, ¬¬φ is φ,
+    and two different symbols are joined by ∨ (never both at one position)."""
     if family not in ("ltl_p", "ltl_p_mod", "ltl_p_y"):
         raise FormalRopeError(f"family {family!r} has no formula grammar (formula families: ltl_p, ltl_p_mod, ltl_p_y)")
     temporal = ["past"] + (["yesterday", "yesterday2"] if family == "ltl_p_y" else [])
@@ -136,6 +137,8 @@ def random_formula(rng: random.Random, family: str, alphabet: tuple[str, ...], d
             left, right = grow(budget - 1, inside), grow(budget - 1, inside)
             if left == right:
                 return left
+            if operator == "and" and isinstance(left, Atom) and isinstance(right, Atom):
+                return Or(left, right)  # two symbols at one position: the conjunction would just be false
             return (And if operator == "and" else Or)(left, right)
         return apply(operator, grow(budget - 1, True))
 
