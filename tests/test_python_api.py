@@ -30,6 +30,7 @@ SUBPACKAGES = (
     "evaluation",
     "kernels",
     "export",
+    "atlas",
 )
 
 # Each CLI command -> the public names (sub-package:name) that do its work. The commands in
@@ -145,6 +146,7 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
         "    import formal_rope.lang, formal_rope.automata, formal_rope.classes, formal_rope.sampling\n"
         "    import formal_rope.precision, formal_rope.certify, formal_rope.model, formal_rope.compiler\n"
         "    import formal_rope.training, formal_rope.sweeps, formal_rope.export, formal_rope.theory\n"
+        "    import formal_rope.atlas\n"
         "    from formal_rope.training import RunConfig, scale_overrides\n"
     )
 

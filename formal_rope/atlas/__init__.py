@@ -1,0 +1,54 @@
+"""Atlas stage: the theory's verdicts beside training over many languages.
+
+`languages` builds named, reproducible language sets (MLRegTest, generated families, the registry,
+user lists) with the class decider's verdicts; `generate` draws random languages of a chosen logic
+class (LTL[P], LTL[P,MOD] \\ LTL[P] of a given period, LTL[P,Y] \\ LTL[P], a counting control).
+"""
+
+from formal_rope.atlas.generate import (
+    FAMILIES,
+    GeneratedLanguage,
+    balanced_fraction,
+    both_classes_nonempty,
+    counting_regex,
+    dfa_key,
+    generate_family,
+    in_family_class,
+    random_formula,
+)
+from formal_rope.atlas.languages import (
+    DEFAULT_SPEC,
+    LOGIC_CLASSES,
+    LanguageEntry,
+    LanguageSet,
+    MLRegTestFile,
+    build_language_set,
+    entry_dfa,
+    logic_class,
+    mlregtest_files,
+    read_language_list,
+    stratified_sample,
+)
+
+__all__ = [
+    "DEFAULT_SPEC",
+    "FAMILIES",
+    "LOGIC_CLASSES",
+    "GeneratedLanguage",
+    "LanguageEntry",
+    "LanguageSet",
+    "MLRegTestFile",
+    "balanced_fraction",
+    "both_classes_nonempty",
+    "build_language_set",
+    "counting_regex",
+    "dfa_key",
+    "entry_dfa",
+    "generate_family",
+    "in_family_class",
+    "logic_class",
+    "mlregtest_files",
+    "random_formula",
+    "read_language_list",
+    "stratified_sample",
+]
