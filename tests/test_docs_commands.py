@@ -46,7 +46,8 @@ SKIPPED = {
 }
 
 # Options added to a subcommand's line, or whose value replaces the line's own: 2 training steps, two
-# test lengths, few test strings, no NNCH samples, a small search budget. (None: a flag.)
+# test lengths, few test strings, no NNCH samples, a small search budget (None: a flag). `--scale
+# paper` becomes `--scale quick` (the paper's model is GPU-sized).
 _TRAINING = {"--steps": "2", "--test-lengths": "41..42", "--n-per-length": "2", "--nnch-samples": "0"}
 TINY: dict[str, dict[str, str | None]] = {
     "train": {**_TRAINING, "--quiet": None},
@@ -139,8 +140,7 @@ def tiny(argv: list[str]) -> list[str]:
     if len(argv) < 2 or argv[1] not in TINY:
         return argv
     options = TINY[argv[1]]
-    argv = ["--scale" if a == "--scale" else ("quick" if a == "paper" and argv[i - 1] == "--scale" else a)
-            for i, a in enumerate(argv)]
+    argv = [argv[0], *("quick" if a == "paper" and before == "--scale" else a for before, a in zip(argv, argv[1:]))]
     if argv[1] == "attack" and "--lengths" in argv:
         at = argv.index("--lengths") + 1
         argv[at] = ATTACK_LENGTHS.get(argv[at], argv[at])
@@ -166,7 +166,8 @@ def test_the_tiny_rewrite():
         "formalrope", "train", "--lang", "(ab)*", "--scale", "quick", "--steps", "2", "--test-lengths", "41..42",
         "--n-per-length", "2", "--nnch-samples", "0", "--quiet"]
     assert "--n-per-length" not in tiny(["formalrope", "train", "--data", "ab", "--n-per-length", "3"])
-    assert tiny(["formalrope", "attack", "y.zip", "--lengths", "1..2000"])[3:] == ["--lengths", "1..50", "--budget", "4"]
+    attack = tiny(["formalrope", "attack", "y.zip", "--lengths", "1..2000"])
+    assert attack[3:] == ["--lengths", "1..50", "--budget", "4"]
     assert tiny(["formalrope", "run", "m.zip", "--steps"]) == ["formalrope", "run", "m.zip", "--steps"]
 
 
