@@ -445,3 +445,47 @@ def test_compile_formula_accepts_formula_text():
     assert compile_formula("ltl:Y(a)", "ab", certify_mode="ideal").certified_length is not None
     with pytest.raises(ExpressionError, match="not in the alphabet"):
         compile_formula("P(c)", "ab")
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("eval_mode", "worst-case", r"run_training\(config, worst_case=evaluation.SearchSettings"),
+    ("eval_mode", "nstar,worst-case", "worst_case="),
+    ("attention", "flash", "expected auto, triton or torch"),
+    ("lr_schedule", "linear", "expected constant or cosine"),
+    ("phase_precision", "fp16", "expected fp64 or fp32"),
+    ("pe", "alibi", "unknown positional encoding 'alibi'"),
+])
+def test_a_config_value_no_run_can_use_is_refused_when_built(field, value, message):
+    # Issue 35: RunConfig(eval_mode="worst-case") was accepted, and run_training then said "unknown eval mode".
+    from formal_rope.training import RunConfig
+
+    with pytest.raises(FormalRopeError, match=message):
+        RunConfig("(ab)*", **{"pe": "rope", field: value})
+    with pytest.raises(FormalRopeError, match="layer_pe: unknown positional encoding 'zz'"):
+        RunConfig("(ab)*", layers=2, layer_pe=("rope", "zz"))
+
+
+def test_the_worst_case_search_of_a_trained_run_is_run_training_s_argument():
+    """What docs/python_api.md's attack row says works in Python: n_star_worst beside n_star."""
+    from formal_rope.evaluation import SearchSettings
+    from formal_rope.training import RunConfig, run_training
+
+    config = RunConfig("(ab)*", pe="rope", steps=2, layers=1, d_model=8, heads=1, batch_size=4,
+                       test_min_length=41, test_max_length=43, n_per_length=2, nnch_samples=0)
+    result, _ = run_training(config, progress=False, worst_case=SearchSettings(budget=4))
+    assert result.n_star_worst is not None and result.n_star_worst <= result.n_star
+
+
+def test_model_language_of_a_compiled_model_speaks_python():
+    # Issue 35: model_language(compile_formula(...)) said "a hand-built model: give one with --lang".
+    from dataclasses import replace
+
+    from formal_rope.compiler import compile_formula
+    from formal_rope.evaluation import model_language, worst_case
+
+    compiled = compile_formula("P(a) & MOD_2^0", "ab")
+    assert model_language(compiled) == model_language(compiled.ir) == "ltl:P(a) & MOD_2^0"
+    assert worst_case(model=compiled, lengths=[1, 2, 3], budget=4, seed=0).n_star_worst == 3
+    with pytest.raises(FormalRopeError, match=r"model_dfa\(model, language\)") as raised:
+        model_language(replace(compiled.ir, metadata={}))
+    assert "hand-built" not in str(raised.value)

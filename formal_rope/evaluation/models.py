@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from formal_rope.automata import language_dfa
+from formal_rope.compiler.compiling import CompiledModel
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import DEFAULT_BUDGET, LengthSearch, SearchSettings, WorstCase, search
 from formal_rope.lang.source import resolve_language
@@ -72,8 +73,14 @@ class CompiledScorer:
         return readout_scores(self.model, symbols, fmt=self.fmt, mode=self.mode)[None, :]
 
 
+def _runnable(model):
+    """A compiler's result (`compile_formula`) stands for its `ir`; every other model as given."""
+    return model.ir if isinstance(model, CompiledModel) else model
+
+
 def model_alphabet(model) -> tuple[str, ...]:
     """The symbols a model reads, in its token order."""
+    model = _runnable(model)
     if isinstance(model, (TrainedClassifier, CompiledRunnable, TransformerIR)):
         return tuple(model.alphabet)
     raise FormalRopeError(f"no alphabet known for a {type(model).__name__}; pass the DFA over its symbols")
@@ -81,12 +88,18 @@ def model_alphabet(model) -> tuple[str, ...]:
 
 def model_language(model) -> str:
     """The language a model was trained on (its config) or compiled from (`ltl:` + its formula)."""
+    model = _runnable(model)
     if isinstance(model, TrainedClassifier):
         return model.config.language
     ir = model.model if isinstance(model, CompiledRunnable) else model
+    if not isinstance(ir, (TransformerIR, Classifier)):
+        raise FormalRopeError(f"no language known for a {type(model).__name__}: expected a trained checkpoint "
+                              "(load_checkpoint), a compiled model (compile_formula, load_runnable) or a TransformerIR")
     formula = ir.metadata.get("formula") if isinstance(ir, TransformerIR) else None
     if not formula:
-        raise FormalRopeError("the model records no language (a hand-built model): give one with --lang")
+        what = "a bare Classifier" if isinstance(ir, Classifier) else "a TransformerIR without the compiler's formula"
+        raise FormalRopeError(f"the model records no language ({what}): pass the language yourself, "
+                              "model_dfa(model, language) or worst_case(..., dfa=...) (on the command line: --lang)")
     return f"ltl:{formula}"
 
 
@@ -96,13 +109,15 @@ def model_dfa(model, language: str | None = None):
     text = model_language(model) if language is None else language
     if is_data_language(text):
         raise FormalRopeError(f"the model was trained on data files without a language ({text}): its labels have no "
-                              "DFA to search with; give the language with --lang")
+                              "DFA to search with; pass the language, model_dfa(model, language) (on the command "
+                              "line: --lang)")
     return language_dfa(resolve_language(text, model_alphabet(model)))
 
 
 def scorer_for(model, *, fmt: str | None = None, mode: str | None = None, device: str | torch.device = "cpu"):
     """The `engine.Scorer` of a single model: trained (checkpoint, single-run Classifier) or
-    compiled (CompiledRunnable, TransformerIR; `fmt` and `mode` default to the model's own)."""
+    compiled (CompiledRunnable, TransformerIR, CompiledModel; `fmt` and `mode` default to the model's own)."""
+    model = _runnable(model)
     if isinstance(model, TrainedClassifier):
         model = model.model
     if isinstance(model, Classifier):

@@ -46,7 +46,7 @@ def compiled_export(model: TransformerIR, dtype: FloatFormat | str | None = None
     native = native_row(fmt)
     if native is None:
         raise FormalRopeError(
-            f"{fmt.name} has no torch dtype; export with --dtype fp32, "
+            f"{fmt.name} has no torch dtype; export with dtype (--dtype / dtype=) fp32, "
             "fp64, bf16 or fp16 (the exported module computes natively in that dtype)"
         )
     torch_dtype = native.torch_dtype()

@@ -139,7 +139,8 @@ def att_alphabet(path: str | Path, required: bool = True) -> tuple[str, ...]:
                 f"{path}:{number}: expected 'src dst in [out [weight]]' or a final state, got {line!r}"
             )
     if not labels and required:
-        raise FormalRopeError(f"{path} has no transitions, so its alphabet is unknown; pass --alphabet")
+        raise FormalRopeError(f"{path} has no transitions, so its alphabet is unknown; "
+                              "pass the alphabet (--alphabet / alphabet=)")
     return tuple(sorted(labels))
 
 

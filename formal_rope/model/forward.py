@@ -42,7 +42,7 @@ def native_torch_dtype(fmt: FloatFormat):
     row = native_row(fmt)
     if row is None:
         raise FormalRopeError(
-            f"format {fmt.name} has no native torch dtype; use --mode emulated (native supports "
+            f"format {fmt.name} has no native torch dtype; use mode emulated (--mode / mode=; native supports "
             f"{', '.join(native_format_names())})"
         )
     return row.torch_dtype()
@@ -78,7 +78,7 @@ def check_parameters_fit(model: TransformerIR, fmt: FloatFormat) -> None:
         if np.isfinite(magnitude) and np.isinf(rounder(np.asarray([magnitude]))[0]):
             compiled_for = model.metadata.get("format")
             if compiled_for and compiled_for != fmt.name:
-                hint = f"; the model was compiled for {compiled_for}, compile it again with --format {fmt.name}"
+                hint = f"; the model was compiled for {compiled_for}, compile it again in {fmt.name} (--format / fmt=)"
             else:  # compiled for this very format: the construction itself needs a wider one
                 hint = (f"; the construction needs values up to {magnitude:g}, which {fmt.name} cannot hold: use a "
                         "format with a wider exponent range")

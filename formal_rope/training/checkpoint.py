@@ -40,7 +40,8 @@ CLASSIFY_FORMATS = ("fp32", "bf16", "fp16")  # native formats a trained (fp32) m
 
 def _unwritable(path: Path, error: OSError) -> FormalRopeError:
     return FormalRopeError(
-        f"cannot write the checkpoint {str(path)!r}: {error.strerror or error}; choose another --out or use --no-save"
+        f"cannot write the checkpoint {str(path)!r}: {error.strerror or error}; choose another path "
+        "(--out / checkpoint_path=) or write none (--no-save / checkpoint_path=None)"
     )
 
 

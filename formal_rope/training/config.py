@@ -147,6 +147,7 @@ class RunConfig:
             if (value is None or not self.applies(spec.name)) and spec.name != "language":
                 value = spec.default
             object.__setattr__(self, spec.name, coerce_field(spec.name, value))
+        check_choices(self)
         if self.alphabet is not None and _is_own_alphabet(self.language, self.alphabet):
             # `-a ab` on (ab)* trains exactly what no -a trains: one config, one run id.
             object.__setattr__(self, "alphabet", None)
@@ -279,6 +280,40 @@ ID_NEUTRAL: dict = {
     "data": None, "data_hash": None, "test_near_miss_fraction": 0.5, "layer_pe": None, "window": None,
     "init_from": None,
 }
+
+# The values of the fields that name one of a few choices. They are checked when a RunConfig is
+# built (`check_choices`), so a value no run can use is refused there, not by `run_training` later.
+FIELD_CHOICES: dict[str, tuple[str, ...]] = {
+    "phase_precision": ("fp64", "fp32"),
+    "attention": ("auto", "triton", "torch"),
+    "eval_mode": ("full", "nstar"),
+    "lr_schedule": ("constant", "cosine"),
+}
+_CHOICE_WORDS = {"phase_precision": "phase precision", "attention": "attention implementation",
+                 "eval_mode": "eval mode", "lr_schedule": "lr schedule"}
+
+
+def check_choices(config: RunConfig) -> None:
+    """FormalRopeError when `pe` or a field of FIELD_CHOICES holds a value no run can use (the
+    worst-case search is no eval_mode: `run_training(config, worst_case=SearchSettings(...))`)."""
+    if config.layer_pe is None:
+        encoding(config.pe)
+    else:
+        for name in dict.fromkeys(config.layer_pe):
+            if name not in POSITIONAL_ENCODINGS:
+                raise FormalRopeError(f"layer_pe: unknown positional encoding {name!r}; expected one of "
+                                      f"{', '.join(POSITIONAL_ENCODINGS)}")
+    for name, choices in FIELD_CHOICES.items():
+        value = getattr(config, name)
+        if value in choices:
+            continue
+        hint = ""
+        if name == "eval_mode" and "worst" in value:
+            hint = ("; the worst-case search is not an eval mode in Python: pass "
+                    "run_training(config, worst_case=evaluation.SearchSettings(...)) (the CLI's --eval worst-case)")
+        raise FormalRopeError(f"unknown {_CHOICE_WORDS[name]} {value!r}; expected "
+                              f"{', '.join(choices[:-1])} or {choices[-1]}{hint}")
+
 
 # A layer of a per-layer `window` tuple that attends globally (no sliding window).
 GLOBAL_WINDOW = -1

@@ -25,7 +25,7 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None) -> li
         ) else "every period is 1"
         notes.append(
             f"{config.pe} on {config.language!r}: {how}, and a period-1 {config.pe} rotates nothing, "
-            "so this run is NoPE; give --periods k to train a periodic encoding anyway"
+            "so this run is NoPE; give periods k (--periods / periods=) to train a periodic encoding anyway"
         )
     # (A run on data files has no near-miss share: RunConfig resets it, and train/sweep say so.)
     if config.train_near_miss_fraction > 0 and dfa is not None and not has_training_near_misses(config, dfa):
@@ -98,7 +98,8 @@ def run_warnings(config: RunConfig) -> list[str]:
                 f"phase_precision fp32 at base {config.base:g}: the float32 phases theta*i are off by up to "
                 f"{bound:.3g} rad by position {longest} (bound: float32 rounding of theta times i plus half an "
                 f"ulp of the product; the warning threshold is {positional.FP32_PHASE_WARNING_RAD:g} rad), so "
-                "the run's rotations are not RoPE's; use --phase-precision fp64 (exact phases) unless that is "
+                "the run's rotations are not RoPE's; use phase precision fp64 (--phase-precision / phase_precision=; "
+                "exact phases) unless that is "
                 "what is being measured"
             )
     windows = config.layer_windows() if isinstance(config.layers, int) and config.layers > 0 else ()

@@ -31,13 +31,11 @@ from formal_rope.training.config import (
 )
 from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings import ENCODINGS, encoding
-from formal_rope.training.length_generalization import EVAL_MODES
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.packing import check_packable
 from formal_rope.training.positional import (
     HYBRID_ENCODINGS,
-    PHASE_PRECISIONS,
     PositionalSpec,
     build_positional,
     check_partial_pairs,
@@ -45,10 +43,6 @@ from formal_rope.training.positional import (
     validate_periods,
 )
 from formal_rope.training.workload import check_workload
-
-ATTENTION_IMPLS = ("auto", "triton", "torch")
-LR_SCHEDULES = ("constant", "cosine")
-
 
 # ----------------------------------------------------------------------------------------------
 # Validation and the config's symbolic parts
@@ -58,17 +52,9 @@ def validate_config(config: RunConfig) -> None:
     """Raise FormalRopeError for any option a run cannot use, and for a run that cannot finish or fit
     (`formal_rope.training.workload.check_workload`)."""
     validate_hybrid(config)
-    encoding(config.pe)  # an unknown encoding is the first error named
+    # pe, phase_precision, attention, eval_mode and lr_schedule were checked when the config was built.
     if not (config.base > 0 and math.isfinite(config.base)):
         raise FormalRopeError(f"the base must be a positive finite number, got {config.base!r}")
-    if config.phase_precision not in PHASE_PRECISIONS:
-        raise FormalRopeError(f"unknown phase precision {config.phase_precision!r}; expected fp64 or fp32")
-    if config.attention not in ATTENTION_IMPLS:
-        raise FormalRopeError(f"unknown attention implementation {config.attention!r}; expected auto, triton or torch")
-    if config.eval_mode not in EVAL_MODES:
-        raise FormalRopeError(f"unknown eval mode {config.eval_mode!r}; expected full or nstar")
-    if config.lr_schedule not in LR_SCHEDULES:
-        raise FormalRopeError(f"unknown lr schedule {config.lr_schedule!r}; expected constant or cosine")
     if config.periods is not None:
         validate_periods(config.periods)
     for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed", "nnch_samples"):
@@ -160,7 +146,8 @@ def validate_device(config: RunConfig, device: str | torch.device) -> None:
     except (RuntimeError, TypeError) as error:
         raise FormalRopeError(f"unknown torch device {str(device)!r}: {error}") from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise FormalRopeError(f"device {str(device)!r} was requested but torch sees no CUDA device; use --device cpu")
+        raise FormalRopeError(f"device {str(device)!r} was requested but torch sees no CUDA "
+                              "device; use device cpu (--device / device=)")
     resolve_impl(config.attention, on_cuda=resolved.type == "cuda")
 
 
@@ -200,7 +187,7 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     if dfa is None:
         raise FormalRopeError(
             f"periods 'auto' come from the language's class, and {config.language!r} names none; "
-            "give --periods (e.g. 2,3) or --lang with --data"
+            "give periods (--periods / periods=, e.g. 2,3) or, with the data, a language (--lang / language=)"
         )
     classification = classify(dfa)
     if classification.mod_k is None:

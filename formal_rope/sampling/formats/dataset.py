@@ -116,7 +116,8 @@ def load_dataset(path: str | Path, alphabet: Sequence[str] | None = None) -> Dat
     chosen = tuple(alphabet) if alphabet is not None else infer_alphabet(parsed)
     if not chosen:
         raise FormalRopeError(
-            f"the data at {path} holds no symbols, so no alphabet can be learnt; give --lang or --alphabet"
+            f"the data at {path} holds no symbols, so no alphabet can be learnt; "
+            "give the alphabet (--alphabet / alphabet=) or, on the command line, --lang"
         )
     encoded = [encode_words(words, chosen) for words in parsed]
     return Dataset(

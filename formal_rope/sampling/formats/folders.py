@@ -27,7 +27,7 @@ def folder_splits(fmt: str, overrides: Sequence[FolderSplit] = ()) -> tuple[Fold
     """The splits of `fmt`'s language folder, each replaced by the override of the same name."""
     row = dataset_format(fmt)
     if not row.folder_splits:
-        raise FormalRopeError(f"the {fmt} format has no language folder; write one split with --out")
+        raise FormalRopeError(f"the {fmt} format has no language folder; write one split (--out; write_sets in Python)")
     names = [split.name for split in row.folder_splits]
     chosen = {split.name: split for split in row.folder_splits}
     for override in overrides:
