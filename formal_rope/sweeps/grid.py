@@ -174,6 +174,7 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each."""
+    from formal_rope.training.init_from import check_init_source, is_run_id
     from formal_rope.training.setup import (  # torch: not on the sweeps import
         check_trainable,
         resolve_dfa,
@@ -186,6 +187,8 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
     checked: set = set()
     for config in configs:
         validate_config(config)
+        if config.init_from is not None and not is_run_id(config.init_from):
+            check_init_source(config.init_from, None)  # a path: usable or refused now (run ids come from the sweep)
         language_key = (config.language, config.alphabet)
         if language_key not in dfas:
             dfas[language_key] = resolve_dfa(config)
