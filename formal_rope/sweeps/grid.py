@@ -169,11 +169,11 @@ def variant_run_ids(spec: SweepSpec, resolve_periods=None) -> dict[str, str]:
     return names
 
 
-def validate_grid(configs: list[RunConfig]) -> list[str]:
+def validate_grid(configs: list[RunConfig], command: str = "sweep") -> list[str]:
     """Check every run's settings and language before the first run starts (FormalRopeError), so a
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
-    settings that have no effect on some language, once each."""
+    settings that have no effect on some language, once each, suggesting `command`'s options."""
     from formal_rope.training.init_from import check_init_source, is_run_id
     from formal_rope.training.setup import (  # torch: not on the sweeps import
         check_trainable,
@@ -196,13 +196,16 @@ def validate_grid(configs: list[RunConfig]) -> list[str]:
             if read_as and read_as not in notes:
                 notes.append(read_as)
         dfa = dfas[language_key]
+        # (with everything `run_warnings` reads: a note for one base, window or layer count is no other's)
         key = (language_key, config.pe, config.periods, config.train_min_length, config.train_max_length,
-               config.train_near_miss_fraction)
+               config.train_near_miss_fraction, config.base, config.phase_precision, config.window, config.layers,
+               config.d_model, config.heads, config.rope_fraction, config.test_max_length, config.steps,
+               config.warmup_steps)
         if key in checked:
             continue
         checked.add(key)
         check_trainable(config, dfa)
-        for note in context_notes(config, dfa, resolve_periods(config, dfa)):
+        for note in context_notes(config, dfa, resolve_periods(config, dfa), command):
             if note not in notes:
                 notes.append(note)
     return notes
