@@ -284,7 +284,9 @@ class TrainSettings(NamedTuple):
     )
     base: Optional[float] = typer.Option(
         None, "--base",
-        help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p.",
+        help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p. Read "
+        "as a float64 (1e-12: the double nearest it); the phases are exact for that double, and a note gives how "
+        "far they are from the decimal's (docs/training.md).",
     )
     rope_fraction: Optional[float] = typer.Option(
         None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."

@@ -65,6 +65,9 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None, comma
             f"no string of length {config.train_min_length}..{config.train_max_length} is one substitution away "
             "from the language, so every training negative stays uniform"
         )
+    base_note = decimal_base_note(config)
+    if base_note:
+        notes.append(base_note)
     notes.extend(run_warnings(config, command))
     if 0 < config.steps <= config.warmup_steps:
         notes.append(
@@ -107,6 +110,33 @@ def _schedule_frequencies(config: RunConfig) -> np.ndarray | None:
     if row.takes_rope_fraction:
         return positional._partial_frequencies(config.base, pairs, config.rope_fraction)[0]
     return positional.rope_frequencies(config.base, pairs)
+
+
+def decimal_base_note(config: RunConfig) -> str | None:
+    """A note when the run's float64 base gives phases measurably off those of the decimal written
+    (`positional.decimal_base_deviation` above `positional.DECIMAL_BASE_NOTE_RAD` over the run's
+    positions): the convention (phases exact for the double, docs/training.md) said with its size."""
+    from formal_rope.training import positional  # function-local: it imports torch (sweep plans without it)
+    from formal_rope.training.encodings import encoding
+
+    try:
+        if not config.applies("base") or not encoding(config.pe).takes_base:
+            return None
+        if encoding(config.pe).additive:
+            ladder = config.d_model // 2
+        else:
+            ladder = config.d_model // config.heads // 2
+            if encoding(config.pe).takes_rope_fraction:
+                ladder = positional.partial_rotated_pairs(config.rope_fraction, ladder)
+        longest = max(config.test_max_length, config.train_max_length) + 1
+        gap = positional.decimal_base_deviation(config.base, ladder, longest)
+    except Exception:  # noqa: BLE001 - an invalid config is validation's to report, with context
+        return None
+    if gap <= positional.DECIMAL_BASE_NOTE_RAD:
+        return None
+    return (f"base {config.base!r} is the float64 {config.base:.20g}, and the phases are exact for it (the "
+            f"convention: a run's numbers do not depend on how its base is written); against {config.base!r} "
+            f"itself they are off by up to {gap:.2g} rad by position {longest}")
 
 
 def run_warnings(config: RunConfig, command: str | None = None) -> list[str]:
