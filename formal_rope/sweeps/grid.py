@@ -174,7 +174,7 @@ def validate_grid(configs: list[RunConfig], command: str = "sweep") -> list[str]
     typo stops the sweep at once instead of being recorded as one failed run per grid point; this
     includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
     settings that have no effect on some language, once each, suggesting `command`'s options."""
-    from formal_rope.training.init_from import check_init_source, is_run_id
+    from formal_rope.training.init_from import check_init_source, is_run_id  # reads checkpoints with torch
     from formal_rope.training.setup import (  # torch: not on the sweeps import
         check_trainable,
         resolve_dfa,

@@ -13,7 +13,6 @@ from formal_rope.sampling import count_table
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
 
-
 # How each command that prints these notes sets a RunConfig field: the fields with an option of their
 # own, by command; any other field is `--set FIELD=VALUE` (train and sweep) or, for a command without
 # --set (reproduce) and for the warnings a run records, FIELD=VALUE (a sweep file's or RunConfig's
@@ -167,10 +166,11 @@ def run_warnings(config: RunConfig, command: str | None = None) -> list[str]:
     if len(windows) == config.layers and all(window is not None for window in windows):
         reach = sum(windows)
         if reach < longest:
+            fix = setting_text("window", global_window_text(windows), command)
             warnings.append(
                 f"every layer attends through a sliding window (window {config.window}): the readout at eos sees "
                 f"only the last {reach} positions, and the test strings reach position {longest}; give one of its "
-                f"{config.layers} layers a global window (e.g. {setting_text('window', global_window_text(windows), command)}) "
+                f"{config.layers} layers a global window (e.g. {fix}) "
                 "for the readout to see the whole string"
             )
     if config.pe == "partial_rope" and config.applies("rope_fraction"):
