@@ -27,6 +27,11 @@ MAX_TEMPORAL_DEPTH = 1_000
 # Sampling: the longest string (drawn position by position) and the count table behind it (one
 # float64 per length 0..N and automaton node; the near-miss automaton has about twice the states).
 MAX_SAMPLE_LENGTH = 1_000_000
+# Symbols of the strings one call samples and holds at once (`sample`, `compile`'s sampled
+# verification): about 14 bytes each at peak, so about 3.5 GB -- four times the paper's test set
+# (512 × 41..500 = 63.7M symbols). Larger requests used to die in numpy's MemoryError (or the OOM
+# killer) after minutes of work.
+MAX_SAMPLED_SYMBOLS = 256_000_000
 MAX_COUNT_TABLE_BYTES = 4 * GIB
 # Local worker processes a sweep may start per CPU core (each imports torch and trains a pack).
 MAX_WORKERS_PER_CORE = 4

@@ -340,7 +340,8 @@ def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
                      steps=2, batch_size=4, test_min_length=41, test_max_length=42, n_per_length=2)
     (warning,) = run_warnings(tiny)
     assert "phase_precision fp32 at base 1e-12" in warning and "by position 43" in warning
-    assert warning in context_notes(tiny, None, None)  # what train and sweep print on stderr
+    assert "use phase_precision=fp64" in warning  # recorded: the field, as RunConfig and sweep files spell it
+    assert run_warnings(tiny, "train")[0] in context_notes(tiny, None, None)  # what train prints on stderr
     assert run_warnings(tiny.with_(phase_precision="fp64")) == []
     assert run_warnings(tiny.with_(base=1e4)) == []
     result, _ = run_training(tiny, progress=False)

@@ -22,6 +22,12 @@ DEFAULT_MAX_STATES = 10**6
 _DENSE_PRODUCT_LIMIT = 1 << 26
 
 
+# The commands that take --max-states: a limit error names them, since others (train, sample) have no
+# such option and a bare "--max-states N" would fail there when followed.
+MAX_STATES_COMMANDS = ("dfa", "accepts", "equiv", "classify", "compile")
+MAX_STATES_OPTION_TEXT = f"--max-states N of {', '.join(MAX_STATES_COMMANDS[:-1])} or {MAX_STATES_COMMANDS[-1]}"
+
+
 class TooManyStatesError(FormalRopeError):
     """A construction would need more states than the configured limit."""
 
@@ -29,7 +35,7 @@ class TooManyStatesError(FormalRopeError):
         self.limit = limit
         super().__init__(
             f"building {what} needs more than {limit:,} states (the limit); "
-            "raise it with --max-states N (max_states=N in Python) if you have the memory"
+            f"raise it if you have the memory ({MAX_STATES_OPTION_TEXT}; max_states=N in Python)"
         )
 
 

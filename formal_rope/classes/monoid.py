@@ -128,7 +128,7 @@ def transition_monoid(dfa: DFA, max_size: int = DEFAULT_MAX_MONOID_SIZE) -> Tran
         if size + new.size > max_size:
             raise MonoidTooLargeError(
                 f"the transition monoid has more than {max_size} elements (automaton with {n_states} states "
-                f"over {n_symbols} symbols); raise the cap (--max-monoid-size N on the command line, "
+                f"over {n_symbols} symbols); raise the cap (classify --max-monoid-size N, "
                 "max_monoid_size=N in Python) to classify this language"
             )
         if (size + new.size) * n_states > MAX_TABLE_CELLS:

@@ -41,10 +41,13 @@ def compile_command(
         None, "--out", "-o", help="Write the model to this file (a zip with metadata.json + weights.npz)."
     ),
     verify_to: int = typer.Option(
-        2000, "--verify-to", help="Longest sampled string length of the verification (0: exhaustive part only)."
+        2000, "--verify-to", help="Longest sampled string length of the verification (0: exhaustive part only; at "
+        "most 1,000,000, and --per-length × the sampled lengths at most 256,000,000 symbols)."
     ),
     exhaustive: int = typer.Option(
-        10, "--exhaustive", help="Check every string up to this length (lowered for large alphabets)."
+        10, "--exhaustive",
+        help="Check every string up to this length (lowered, with a note, to stay within 4,096 strings and 45,056 "
+        "symbols: 11 for two symbols, 299 for one).",
     ),
     per_length: Optional[int] = typer.Option(
         None, "--per-length", help="Sampled strings per length (half in L, half outside; default 8)."
@@ -78,6 +81,7 @@ def compile_command(
         compile_report,
         verify_compiled,
     )
+    from formal_rope.compiler.verify import EXHAUSTIVE_BUDGET, EXHAUSTIVE_SYMBOL_BUDGET
     from formal_rope.lang.source import resolve_language
     from formal_rope.model.forward import check_mode
     from formal_rope.model.io import save_model
@@ -105,6 +109,11 @@ def compile_command(
     with _verification_progress(not json_output) as (on_total, on_progress):
         verification = verify_compiled(compiled, **verify_options.as_keywords(), on_total=on_total,
                                        on_progress=on_progress)
+    if verification.exhaustive_up_to < exhaustive:
+        print(f"note: --exhaustive {exhaustive} lowered to {verification.exhaustive_up_to}: every string up to length "
+              f"{exhaustive} over {len(compiled.alphabet)} symbol(s) is more than EXHAUSTIVE_BUDGET = "
+              f"{EXHAUSTIVE_BUDGET:,} strings or EXHAUSTIVE_SYMBOL_BUDGET = {EXHAUSTIVE_SYMBOL_BUDGET:,} symbols "
+              "(longer strings are sampled up to --verify-to)", file=sys.stderr)
     if sampling_options and not verification.sampled_lengths:
         print(f"note: {', '.join(_flags(sampling_options))} set the sampled verification strings (and their DFA), and "
               f"--verify-to {verify_to} samples none (only the exhaustive part up to length "

@@ -38,10 +38,8 @@ from formal_rope.sampling.formats.registry import (
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
 _PROGRESS_THRESHOLD = 20_000
-# All strings are held at once (int64 symbols, then text): about 14 bytes per symbol at peak, so
-# this is about 3.5 GB -- four times the paper's test set (512 × 41..500 = 63.7M symbols). Larger
-# requests used to die in numpy's MemoryError (or the OOM killer) after minutes of work.
-_MAX_SYMBOLS = 256_000_000
+# All strings are held at once (int64 symbols, then text).
+_MAX_SYMBOLS = limits.MAX_SAMPLED_SYMBOLS
 # Checked while --lengths is expanded, before a range such as 0..10^12 becomes a list.
 _MAX_LENGTHS = 1_000_000
 

@@ -322,7 +322,8 @@ class GridFlags(NamedTuple):
     base: Optional[str] = typer.Option(
         None, "--base",
         help="Bases β, comma-separated (e.g. 1e-12,1,1e4). nope/rope_p/sipe_p have no base: "
-        "their runs are the same at every β.",
+        "their runs are the same at every β. Each is read as a float64 and the phases are exact for that double "
+        "(docs/training.md).",
     )
     periods: Optional[str] = typer.Option(
         None, "--periods",

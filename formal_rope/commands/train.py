@@ -284,7 +284,9 @@ class TrainSettings(NamedTuple):
     )
     base: Optional[float] = typer.Option(
         None, "--base",
-        help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p.",
+        help="Base beta of sipe/rope/partial_rope/jof_* (> 0; default 1e4). An error with nope/rope_p/sipe_p. Read "
+        "as a float64 (1e-12: the double nearest it); the phases are exact for that double, and a note gives how "
+        "far they are from the decimal's (docs/training.md).",
     )
     rope_fraction: Optional[float] = typer.Option(
         None, "--rope-fraction", help="partial_rope: fraction of rotated pairs (0..1, default 0.5)."
@@ -417,7 +419,7 @@ def register(app: typer.Typer) -> None:
         # function-local: the training stage imports torch, which the start-up path does without
         from formal_rope.training.config import RunConfig
         from formal_rope.training.data import data_settings, fit_to_data
-        from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR
+        from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
         from formal_rope.training.scales import scale_overrides
         from formal_rope.training.setup import validate_config
         from formal_rope.training.train import run_training
@@ -444,6 +446,8 @@ def register(app: typer.Typer) -> None:
             for note in fitted:
                 _note(note)
         validate_config(config)
+        if config.init_from is not None:
+            check_init_source(config.init_from, TRAIN_CHECKPOINT_DIR)  # a compiled model or a typo costs nothing
         dfa = _resolve_with_notes(config)
         checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
         state = state_flags.state(config, note=_note)

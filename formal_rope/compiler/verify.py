@@ -1,7 +1,8 @@
 """Verification of a compiled model against the formula's minimal DFA.
 
 1. Exhaustive: every string of length 0..n, n = ``exhaustive_up_to`` (default 10) lowered until
-   the count Σ_{l ≤ n} |Σ|^l stays ≤ ``EXHAUSTIVE_BUDGET`` (so large alphabets stay fast).
+   the count Σ_{l ≤ n} |Σ|^l stays ≤ ``EXHAUSTIVE_BUDGET`` and their symbols Σ_{l ≤ n} l·|Σ|^l stay
+   ≤ ``EXHAUSTIVE_SYMBOL_BUDGET`` (so large alphabets, and the long strings of a one-symbol one, stay fast).
 2. Sampled: at a geometric spread of lengths up to ``verify_to`` (about five per decade: 13, 20,
    32, 50, 79, 126, 200, 316, 501, 794, 1259, 1995 … and ``verify_to`` itself), plus the lengths
    around every certified length N_max (N_max, N_max+1, N_max+2) that lie in range,
@@ -24,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from formal_rope import limits
 from formal_rope.automata import accepts, ltl_to_dfa
 from formal_rope.automata.ltl import ltl_accepts
 from formal_rope.automata.membership import format_word
@@ -36,6 +38,10 @@ from formal_rope.precision import FloatFormat, f_large, parse_format
 from formal_rope.sampling import EmptyClassError, sample_strings
 
 EXHAUSTIVE_BUDGET = 4096
+# The symbols of the exhaustive strings: a one-symbol alphabet has one string per length, so the
+# count alone never binds and --exhaustive 3000 ran ~4.5 million symbols through the model. 11 × 4096
+# leaves every alphabet of two or more symbols where the count cap puts it (binary: 11, 40,962 symbols).
+EXHAUSTIVE_SYMBOL_BUDGET = 11 * EXHAUSTIVE_BUDGET
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,21 @@ class VerificationOptions:
                 f"--per-length 0 samples no strings, so --verify-to {self.verify_to} would verify nothing beyond the "
                 f"exhaustive part (length {self.exhaustive_up_to}); give --per-length 1 or more, or --verify-to 0 to "
                 "skip the sampled part"
+            )
+        if self.verify_to > limits.MAX_SAMPLE_LENGTH:
+            raise FormalRopeError(
+                f"--verify-to {self.verify_to:,}: sampled strings are at most {limits.describe('MAX_SAMPLE_LENGTH')} "
+                "symbols long (each is drawn position by position from the DFA's count table)"
+            )
+        # Every count has a cap before any work, as `sample` has: the sampled strings (at most three
+        # lengths around the certified length come on top of the spread) are held at once.
+        spread = sampled_lengths(self.exhaustive_up_to, self.verify_to)
+        symbols = self.per_length * (sum(spread) + 3 * self.verify_to * bool(spread))
+        if symbols > limits.MAX_SAMPLED_SYMBOLS:
+            raise FormalRopeError(
+                f"--per-length {self.per_length:,} up to --verify-to {self.verify_to:,} samples up to {symbols:,} "
+                f"symbols, more than {limits.describe('MAX_SAMPLED_SYMBOLS')} held at once; lower --per-length or "
+                "--verify-to"
             )
         check_mode(self.mode)  # here, because the DFA and the samples come before the evaluation
 
@@ -131,12 +152,15 @@ class VerificationResult:
         }
 
 
-def exhaustive_length(alphabet_size: int, requested: int, budget: int = EXHAUSTIVE_BUDGET) -> int:
-    """The largest n ≤ requested with Σ_{l ≤ n} |Σ|^l ≤ budget."""
-    total, n = 1, 0
+def exhaustive_length(alphabet_size: int, requested: int, budget: int = EXHAUSTIVE_BUDGET,
+                      symbol_budget: int = EXHAUSTIVE_SYMBOL_BUDGET) -> int:
+    """The largest n ≤ requested with Σ_{l ≤ n} |Σ|^l ≤ budget strings and Σ_{l ≤ n} l·|Σ|^l ≤ symbol_budget."""
+    total, symbols, n = 1, 0, 0
     while n < requested:
-        total += alphabet_size ** (n + 1)
-        if total > budget:
+        strings = alphabet_size ** (n + 1)
+        total += strings
+        symbols += (n + 1) * strings
+        if total > budget or symbols > symbol_budget:
             break
         n += 1
     return n

@@ -509,6 +509,17 @@ def parse_regex_with_columns(text: str) -> ParsedExpression:
     return _parse("regex", text, _RegexBuilder)
 
 
+def plus_union_columns(text: str) -> tuple[int, ...]:
+    """1-based columns of each '+' a regular expression reads as union (`a+b*` = a|b*), where Python's
+    `re` would read one-or-more; () for an expression that does not parse or uses '+' only as a postfix."""
+    try:
+        tree = grammar_parser("regex").parse(text)
+    except UnexpectedInput:
+        return ()
+    tokens = tree.scan_values(lambda value: isinstance(value, Token) and value.type == "UNION" and value == "+")
+    return tuple(sorted(token.column for token in tokens))
+
+
 def check_alphabet(text: str, parsed: ParsedExpression, alphabet: Sequence[str]) -> None:
     """Every symbol the expression mentions must be in the alphabet (caret at the first offender)."""
     alphabet = tuple(alphabet)

@@ -29,8 +29,9 @@ from formal_rope.lang.parser import (
     check_alphabet,
     parse_ltl_with_columns,
     parse_regex_with_columns,
+    plus_union_columns,
 )
-from formal_rope.lang.printer import format_ltl
+from formal_rope.lang.printer import format_ltl, format_regex
 from formal_rope.lang.registry import RegistryEntry, lookup, lookup_ast, registry_names
 
 KINDS = ("ltl", "regex", "att")
@@ -154,6 +155,10 @@ def _finish(
     detected: str | None,
 ) -> Language:
     ast = parsed.ast
+    if kind == "regex" and entry is None:
+        union_note = _plus_union_note(expression, ast)
+        if union_note:
+            detected = (detected or READ_AS_REGEX) + union_note
     if alphabet is None:
         if entry is not None:  # a named entry or a verbatim paper language: its fixed alphabet
             alphabet = entry.alphabet
@@ -313,6 +318,15 @@ def _detect(text: str) -> tuple[str, ParsedExpression, str]:
         hints += (f" (it would also parse as the formula {format_ltl(parsed_ltl.ast)}, but has no temporal "
                   f"application such as P(...); write ltl:{text.strip()} to read it as that formula)")
     return "regex", parsed_regex, hints
+
+
+def _plus_union_note(expression: str, ast: Regex) -> str:
+    """A hint when the expression uses '+' between operands, which is union here (SPEC: a+b = a|b)
+    and one-or-more in Python's `re`: the same text would be another language there."""
+    if not plus_union_columns(expression):
+        return ""
+    return (f" ('+' between operands is union here: {expression.strip()} = {format_regex(ast, 'ascii')}, not Python's "
+            "one-or-more; write (r+) for one or more r, e.g. (a+)b)")
 
 
 def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, force_kind: str | None = None) -> Language:

@@ -230,6 +230,6 @@ def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: in
         plans.append(TablePlan(
             name=name, spec=spec, out=target, configs=tuple(configs),
             state_dir=state_dir if state_dir is None or table != "all" else state_subfolder(state_dir, name),
-            notes=tuple(validate_grid(configs)),
+            notes=tuple(validate_grid(configs, "reproduce")),
         ))
     return plans

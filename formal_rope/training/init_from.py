@@ -52,6 +52,42 @@ def init_checkpoint_path(value: str, folder: str | Path | None) -> Path:
     return path
 
 
+def check_init_source(value: str, folder: str | Path | None, alphabet=None) -> Path:
+    """The checkpoint an init_from `value` names, read far enough to know it can be used (its
+    metadata only): InitFromError, before any work, when there is no file there, when it is not a
+    trained checkpoint (a compiled model, a training state, another file) or, given the run's
+    `alphabet`, when it reads another alphabet."""
+    from formal_rope.training.checkpoint import CHECKPOINT_KIND, read_metadata  # function-local: torch
+
+    path = init_checkpoint_path(value, folder)
+    try:
+        metadata = read_metadata(path)
+    except FormalRopeError as error:
+        raise InitFromError(f"init_from: {error}") from None
+    kind = metadata.get("kind") if isinstance(metadata, dict) else None
+    if kind != CHECKPOINT_KIND:
+        what = ("a compiled model (built by compile, with no trained weights of this architecture)"
+                if kind == "compiled" else f"a {kind!r} file" if kind else "no model kind")
+        raise InitFromError(f"init_from: {str(path)!r} holds {what}, not a trained checkpoint; continue from a "
+                            "checkpoint written by train (--out, or checkpoints/<run id>.zip) or by a sweep")
+    saved = metadata.get("alphabet")
+    if alphabet is not None and isinstance(saved, list) and tuple(saved) != tuple(alphabet):
+        raise InitFromError(_alphabet_message(path, saved, alphabet))
+    return path
+
+
+def check_init_sources(configs, alphabet, folder: str | Path | None = None) -> None:
+    """`check_init_source` for every run of a pack that has an init_from: before a run is built."""
+    for config in configs:
+        if config.init_from is not None:
+            check_init_source(config.init_from, folder, alphabet)
+
+
+def _alphabet_message(path: Path, saved, alphabet) -> str:
+    return (f"init_from: the checkpoint {str(path)!r} reads the alphabet {{{', '.join(saved)}}}, this run "
+            f"{{{', '.join(alphabet)}}}: token ids would mean other symbols")
+
+
 def load_init_weights(model, configs, alphabet, folder: str | Path | None = None) -> list[list[str]]:
     """Copy each run's init_from checkpoint into its slot of the (packed) `model`, in place.
 
@@ -68,12 +104,13 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
     for run, config in enumerate(configs):
         if config.init_from is None:
             continue
-        path = init_checkpoint_path(config.init_from, folder)
-        loaded = load_checkpoint(path)
+        path = check_init_source(config.init_from, folder, alphabet)
+        try:
+            loaded = load_checkpoint(path)
+        except FormalRopeError as error:  # unreadable weights: the user's input, not a failed run
+            raise InitFromError(f"init_from: {error}") from None
         if tuple(loaded.alphabet) != tuple(alphabet):
-            raise InitFromError(f"init_from: the checkpoint {str(path)!r} reads the alphabet "
-                                f"{{{', '.join(loaded.alphabet)}}}, this run {{{', '.join(alphabet)}}}: token ids "
-                                "would mean other symbols")
+            raise InitFromError(_alphabet_message(path, loaded.alphabet, alphabet))
         source = loaded.model.state_dict()
         for name, tensor in source.items():
             if name not in target:

@@ -775,6 +775,29 @@ def check_partial_pairs(fraction: float, n_pairs: int) -> int:
     return rotated
 
 
+# The base is a float64 (`--base 1e-12` is the double nearest 10^-12) and the phases are exact for
+# that double: a run's numbers do not depend on how its base was written. `decimal_base_deviation`
+# says how far that is from the phases of the decimal itself; train and sweep note it above this.
+DECIMAL_BASE_NOTE_RAD = 1e-6
+
+
+def decimal_base_deviation(base: float, n_pairs: int, longest_position: int, decimal: str | None = None) -> float:
+    """max over k < n_pairs of |theta_k(decimal) - theta_k(base)| * longest_position (rad), theta_k =
+    beta^(-k/n_pairs) (RoPE's ladder), where `base` is the float64 the run uses and `decimal` the
+    number as written (default: repr(base), the shortest decimal that reads back as it). The phase gap
+    grows linearly with the position, so this is its largest over offsets 0..longest_position;
+    computed with mpmath at a precision well above the gap."""
+    import mpmath
+
+    rope_frequencies(base, max(int(n_pairs), 1))  # the base's validation
+    written = repr(float(base)) if decimal is None else decimal
+    with mpmath.workprec(128 + int(abs(math.log2(base)))):
+        exact, double = mpmath.mpf(written), mpmath.mpf(float(base))
+        gap = max((abs(exact ** (mpmath.mpf(-k) / n_pairs) - double ** (mpmath.mpf(-k) / n_pairs))
+                   for k in range(int(n_pairs))), default=mpmath.mpf(0))
+        return float(gap * max(int(longest_position), 0))
+
+
 # fp32 phases (phase_precision="fp32", the naive float32 product theta*i) are called far off when
 # their error bound over the tested positions exceeds this (`fp32_phase_error_bound`).
 FP32_PHASE_WARNING_RAD = 1e-3

@@ -39,7 +39,7 @@ from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoi
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
 from formal_rope.training.data import run_data, training_batches
-from formal_rope.training.init_from import InitFromError, load_init_weights
+from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
 from formal_rope.training.model import Classifier
@@ -585,6 +585,7 @@ def run_pack(
     if worst_case is not None and ingredients.dfa is None:
         raise FormalRopeError(f"--eval worst-case labels its strings with the language's DFA, and "
                               f"{configs[0].language} has none (data files without a language): give --lang too")
+    check_init_sources(configs, ingredients.alphabet, init_dir)  # a checkpoint that cannot be used costs no run
     if threads is not None and str(device).startswith("cpu"):
         torch.set_num_threads(threads)
     runs = len(configs)
@@ -656,7 +657,8 @@ def run_pack(
                for result, notes in zip(results, init_notes)]
     if model is not None:
         for run, path in enumerate(paths):
-            if path is not None:
+            if path is not None and not (results[run].status == "failed" and results[run].steps_done == 0):
+                # (a run that failed before its first step has only its initialisation to save)
                 single = model if runs == 1 else model.select_runs([run])
                 save_checkpoint(path, single, configs[run], results[run])
     if state is not None and not state.keep and error is None:
