@@ -325,3 +325,34 @@ def test_runs_lines_name_every_field_a_variant_changes(capsys):
     code, stdout, _ = _cli(capsys, ["reproduce", "ablation", "--dry-run"])
     lines = [" ".join(line.split()[1:]) for line in stdout.splitlines() if " seed=" in line]
     assert code == 0 and len(lines) == len(set(lines)) == len({c.run_id() for c in configs})
+
+
+def test_compare_messages_name_the_cause_and_a_way_out_that_works(tmp_path, capsys):
+    # Regression (issue 35.9): a metric no run has, and a base axis that only one side has, both said
+    # "no stratum has runs of both sides" without naming the metric or `base`.
+    run_sweep(expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope"], bases=[1.0, 1e4], seeds=2, lrs=[1e-4])),
+              tmp_path, runner=fake_runner)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope,base=1e4", "pe=nope",
+                                    "--metric", "n_star_worst"])
+    text = " ".join(stderr.split())
+    assert code == 2 and "no run matching 'pe=rope,base=1e4' has n_star_worst" in text
+    assert "never searched" in text and "--eval worst-case" in text and "no stratum" not in text
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope", "pe=nope"])
+    text = " ".join(stderr.split())
+    assert code == 2 and "the grouping column base separates them" in text
+    assert "base is 1, 1e4 for 'pe=rope' but none for 'pe=nope'" in text
+    # Both ways out it names work when followed.
+    assert "--compare pe=rope,base=1 pe=nope" in text and "--by language,pe" in text
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope,base=1", "pe=nope", "--json"])
+    assert code == 0 and [(c["n_a"], c["n_b"]) for c in json.loads(stdout)["comparisons"]] == [(2, 2)]
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope", "pe=nope", "--by", "language,pe",
+                                    "--json"])
+    assert code == 0 and [(c["n_a"], c["n_b"]) for c in json.loads(stdout)["comparisons"]] == [(4, 2)]
+    # The reverse order names NoPE's missing base in a form --compare reads back.
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=nope", "pe=rope"])
+    assert code == 2 and "--compare pe=nope,base=none pe=rope" in " ".join(stderr.split())
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=nope,base=none", "pe=rope", "--json"])
+    assert code == 0 and [(c["n_a"], c["n_b"]) for c in json.loads(stdout)["comparisons"]] == [(2, 4)]
+    # A side that matches nothing says which values its column takes.
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rop", "pe=nope"])
+    assert code == 2 and "no run matches 'pe=rop' (pe takes nope, rope)" in " ".join(stderr.split())

@@ -673,8 +673,71 @@ def compare_cells(runs, first: str, second: str, by=DEFAULT_GROUPING, metric: st
             "a": first, "b": second, "metric": metric, **result.to_dict(), "text": result.text(metric),
         })
     if not comparisons:
-        raise FormalRopeError(f"--compare {first!r} {second!r}: no stratum has runs of both sides")
+        raise FormalRopeError(_why_nothing_compared(frame, (first, second), selected, strata, by, metric))
     return comparisons
+
+
+_NEVER_SEARCHED = ("were never searched for misclassified strings; run the same `sweep` or `reproduce` command "
+                   "again with --eval worst-case (same --out: its runs without the search are trained again, with "
+                   "the same numbers, and searched), or compare n_star")
+# Why a run has no value of a metric, and how to get one (`report --compare ... --metric`).
+METRIC_SOURCES = {
+    "n_star_worst": _NEVER_SEARCHED,
+    "success_worst": _NEVER_SEARCHED,
+    "nnch_accuracy": "have no NNCH score (evaluation stopped early with --eval nstar, runs on data files, "
+                     "nnch_samples 0, or results written before the score existed); compare n_star or accuracy, "
+                     "or rerun with --eval full and --nnch-samples above 0",
+}
+
+
+def _why_nothing_compared(frame, texts, selected, strata, by, metric: str) -> str:
+    """The message of a --compare with no stratum holding runs of both sides: a side that matches
+    no run (and the values its columns take), a metric no matched run has (and what gives it), or the
+    grouping columns whose values separate the two sides (and the two ways to compare across them)."""
+    head = f"--compare {texts[0]!r} {texts[1]!r}"
+    failed = frame["status"] == "failed"
+    for text, mask in zip(texts, selected):
+        if not mask.any():
+            named = [name for name, _ in parse_selection(text)]
+            values = "; ".join(f"{name} takes " + ", ".join(sorted({_selection_value(name, _cell(v)) for v in frame[name]}))
+                               for name in named)
+            return f"{head}: no run matches {text!r} ({values})"
+        if (mask & ~failed).sum() == 0:
+            return f"{head}: every run matching {text!r} failed, and a failed run measured nothing"
+    for text, mask in zip(texts, selected):
+        if metric_values(frame[mask], metric).notna().sum() == 0:
+            why = METRIC_SOURCES.get(metric, "have no value of it")
+            return (f"{head}: no run matching {text!r} has {metric}: its {int(mask.sum())} run(s) {why}")
+    sides = [frame[mask][metric_values(frame[mask], metric).notna()] for mask in selected]  # runs with a value
+
+    def values(side, name) -> set:
+        return {_cell(v) for v in side[name]}
+
+    separating = [name for name in strata if not values(sides[0], name) & values(sides[1], name)]
+    names = separating or list(strata)
+    def listed(side, name) -> str:
+        return ", ".join(_selection_value(name, v) for v in sorted(values(side, name), key=str))
+
+    described = "; ".join(f"{name} is {listed(sides[0], name)} for {texts[0]!r} but {listed(sides[1], name)} for "
+                          f"{texts[1]!r}" for name in names)
+    column = names[0]
+    value = next(iter(sorted(values(sides[0], column), key=str)))
+    pooled = ",".join(name for name in by if name not in names)
+    name_it = f"name {column} on a side (e.g. --compare {texts[0]},{column}={_selection_value(column, value)} {texts[1]})"
+    return (f"{head}: no stratum has runs of both sides, because the grouping column"
+            f"{'s' if len(names) > 1 else ''} {', '.join(names)} separate{'' if len(names) > 1 else 's'} them "
+            f"({described}); {name_it}, or pool over {'them' if len(names) > 1 else 'it'} with a grouping without "
+            f"{'them' if len(names) > 1 else 'it'}" + (f" (--by {pooled})" if pooled else ""))
+
+
+def _selection_value(name: str, value) -> str:
+    """A cell of column `name` as --compare's COLUMN=VALUE reads it back: 'none' for a missing value,
+    a PE by its name, a base as 1e4."""
+    if value is None:
+        return "none"
+    if name == "base":
+        return format_base(float(value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 # ----------------------------------------------------------------------------------------------
