@@ -699,9 +699,10 @@ def _why_nothing_compared(frame, texts, selected, strata, by, metric: str) -> st
     for text, mask in zip(texts, selected):
         if not mask.any():
             named = [name for name, _ in parse_selection(text)]
-            values = "; ".join(f"{name} takes " + ", ".join(sorted({_selection_value(name, _cell(v)) for v in frame[name]}))
-                               for name in named)
-            return f"{head}: no run matches {text!r} ({values})"
+            taken = "; ".join(
+                f"{name} takes " + ", ".join(sorted({_selection_value(name, _cell(v)) for v in frame[name]}))
+                for name in named)
+            return f"{head}: no run matches {text!r} ({taken})"
         if (mask & ~failed).sum() == 0:
             return f"{head}: every run matching {text!r} failed, and a failed run measured nothing"
     for text, mask in zip(texts, selected):
@@ -715,19 +716,23 @@ def _why_nothing_compared(frame, texts, selected, strata, by, metric: str) -> st
 
     separating = [name for name in strata if not values(sides[0], name) & values(sides[1], name)]
     names = separating or list(strata)
+    if not names:  # cannot happen: without strata both sides share the one group
+        return f"{head}: no runs of both sides to compare"
+
     def listed(side, name) -> str:
         return ", ".join(_selection_value(name, v) for v in sorted(values(side, name), key=str))
 
     described = "; ".join(f"{name} is {listed(sides[0], name)} for {texts[0]!r} but {listed(sides[1], name)} for "
                           f"{texts[1]!r}" for name in names)
-    column = names[0]
-    value = next(iter(sorted(values(sides[0], column), key=str)))
+    first_run = sides[0].iloc[0]  # its values of the columns: a cell of the first side that exists
+    example = ",".join([texts[0], *(f"{name}={_selection_value(name, _cell(first_run[name]))}" for name in names)])
     pooled = ",".join(name for name in by if name not in names)
-    name_it = f"name {column} on a side (e.g. --compare {texts[0]},{column}={_selection_value(column, value)} {texts[1]})"
-    return (f"{head}: no stratum has runs of both sides, because the grouping column"
-            f"{'s' if len(names) > 1 else ''} {', '.join(names)} separate{'' if len(names) > 1 else 's'} them "
-            f"({described}); {name_it}, or pool over {'them' if len(names) > 1 else 'it'} with a grouping without "
-            f"{'them' if len(names) > 1 else 'it'}" + (f" (--by {pooled})" if pooled else ""))
+    several = len(names) > 1
+    return (f"{head}: no stratum has runs of both sides, because the grouping column{'s' if several else ''} "
+            f"{', '.join(names)} separate{'' if several else 's'} them ({described}); name "
+            f"{'them' if several else 'it'} on a side (e.g. --compare {example} {texts[1]}), or pool over "
+            f"{'them' if several else 'it'} with a grouping without {'them' if several else 'it'}"
+            + (f" (--by {pooled})" if pooled else ""))
 
 
 def _selection_value(name: str, value) -> str:
