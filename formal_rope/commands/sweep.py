@@ -88,21 +88,24 @@ def _number(value: float, digits: int) -> str:
 
 
 def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
-    """run_sweep with a Rich progress display: a line per finished run, the runs in flight."""
+    """run_sweep with a Rich progress display: a line per finished run, the runs in flight. Off a
+    terminal (a log), a line per run as it starts and one as it finishes, and no bar."""
     # function-local: rich and the runner (numpy) stay off the start-up path
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
-        Progress,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
 
+    from formal_rope.progress import progress_display
+
     # The module, not the function: run_sweep is looked up when called (tests replace its trainer).
     from formal_rope.sweeps import runner
 
-    with Progress(
+    live = console.is_terminal
+    with progress_display(
         TextColumn("[bold]sweep"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -110,7 +113,8 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
         TimeRemainingColumn(),
         TextColumn("{task.description}"),
         console=console,
-        transient=False,
+        label="sweep",
+        lines=0,  # the lines below say what each run does
     ) as progress:
         task = progress.add_task("", total=len(configs))
         running: dict[str, str] = {}
@@ -122,6 +126,9 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
                 progress.advance(task)
             elif kind in ("start", "retry"):
                 running[run_id] = _describe_config(config, axes)
+                if kind == "start" and not live:  # a log sees work begin, not only end (a pack can take minutes)
+                    progress.console.print(f"started  {running[run_id]}", markup=False, highlight=False,
+                                           soft_wrap=True)
                 if kind == "retry":
                     progress.console.print(
                         f"[yellow]retry   [/] {_describe_config(config, axes)} (its worker died; resumes "
