@@ -90,3 +90,28 @@ def test_phases_reads_a_hybrid_checkpoint_and_lists_only_the_windows_keys(tmp_pa
     (head,) = json.loads(out.output)["heads"]
     assert head["query"]["position"] == 9  # the readout
     assert [key["key"] for key in sorted(head["query"]["keys"], key=lambda key: key["key"])] == [5, 6, 7, 8]
+
+
+def test_phases_counts_a_windowed_layers_keys_and_pairs_as_it_attends(tmp_path):
+    # Regression (issue 35.10): the table of a windowed layer said "top 5 of 31 keys" and "all 496
+    # (i, j)" where 16 keys are visible; --json's keys_total said 31 too.
+    config, model = _hybrid(("rope", "nope"), (4, -1))
+    result = RunResult(run_id=config.run_id(), config=config, status="ok", n_star=0, accuracy=0.0, alphabet=ALPHABET)
+    path = save_checkpoint(tmp_path / "hybrid.zip", model, config, result)
+    application = typer.Typer()
+    register(application)
+    application.command("noop", hidden=True)(lambda: None)
+    tokens, string = _tokens(8)
+    captured = capture_trained(model, tokens, heads=[(0, 0), (1, 0)], string=string)
+    visible = [int(decompose_head(inputs).visible.sum()) for inputs in captured.heads]
+    assert visible == [0 + 1 + 2 + 3 + 4 * 6, 10 * 9 // 2]  # 10 positions; window 4, then global
+    out = CliRunner().invoke(application, ["phases", str(path), string, "--head", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    heads = json.loads(out.output)["heads"]
+    assert [(h["window"], h["visible_entries"], h["query"]["keys_total"]) for h in heads] == [
+        (4, visible[0], 4), (None, visible[1], 9)]
+    out = CliRunner().invoke(application, ["phases", str(path), string, "--head", "1", "--top", "2"])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0 and "top 2 of 4 keys inside its window of 4" in text and "top 2 of 9 keys" in text
+    assert f"all {visible[0]} (i, j) with i − 4 ≤ j < i (window 4)" in text
+    assert f"all {visible[1]} (i, j) with j < i" in text and "of 45 (i, j)" in text and "496" not in text

@@ -77,8 +77,13 @@ def test_report_notes_rows_that_mix_settings_beyond_seeds_and_lrs(tmp_path, caps
     assert mixed_settings(load_results(tmp_path)[0]) == []  # seeds and lrs are what rows aggregate
     run_sweep(expand_grid(spec(**grid, overrides={"steps": 7})), tmp_path, runner=fake_runner)
     assert mixed_settings(load_results(tmp_path)[0]) == [("(ab)*", "rope", 1e4, {"steps": ["3", "7"]})]
-    code, stdout, _ = _cli(capsys, ["report", str(tmp_path)])
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--by", "language,pe,base"])
     assert code == 0 and "aggregates runs with different settings (steps 3, 7)" in " ".join(stdout.split())
+    # By default (issue 35.8) the differing setting is a row key instead: a row per steps, no note.
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--json"])
+    payload = json.loads(stdout)
+    assert payload["by"] == ["language", "pe", "base", "steps"] and payload["notes"] == []
+    assert [(row["steps"], row["runs"]) for row in payload["rows"]] == [(3, 4), (7, 4)]
 
 
 def test_report_names_base_and_lr_in_failure_lines_and_shows_no_nan_for_diverged_rows(tmp_path, capsys):
@@ -249,3 +254,108 @@ def test_test_near_miss_fraction_is_a_runs_column_and_a_sweep_axis(tmp_path):
     run_sweep(configs, tmp_path, runner=fake_runner)
     runs = pd.read_parquet(tmp_path / "runs")
     assert sorted(runs["test_near_miss_fraction"].unique()) == [0.0, 0.5]
+
+
+def _failing_runner(config):
+    from dataclasses import replace
+
+    return replace(fake_runner(config), first_failure="ab" * 21)
+
+
+def test_every_swept_axis_is_a_row_key_and_a_label_by_default(tmp_path, capsys, monkeypatch):
+    # Regression (issue 35.8): `sweep --set test_near_miss_fraction=0,0.5` printed one row mixing both
+    # values (with a note), and its runs' lines did not say which fraction each run had.
+    import formal_rope.sweeps.runner as runner_module
+
+    real_run_sweep = runner_module.run_sweep
+    monkeypatch.setattr(runner_module, "run_sweep",
+                        lambda *a, **k: real_run_sweep(*a, **{**k, "runner": _failing_runner}))
+    code, stdout, _ = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope,nope", "--base", "1e4", "--seeds", "1",
+                                    "--set", "test_near_miss_fraction=0,0.5", "--out", str(tmp_path / "s"), "--json"])
+    payload = json.loads(stdout)
+    assert code == 0 and payload["by"] == ["language", "pe", "base", "test_near_miss_fraction"]
+    assert sorted((r["pe"], r["test_near_miss_fraction"], r["runs"]) for r in payload["rows"]) == [
+        ("nope", 0.0, 1), ("nope", 0.5, 1), ("rope", 0.0, 1), ("rope", 0.5, 1)]
+    assert payload["notes"] == []
+    # The sweep's own lines (stderr with --json) name the fraction of each run.
+    code, stdout, stderr = _cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "rope", "--base", "1e4", "--seeds", "1",
+                                         "--set", "test_near_miss_fraction=0,0.25", "--out", str(tmp_path / "t")])
+    lines = [line for line in stdout.splitlines() if line.startswith("ok ")]
+    assert code == 0 and len(lines) == 2
+    assert any("test_near_miss_fraction=0 " in line for line in lines)
+    assert any("test_near_miss_fraction=0.25 " in line for line in lines)
+    # report: the table has the axis as a column, one row per value, and every failure line names it.
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path / "s")])
+    text = " ".join(stdout.split())
+    assert code == 0 and "test_near_miss_fraction" in stdout and "aggregates runs" not in text
+    failure_lines = [line.strip() for line in stdout.splitlines() if "N*=" in line]
+    assert len(failure_lines) == len(set(failure_lines)) == 4
+    assert all("test_near_miss_fraction=" in line for line in failure_lines)
+    # An explicit --by still pools what it leaves out, and says so.
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path / "s"), "--by", "language,pe,base"])
+    assert "aggregates runs with different settings (test_near_miss_fraction 0.0, 0.5)" in " ".join(stdout.split())
+
+
+def test_failure_lines_name_each_hybrid_by_its_label(tmp_path, capsys):
+    # Regression (issue 35.8): report's "first failing strings" printed the hybrids of `reproduce
+    # hybrids` as `(ab)* RoPE_NP β=1e4 seed=0 ...`, two of them identically (same layers, one windowed).
+    from formal_rope.sweeps.plan import plan_reproduce
+
+    configs = [c for c in plan_reproduce("hybrids", "quick", out=tmp_path)[0].configs
+               if c.language == "(ab)*" and c.seed == 0]
+    run_sweep(configs, tmp_path, runner=_failing_runner)
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path)])
+    failure_lines = [line.strip() for line in stdout.splitlines() if "N*=" in line]
+    assert code == 0 and len(failure_lines) == len(set(failure_lines)) == len(configs) == 9
+    assert any(line.startswith("(ab)* RoPE_NP+NoPE(L2) w8(L1) β=1e4 seed=0") for line in failure_lines)
+    assert any(line.startswith("(ab)* RoPE_NP+NoPE(L2) β=1e4 seed=0") for line in failure_lines)
+    # Each line's label is a row of the table (the same hybrid label, the same β).
+    rows = {(r["pe"], r["base"]) for r in json.loads(_cli(capsys, ["report", str(tmp_path), "--json"])[1])["rows"]}
+    assert ("RoPE_NP+NoPE(L2) w8(L1)", 1e4) in rows and ("RoPE_NP+NoPE(L2)", 1e4) in rows
+
+
+def test_runs_lines_name_every_field_a_variant_changes(capsys):
+    # Issue 35.8's class: `reproduce ablation` listed runs of different variants (other negatives,
+    # model sizes, schedules) with identical lines.
+    from formal_rope.sweeps.plan import plan_reproduce, swept_fields
+
+    configs = plan_reproduce("ablation", "quick")[0].configs
+    swept = swept_fields(configs)
+    assert "train_near_miss_fraction" in swept and "layers" in swept and "seed" not in swept
+    code, stdout, _ = _cli(capsys, ["reproduce", "ablation", "--dry-run"])
+    lines = [" ".join(line.split()[1:]) for line in stdout.splitlines() if " seed=" in line]
+    assert code == 0 and len(lines) == len(set(lines)) == len({c.run_id() for c in configs})
+
+
+def test_compare_messages_name_the_cause_and_a_way_out_that_works(tmp_path, capsys):
+    # Regression (issue 35.9): a metric no run has, and a base axis that only one side has, both said
+    # "no stratum has runs of both sides" without naming the metric or `base`.
+    run_sweep(expand_grid(spec(languages=["(ab)*"], pes=["nope", "rope"], bases=[1.0, 1e4], seeds=2, lrs=[1e-4])),
+              tmp_path, runner=fake_runner)
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope,base=1e4", "pe=nope",
+                                    "--metric", "n_star_worst"])
+    text = " ".join(stderr.split())
+    assert code == 2 and "no run matching 'pe=rope,base=1e4' has n_star_worst" in text
+    assert "never searched" in text and "--eval worst-case" in text and "no stratum" not in text
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope", "pe=nope"])
+    text = " ".join(stderr.split())
+    assert code == 2 and "the grouping column base separates them" in text
+    assert "base is 1, 1e4 for 'pe=rope' but none for 'pe=nope'" in text
+    # Both ways out it names work when followed.
+    import re
+
+    suggested = re.search(r"--compare (pe=rope,base=(1|1e4)) pe=nope\)", text)
+    assert suggested and "--by language,pe" in text
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--compare", suggested[1], "pe=nope", "--json"])
+    assert code == 0 and [(c["n_a"], c["n_b"]) for c in json.loads(stdout)["comparisons"]] == [(2, 2)]
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rope", "pe=nope", "--by", "language,pe",
+                                    "--json"])
+    assert code == 0 and [(c["n_a"], c["n_b"]) for c in json.loads(stdout)["comparisons"]] == [(4, 2)]
+    # The reverse order names NoPE's missing base in a form --compare reads back.
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=nope", "pe=rope"])
+    assert code == 2 and "--compare pe=nope,base=none pe=rope" in " ".join(stderr.split())
+    code, stdout, _ = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=nope,base=none", "pe=rope", "--json"])
+    assert code == 0 and [(c["n_a"], c["n_b"]) for c in json.loads(stdout)["comparisons"]] == [(2, 4)]
+    # A side that matches nothing says which values its column takes.
+    code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rop", "pe=nope"])
+    assert code == 2 and "no run matches 'pe=rop' (pe takes nope, rope)" in " ".join(stderr.split())

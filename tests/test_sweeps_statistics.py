@@ -161,7 +161,7 @@ def test_report_cli_shows_intervals_successes_and_compares_cells(folder, capsys)
     code, out, _ = cli(capsys, ["report", str(folder), "--confidence", "0.5", "--json"])
     assert json.loads(out)["rows"][0]["n_star_interval"]["level"] == 0.5
     for argv, message in [
-        (["--compare", "pe=rope_p", "pe=alibi"], "no stratum has runs of both sides"),
+        (["--compare", "pe=rope_p", "pe=alibi"], "no run matches 'pe=alibi' (pe takes nope, rope_p)"),
         (["--compare", "pe", "pe=nope"], "COLUMN=VALUE"),
         (["--compare", "colour=red", "pe=nope"], "cannot group by colour"),
         (["--compare", "pe=rope_p", "pe=nope", "--metric", "speed"], "unknown metric"),

@@ -31,6 +31,8 @@ def _render(payload: dict) -> None:
     from rich.console import Console  # function-local: rich, off the start-up path
     from rich.table import Table
 
+    from formal_rope.commands.sample import describe_lengths
+
     console = Console()
     summary = Table(title=f"attack {payload['model']}", show_header=False)
     summary.add_column("key", style="bold")
@@ -39,8 +41,8 @@ def _render(payload: dict) -> None:
                                                       if payload["kind"] == "compiled" else ""))
     summary.add_row("language", payload["language"])
     lengths = payload["lengths"]
-    summary.add_row("lengths", f"{lengths[0]}..{lengths[-1]} ({len(lengths)} lengths)" if len(lengths) > 1
-                    else str(lengths[0]))
+    summary.add_row("lengths", f"{describe_lengths(lengths)} ({len(lengths)} lengths)" if len(lengths) > 1
+                    else str(lengths[0]))  # as given: 41, 43, 45 is not 41..45
     summary.add_row("search", f"budget {payload['budget']} strings per length beyond {payload['start']} start strings, "
                     f"seed {payload['seed']}")
     if "certified_length" in payload:
@@ -131,10 +133,13 @@ def register(app: typer.Typer) -> None:
         bar = None
         if not (json_output or quiet):
             from rich.console import Console  # function-local: rich, off the start-up path
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-            bar = Progress(TextColumn("[bold]attack"), BarColumn(), MofNCompleteColumn(),
-                           TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=Console(stderr=True))
+            from formal_rope.progress import progress_display
+
+            bar = progress_display(TextColumn("[bold]attack"), BarColumn(), MofNCompleteColumn(),
+                                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=Console(stderr=True),
+                                   label="attack")
             bar.start()
             task = bar.add_task("", total=len(tested), info="")
         seen = {"lengths": 0, "n_star_worst": 0, "perfect": True, "tried": 0}

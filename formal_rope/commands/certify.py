@@ -58,18 +58,23 @@ def certify_command(
         )
     if mode == "realized" and not json_output:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
 
-        bar = Progress(
+        from formal_rope.progress import progress_display
+
+        bar = progress_display(
             TextColumn("scanning query positions"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TimeRemainingColumn(), transient=True, console=Console(stderr=True),  # stdout holds only the result
+            label="scanning query positions",
         )
-        task = bar.add_task("scan", total=None)
+        task = bar.add_task("", total=None)
+        started = []
 
         def report(done: int, total: int) -> None:
             # Started on the first report, so argument errors raised before the scan leave no bar behind.
-            if not bar.live.is_started:
+            if not started:
                 bar.start()
+                started.append(True)
             bar.update(task, completed=done, total=total)
 
         try:

@@ -147,11 +147,14 @@ def _verification_progress(show: bool):
     if not show:
         yield None, None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("verifying against the DFA"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   transient=True, console=_stderr_console())
-    task = bar.add_task("verify", total=None)
+    from formal_rope.progress import progress_display
+
+    bar = progress_display(TextColumn("verifying against the DFA"), BarColumn(), MofNCompleteColumn(),
+                           TimeRemainingColumn(), transient=True, console=_stderr_console(),
+                           label="verifying against the DFA")
+    task = bar.add_task("", total=None)
 
     def on_total(total: int) -> None:
         # Started once the strings are known, so errors before that (DFA too large) leave no bar behind.

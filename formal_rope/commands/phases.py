@@ -75,12 +75,14 @@ def phases_command(
         summary = phases_summary(captured, query, epsilon, shown)
     else:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+
+        from formal_rope.progress import progress_display
 
         # Each head is decomposed for every (i, j): O(T²·pairs) work, seconds per head at T ~ 500.
-        with Progress(TextColumn("decomposing heads"), BarColumn(), MofNCompleteColumn(), transient=True,
-                      console=Console(stderr=True)) as bar:
-            task = bar.add_task("heads", total=len(captured.heads))
+        with progress_display(TextColumn("decomposing heads"), BarColumn(), MofNCompleteColumn(), transient=True,
+                              console=Console(stderr=True), label="decomposing heads") as bar:
+            task = bar.add_task("", total=len(captured.heads))
             summary = phases_summary(captured, query, epsilon, shown,
                                      on_head=lambda done: bar.update(task, completed=done))
     summary = {"model": str(model_path), **summary}
@@ -119,9 +121,10 @@ def _render(summary: dict) -> None:
         f"input {summary['string']!r}: {len(positions)} positions (0 = bos … {len(positions) - 1} = eos), "
         f"scores in {summary['dtype']}"
     )
-    visible = len(positions) * (len(positions) - 1) // 2
     for head in summary["heads"]:
         query = head["query"]
+        visible = head["visible_entries"]
+        seen = "j < i" if head["window"] is None else f"i − {head['window']} ≤ j < i (window {head['window']})"
         rotations: dict[str, list[int]] = {}
         for pair in head["pairs"]:
             rotations.setdefault(pair["rotation"], []).append(pair["pair"])
@@ -130,6 +133,7 @@ def _render(summary: dict) -> None:
             title=(
                 f"{head['name']} (layer {head['layer']}, head {head['head']}): query i = {query['position']} "
                 f"({_token(query['token'])}), top {query['keys_shown']} of {query['keys_total']} keys"
+                + ("" if head["window"] is None else f" inside its window of {head['window']}")
             ),
             caption=f"{schedule}; score = {head['scale']:.4g}·Σ ρ cos δ; α−β content phase, Δφ = φ(i)−φ(j) position "
             "phase, δ = their sum, radians in (−π, π]",
@@ -181,7 +185,7 @@ def _render(summary: dict) -> None:
             f"by {head['recompute_error']:.1e}"
         )
         console.print(
-            f"  reconstruction, all {visible} (i, j) with j < i: max |error| {head['max_abs_error']:.2e}, "
+            f"  reconstruction, all {visible} (i, j) with {seen}: max |error| {head['max_abs_error']:.2e}, "
             f"relative to scale·Σρ {head['max_rel_error']:.2e}{recompute}\n"
             f"  Lemma 1 (ε = {lemma['epsilon']:g}): all contributing |δ_p| ≤ ε at {hypothesis} of {visible} (i, j); "
             f"{verdict}\n"

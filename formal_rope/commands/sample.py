@@ -170,20 +170,22 @@ def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quie
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
-        Progress,
         TextColumn,
         TimeElapsedColumn,
     )
 
-    with Progress(
+    from formal_rope.progress import progress_display
+
+    with progress_display(
         TextColumn("[bold]sampling lengths"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,
+        label="sampling lengths",
     ) as progress:
-        task = progress.add_task("sample", total=len(lengths))
+        task = progress.add_task("", total=len(lengths))
         return test_sets(dfa, lengths, n, seed, near_miss, progress=lambda done: progress.update(task, completed=done),
                          distribution=distribution)
 

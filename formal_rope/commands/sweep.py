@@ -88,21 +88,24 @@ def _number(value: float, digits: int) -> str:
 
 
 def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
-    """run_sweep with a Rich progress display: a line per finished run, the runs in flight."""
+    """run_sweep with a Rich progress display: a line per finished run, the runs in flight. Off a
+    terminal (a log), a line per run as it starts and one as it finishes, and no bar."""
     # function-local: rich and the runner (numpy) stay off the start-up path
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
-        Progress,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
 
+    from formal_rope.progress import progress_display
+
     # The module, not the function: run_sweep is looked up when called (tests replace its trainer).
     from formal_rope.sweeps import runner
 
-    with Progress(
+    live = console.is_terminal
+    with progress_display(
         TextColumn("[bold]sweep"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -110,7 +113,8 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
         TimeRemainingColumn(),
         TextColumn("{task.description}"),
         console=console,
-        transient=False,
+        label="sweep",
+        lines=0,  # the lines below say what each run does
     ) as progress:
         task = progress.add_task("", total=len(configs))
         running: dict[str, str] = {}
@@ -122,6 +126,9 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
                 progress.advance(task)
             elif kind in ("start", "retry"):
                 running[run_id] = _describe_config(config, axes)
+                if kind == "start" and not live:  # a log sees work begin, not only end (a pack can take minutes)
+                    progress.console.print(f"started  {running[run_id]}", markup=False, highlight=False,
+                                           soft_wrap=True)
                 if kind == "retry":
                     progress.console.print(
                         f"[yellow]retry   [/] {_describe_config(config, axes)} (its worker died; resumes "
@@ -163,11 +170,11 @@ def _note(text: str) -> None:
 # report
 
 
-def _grouping(text: str | None) -> tuple[str, ...]:
-    from formal_rope.sweeps.report import DEFAULT_GROUPING  # function-local: numpy, off the start-up path
-
+def _grouping(text: str | None) -> tuple[str, ...] | None:
+    """--by as column names; None when not given (the report's default: language, pe, base and every
+    swept axis)."""
     if text is None:
-        return DEFAULT_GROUPING
+        return None
     names = _split(text, "--by")
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -179,9 +186,10 @@ def _results_table(rows, by, title: str, reference: dict | None, level: float = 
     # function-local: rich and the report (numpy) stay off the start-up path
     from rich.table import Table
 
-    from formal_rope.sweeps.report import DEFAULT_GROUPING, cell_text, reference_index
+    from formal_rope.sweeps.report import DEFAULT_GROUPING, VARIANT_COLUMN, cell_text, reference_index
 
-    paper = reference_index(reference) if tuple(by) == DEFAULT_GROUPING else {}
+    # The paper's cell beside each row of it: rows keyed by (language, pe, base), swept axes beside.
+    paper = reference_index(reference) if set(DEFAULT_GROUPING) <= set(by) and VARIANT_COLUMN not in by else {}
     searched = any(row.runs_searched for row in rows)
     table = Table(title=title, show_lines=False)
     for name in by:
@@ -387,9 +395,7 @@ def _dry_run_tables(plans, scale: str, console, json_output: bool) -> None:
         return
     for plan in plans:
         console.print(f"[bold]{plan.name}[/] → {plan.out}")
-        for c in plan.configs:
-            console.print(f"{c.run_id()}  {_describe_config(c, [n for n, _ in plan.spec.axes])}  steps={c.steps}",
-                          highlight=False, soft_wrap=True)
+        _dry_run_lines(plan.configs, console)
     console.print(f"{sum(len(plan.configs) for plan in plans)} runs ({scale} scale)")
 
 
@@ -397,11 +403,17 @@ def _dry_run(plan, console, json_output: bool) -> None:
     if json_output:
         print(json.dumps(plan.runs_payload(), indent=2))
         return
-    for c in plan.configs:
-        console.print(
-            f"{c.run_id()}  {_describe_config(c, plan.axis_names)}  steps={c.steps}", highlight=False, soft_wrap=True
-        )
+    _dry_run_lines(plan.configs, console)
     console.print(f"{len(plan.configs)} runs ({plan.scale} scale)")
+
+
+def _dry_run_lines(configs, console) -> None:
+    """A line per run: its id, what tells it apart (every swept field) and its steps."""
+    from formal_rope.sweeps.plan import swept_fields  # function-local: the sweeps stage, off the start-up path
+
+    swept = [name for name in swept_fields(configs) if name != "steps"]
+    for c in configs:
+        console.print(f"{c.run_id()}  {_describe_config(c, swept)}  steps={c.steps}", highlight=False, soft_wrap=True)
 
 
 _WORKERS_HELP = (
@@ -460,7 +472,7 @@ def register(app: typer.Typer) -> None:
         # function-local: rich and the sweeps stage (numpy) stay off the start-up path
         from rich.console import Console
 
-        from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep
+        from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep, swept_fields
         from formal_rope.sweeps.results import finished_run_ids
 
         check_positive(workers=workers)
@@ -492,7 +504,7 @@ def register(app: typer.Typer) -> None:
         run_options["worst_case"] = worst_case
         console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
         try:
-            summary = _run_with_progress(plan.configs, out, console, axes=plan.axis_names, **run_options)
+            summary = _run_with_progress(plan.configs, out, console, axes=swept_fields(plan.configs), **run_options)
         except KeyboardInterrupt:
             raise _interrupted(plan.configs, out) from None
         console.print(
@@ -521,8 +533,8 @@ def register(app: typer.Typer) -> None:
         ),
         by: Optional[str] = typer.Option(
             None, "--by",
-            help="Group rows by these runs columns, comma-separated (default language,pe,base), e.g. "
-            "language,pe,train_near_miss_fraction.",
+            help="Group rows by these runs columns, comma-separated, e.g. language,pe,train_near_miss_fraction "
+            "(default: language,pe,base and every setting that varies across the runs besides seed and lr).",
         ),
         sort: Optional[str] = typer.Option(
             None, "--sort",
@@ -555,9 +567,10 @@ def register(app: typer.Typer) -> None:
         grouping = _grouping(by)
         if not 0 < confidence < 1:
             raise FormalRopeError(f"--confidence must lie strictly between 0 and 1 (e.g. 0.95), got {confidence}")
-        if reference is not None and plot is None and grouping != DEFAULT_GROUPING:
-            _note("--reference is shown in the table only with the default grouping (language,pe,base) and "
-                  "otherwise only on a --plot; it has no effect here")
+        if reference is not None and plot is None and grouping is not None and not set(DEFAULT_GROUPING) <= set(
+                grouping):
+            _note("--reference is shown in the table only with a grouping that has language, pe and base (the "
+                  "default) and otherwise only on a --plot; it has no effect here")
         if compare is None and metric != "n_star":
             _note("--metric chooses what --compare compares; it has no effect without --compare")
         _report(results, Console(), json_output, plot, reference_table(reference), by=grouping, sort=sort,
@@ -617,7 +630,7 @@ def register(app: typer.Typer) -> None:
 
         from formal_rope.sweeps.deviations import deviation_lines
         from formal_rope.sweeps.grid import variant_run_ids
-        from formal_rope.sweeps.plan import check_scale, plan_reproduce, reproduce_tables
+        from formal_rope.sweeps.plan import check_scale, plan_reproduce, reproduce_tables, swept_fields
         from formal_rope.sweeps.results import finished_run_ids
         from formal_rope.training.scales import SCALE_SHRINKS
 
@@ -664,9 +677,7 @@ def register(app: typer.Typer) -> None:
                 f"runs at {scale} scale → {plan.out}"
             )
             try:
-                _run_with_progress(
-                    plan.configs, plan.out, console, axes=[name for name, _ in plan.spec.axes], **run_options
-                )
+                _run_with_progress(plan.configs, plan.out, console, axes=swept_fields(plan.configs), **run_options)
             except KeyboardInterrupt:
                 raise _interrupted(plan.configs, plan.out) from None
             payloads[plan.name] = _report(plan.out, console, False, plan.out / f"{plan.name}.png", plan.spec.reference,

@@ -117,8 +117,10 @@ def _nnch_text(result) -> str:
     """NNCH's score with what it averages, or why the run has none."""
     lengths = [r for r in result.per_length if r.nnch_n]
     if not math.isnan(result.nnch_accuracy):
+        from formal_rope.commands.sample import describe_lengths  # the lengths as given: 41, 43, 45 is not 41..45
+
         return (f"{result.nnch_accuracy:.4f} (uniformly random strings, {lengths[0].nnch_n} per length, mean over "
-                f"lengths {lengths[0].length}..{lengths[-1].length}: Delétang et al.'s number)")
+                f"lengths {describe_lengths([r.length for r in lengths])}: Delétang et al.'s number)")
     config = result.config
     if config.data is not None:
         return "– (a run on files: NNCH's score needs uniformly random strings)"

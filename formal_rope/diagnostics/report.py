@@ -172,6 +172,9 @@ def head_summary(
             for p in range(inputs.n_pairs)
         ],
         "recompute_error": inputs.recompute_error,
+        "window": inputs.window,  # the layer's sliding window (None: global attention)
+        # The (i, j) the head attends to (j < i, inside the window): what the errors and Lemma 1 cover.
+        "visible_entries": int(phases.visible.sum()),
         "max_abs_error": phases.max_abs_error,
         "max_rel_error": phases.max_rel_error,
         "lemma1": {
@@ -183,7 +186,7 @@ def head_summary(
             "token": positions[query],
             "max_abs_error": float(phases.abs_error[row].max(initial=0.0)),
             "keys_shown": len(key_rows),
-            "keys_total": query,
+            "keys_total": len(keys),  # the keys the query attends to: j < i, inside the layer's window
             "lemma1": _lemma_summary(
                 lemma, scale, np.arange(len(phases.queries))[:, None] == row
             ),

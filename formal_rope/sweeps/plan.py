@@ -78,6 +78,26 @@ class SweepPlan:
         return [{"run_id": config.run_id(), **config.to_dict()} for config in self.configs]
 
 
+# What a run's line names anyway (language, PE, β, seed, lr; a hybrid's label names its layers'
+# encodings and windows, `from=` a staged run's source).
+LABELLED_ANYWAY = frozenset({"language", "pe", "base", "seed", "lr", "layer_pe", "window", "init_from"})
+
+
+def swept_fields(configs) -> list[str]:
+    """The RunConfig fields, in field order, that take more than one value across `configs` among the
+    runs they apply to: `--set` and [axes] fields, and what [[variants]] change (steps, negatives,
+    ...), so that two runs' lines never read the same."""
+    configs = list(configs)
+    swept = []
+    for name in RunConfig.__dataclass_fields__:
+        if name in LABELLED_ANYWAY:
+            continue
+        values = {repr(getattr(config, name)) for config in configs if config.applies(name)}
+        if len(values) > 1:
+            swept.append(name)
+    return swept
+
+
 def check_axes(axes: dict, settings: dict) -> dict:
     """`axes` (`--set` fields -> values); FormalRopeError for a field also given by its own option."""
     both = sorted(set(axes) & set(settings))

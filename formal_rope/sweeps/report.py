@@ -264,6 +264,20 @@ def mixed_settings(runs, by=DEFAULT_GROUPING) -> list[tuple]:
     return mixed
 
 
+def swept_axes(runs, by=DEFAULT_GROUPING) -> tuple[str, ...]:
+    """The settings that vary within the rows of `by` beyond seeds and learning rates (`mixed_settings`),
+    as runs columns in RunConfig's field order: what the default grouping adds as row keys, so that
+    `--set test_near_miss_fraction=0,0.5` gets a row per value rather than one row mixing both."""
+    differing = {name for *_, settings in mixed_settings(runs, by) for name in settings}
+    return tuple(name for name in CONFIG_COLUMNS if name in differing and name in runs.columns)
+
+
+def default_grouping(runs, extra=()) -> tuple[str, ...]:
+    """language, pe, base, the columns `extra` (a sweep file's variant), then every other swept axis."""
+    by = (*DEFAULT_GROUPING, *(name for name in extra if name not in DEFAULT_GROUPING))
+    return by + swept_axes(runs, by) if len(runs) else by
+
+
 def cell_text(name: str, value) -> str:
     """A value of column `name` as the tables show it: "–" when missing, the paper's label of a
     PE, a base as 1e4, floats in %g."""
@@ -659,8 +673,76 @@ def compare_cells(runs, first: str, second: str, by=DEFAULT_GROUPING, metric: st
             "a": first, "b": second, "metric": metric, **result.to_dict(), "text": result.text(metric),
         })
     if not comparisons:
-        raise FormalRopeError(f"--compare {first!r} {second!r}: no stratum has runs of both sides")
+        raise FormalRopeError(_why_nothing_compared(frame, (first, second), selected, strata, by, metric))
     return comparisons
+
+
+_NEVER_SEARCHED = ("were never searched for misclassified strings; run the same `sweep` or `reproduce` command "
+                   "again with --eval worst-case (same --out: its runs without the search are trained again, with "
+                   "the same numbers, and searched), or compare n_star")
+# Why a run has no value of a metric, and how to get one (`report --compare ... --metric`).
+METRIC_SOURCES = {
+    "n_star_worst": _NEVER_SEARCHED,
+    "success_worst": _NEVER_SEARCHED,
+    "nnch_accuracy": "have no NNCH score (evaluation stopped early with --eval nstar, runs on data files, "
+                     "nnch_samples 0, or results written before the score existed); compare n_star or accuracy, "
+                     "or rerun with --eval full and --nnch-samples above 0",
+}
+
+
+def _why_nothing_compared(frame, texts, selected, strata, by, metric: str) -> str:
+    """The message of a --compare with no stratum holding runs of both sides: a side that matches
+    no run (and the values its columns take), a metric no matched run has (and what gives it), or the
+    grouping columns whose values separate the two sides (and the two ways to compare across them)."""
+    head = f"--compare {texts[0]!r} {texts[1]!r}"
+    failed = frame["status"] == "failed"
+    for text, mask in zip(texts, selected):
+        if not mask.any():
+            named = [name for name, _ in parse_selection(text)]
+            taken = "; ".join(
+                f"{name} takes " + ", ".join(sorted({_selection_value(name, _cell(v)) for v in frame[name]}))
+                for name in named)
+            return f"{head}: no run matches {text!r} ({taken})"
+        if (mask & ~failed).sum() == 0:
+            return f"{head}: every run matching {text!r} failed, and a failed run measured nothing"
+    for text, mask in zip(texts, selected):
+        if metric_values(frame[mask], metric).notna().sum() == 0:
+            why = METRIC_SOURCES.get(metric, "have no value of it")
+            return (f"{head}: no run matching {text!r} has {metric}: its {int(mask.sum())} run(s) {why}")
+    sides = [frame[mask][metric_values(frame[mask], metric).notna()] for mask in selected]  # runs with a value
+
+    def values(side, name) -> set:
+        return {_cell(v) for v in side[name]}
+
+    separating = [name for name in strata if not values(sides[0], name) & values(sides[1], name)]
+    names = separating or list(strata)
+    if not names:  # cannot happen: without strata both sides share the one group
+        return f"{head}: no runs of both sides to compare"
+
+    def listed(side, name) -> str:
+        return ", ".join(_selection_value(name, v) for v in sorted(values(side, name), key=str))
+
+    described = "; ".join(f"{name} is {listed(sides[0], name)} for {texts[0]!r} but {listed(sides[1], name)} for "
+                          f"{texts[1]!r}" for name in names)
+    first_run = sides[0].iloc[0]  # its values of the columns: a cell of the first side that exists
+    example = ",".join([texts[0], *(f"{name}={_selection_value(name, _cell(first_run[name]))}" for name in names)])
+    pooled = ",".join(name for name in by if name not in names)
+    several = len(names) > 1
+    return (f"{head}: no stratum has runs of both sides, because the grouping column{'s' if several else ''} "
+            f"{', '.join(names)} separate{'' if several else 's'} them ({described}); name "
+            f"{'them' if several else 'it'} on a side (e.g. --compare {example} {texts[1]}), or pool over "
+            f"{'them' if several else 'it'} with a grouping without {'them' if several else 'it'}"
+            + (f" (--by {pooled})" if pooled else ""))
+
+
+def _selection_value(name: str, value) -> str:
+    """A cell of column `name` as --compare's COLUMN=VALUE reads it back: 'none' for a missing value,
+    a PE by its name, a base as 1e4."""
+    if value is None:
+        return "none"
+    if name == "base":
+        return format_base(float(value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -702,7 +784,8 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
                  variant_baseline: dict | None = None, run_variants: dict | None = None, languages=(),
                  on_note: Callable[[str], None] = lambda text: None, level: float = DEFAULT_LEVEL,
                  comparison: tuple[str, str] | None = None, metric: str = "n_star") -> Report:
-    """Aggregate the results folder `out` by `by` (default language, PE, base), rows in `sort`
+    """Aggregate the results folder `out` by `by` (default `default_grouping`: language, PE, base and
+    every other setting that varies within those rows beyond seeds and learning rates), rows in `sort`
     order (`SORT_KEYS`; None: the grouping's, languages in `languages` order), and draw the N* plot
     to `plot` when given (titled `title` and the scale: `scale`, or what the runs' settings say).
 
@@ -712,11 +795,11 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
     (on_note says how many). The notes: the folder's own (`read_results`) and one per row whose
     runs differ in more than seeds and learning rates. level: the confidence of each row's
     intervals; comparison (FIRST, SECOND): the payload's "comparisons" (`compare_cells` on `metric`)."""
-    by = tuple(by or DEFAULT_GROUPING)
     if plot is not None:
         plot = plot_path(plot)  # before reading: the file the plot really goes to, or why it cannot
     results = read_results(out)
     runs = results.runs
+    extra = ()
     if variants:  # a sweep file's [[variants]]: label each run, and group by the label too
         runs = label_variants(runs, variants, variant_baseline, run_variants)
         strangers = runs[VARIANT_COLUMN].isna()
@@ -725,7 +808,9 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
                 f"{int(strangers.sum())} run(s) in {out} are none of the sweep's variants (another sweep's); left out"
             )
             runs = runs[~strangers]
-        by = tuple(by) + ((VARIANT_COLUMN,) if VARIANT_COLUMN not in by else ())
+        extra = (VARIANT_COLUMN,)
+    # No grouping given: every swept axis is a row key (a row never mixes two values of an axis).
+    by = default_grouping(runs, extra) if by is None else tuple(by) + tuple(name for name in extra if name not in by)
     check_grouping(runs, by)
     # The sweep's own language order ((aa)* before (ab)*), not the order the runs finished in.
     rows = sort_rows(aggregate(runs, by, language_order=languages, level=level), sort)
@@ -758,11 +843,17 @@ def build_report(out: str | Path, *, by=None, sort: str | None = None, reference
 def failure_lines(runs, by, limit: int = 12) -> list[str]:
     """One line per run with a first failing string (the first `limit`), naming what tells the run
     apart: its grouping values, seed, lr, and every other setting that varies across the runs."""
+    # A hybrid's PE is its label ('RoPE_NP+NoPE(L2) w8(L1)', as in the table's rows), which names
+    # its layers' encodings and windows.
+    hybrids = any(label is not None for label in _hybrid_labels(runs))
+    runs = normalise_runs(runs)
     failures = runs[runs["first_failure"].notna()]
     # A setting that is null where it does not apply (phase_precision for NoPE) does not tell the
     # runs where it applies apart, so only differing present values count as varying.
+    folded = ("layer_pe", "window") if hybrids and "pe" in by else ()
     varying = [name for name in CONFIG_COLUMNS
-               if name not in by and name not in ("seed", "lr", "alphabet") and runs[name].nunique(dropna=True) > 1]
+               if name not in by and name not in ("seed", "lr", "alphabet", *folded)
+               and name in runs.columns and runs[name].nunique(dropna=True) > 1]
     lines = []
     for _, run in failures.head(limit).iterrows():
         label = [cell_text(name, run[name]) for name in by if name in ("language", "pe")]

@@ -35,6 +35,7 @@ from torch.nn import functional as F
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.evaluation.models import worst_case_pack
+from formal_rope.progress import progress_display
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
@@ -112,14 +113,13 @@ class _Reporter:
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
-                Progress,
                 TextColumn,
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
 
-            # stderr keeps stdout clean for --json output.
-            self.bar = Progress(
+            # stderr keeps stdout clean for --json output; off a terminal, a plain line per tenth of a stage.
+            self.bar = progress_display(
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
@@ -128,7 +128,7 @@ class _Reporter:
                 TextColumn("eta"),
                 TimeRemainingColumn(),
                 console=Console(stderr=True),
-                transient=False,
+                label=description,
             )
             self.bar.start()
         self.description = description
