@@ -22,9 +22,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from formal_rope.automata import language_dfa
+from formal_rope.automata.render import to_table
+from formal_rope.classes import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, output_path
-from formal_rope.sweeps.report import PE_LABELS, Report, build_report, cell_text
+from formal_rope.lang.source import resolve_language
+from formal_rope.sweeps.report import PE_LABELS, Report, build_report, cell_text, plot_n_star
+from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, compare
 
 ATLAS_COLUMNS = ("predicted", "predicted_by")  # the atlas's prediction of a run's outcome, and what made it
@@ -45,8 +50,6 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     target = output_path(path if path.suffix else path.with_name(path.name + ".html"), "the results page")
     report = build_report(out, by=by, sort=sort, reference=reference, title=title, level=level,
                           comparison=comparison, metric=metric, languages=languages)
-    from formal_rope.sweeps.results import read_results  # function-local: pyarrow (already loaded by the report)
-
     page = render_page(report, read_results(out).evals, title=title or f"results in {Path(out).name}",
                        reference=reference)
     try:
@@ -236,8 +239,6 @@ def _short(value) -> str:
 
 def _figures_section(report: Report, reference: dict | None) -> str:
     """`report --plot`'s N* figure, rendered to a PNG inside the page."""
-    from formal_rope.sweeps.report import plot_n_star  # matplotlib loads in the plot only
-
     rows = [row for row in report.rows if not math.isnan(row.n_star_mean)]
     if not rows or not {"language", "pe"} <= {name for row in report.rows for name, _ in row.group}:
         return '<p class="note">No figure: the N* plot needs rows grouped by language and pe, with an N*.</p>'
@@ -256,7 +257,7 @@ def _figures_section(report: Report, reference: dict | None) -> str:
 
 def _present(value) -> bool:
     """A cell holds a value (not None, NaN or pandas' NA)."""
-    import pandas as pd  # function-local: loaded by the report already
+    import pandas as pd  # function-local: pandas, as in the report module (loaded there when results are read)
 
     try:
         return not bool(pd.isna(value))
@@ -277,9 +278,6 @@ def _language_section(language: str, runs, evals, prefix: str) -> str:
 def _language_dfa(language: str, alphabet: str | None):
     """The minimal DFA of a run's language over the alphabet the run used (FormalRopeError when it
     cannot be built here, e.g. a .att file that is not beside the page's maker)."""
-    from formal_rope.automata import language_dfa
-    from formal_rope.lang.source import resolve_language
-
     try:
         resolved = resolve_language(language, alphabet)
     except FormalRopeError:
@@ -288,8 +286,6 @@ def _language_dfa(language: str, alphabet: str | None):
 
 
 def _classes_part(language: str, alphabet: str | None, prefix: str) -> str:
-    from formal_rope.classes import classify
-
     try:
         dfa = _language_dfa(language, alphabet)
         verdicts = classify(dfa)
@@ -328,8 +324,6 @@ def _witness_text(value) -> str:
 
 
 def _transition_table(dfa) -> str:
-    from formal_rope.automata.render import to_table
-
     headers, rows = to_table(dfa)
     head = "".join(f'<th scope="col">{_e(name)}</th>' for name in headers)
     body = "".join("<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in rows)
@@ -465,7 +459,10 @@ def _accuracy_figure(runs, evals, prefix: str) -> str:
 
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                "#17becf"]
-    encodings = list(dict.fromkeys(runs["pe"])) if "pe" in runs.columns else [None]
+    # One colour per encoding across the page's figures: encodings in the paper's order, then by name.
+    order = list(PE_LABELS)
+    encodings = (sorted(set(runs["pe"]), key=lambda pe: (order.index(pe) if pe in order else len(order), str(pe)))
+                 if "pe" in runs.columns else [None])
     colour = {pe: palette[index % len(palette)] for index, pe in enumerate(encodings)}
     pe_of = dict(zip(runs["run_id"], runs["pe"])) if "pe" in runs.columns else {}
     lines = []
