@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import subprocess
+import sys
 from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formal_rope.sweeps.report import aggregate, compare_cells
 from formal_rope.sweeps.results import read_results
@@ -25,6 +31,116 @@ from formal_rope.sweeps.statistics import (
 )
 from formal_rope.training.config import LengthResult, RunConfig, RunResult
 from sweeps_support import cli
+
+# ----------------------------------------------------------------------------------------------
+# Brute-force references: the hand-written implementations the module used before it called
+# scipy.stats, kept here so the library's answers are checked against them on every sample.
+
+
+def reference_permutation_p(a, b) -> float:
+    """Every split of the pooled values enumerated; |mean difference| within 1e-9 (relative to the
+    largest |value|) of the observed one counts as at least as extreme."""
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    pooled = np.concatenate([x, y])
+    n, k = len(pooled), len(x)
+    observed = abs(x.mean() - y.mean())
+    tolerance = 1e-9 * max(1.0, float(np.abs(pooled).max()))
+    splits = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64)
+    sums = pooled[splits].sum(axis=1)
+    differences = np.abs(sums / k - (pooled.sum() - sums) / (n - k))
+    return float(np.mean(differences >= observed - tolerance))
+
+
+def reference_mann_whitney(a, b) -> tuple[float, float]:
+    """U from mid-ranks; two-sided p from the normal approximation, tie and continuity corrected."""
+    x, y = np.asarray(a, float), np.asarray(b, float)
+    n1, n2 = len(x), len(y)
+    pooled = np.concatenate([x, y])
+    ranks = np.array([np.sum(pooled < v) + (np.sum(pooled == v) + 1) / 2 for v in pooled])
+    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
+    n = n1 + n2
+    _, counts = np.unique(pooled, return_counts=True)
+    variance = n1 * n2 / 12 * ((n + 1) - float((counts**3 - counts).sum()) / (n * (n - 1)))
+    if variance <= 0:
+        return u, 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(variance)
+    return u, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+
+
+def reference_bootstrap(values, level, resamples, seed) -> tuple[float, float]:
+    """Means of `resamples` resamples drawn as rows of indices from default_rng(seed); their quantiles."""
+    data = np.asarray(values, float)
+    means = data[np.random.default_rng(seed).integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+small_samples = st.one_of(
+    st.lists(st.integers(0, 6).map(float), min_size=1, max_size=6),  # N*-like: many ties
+    st.lists(st.integers(0, 100).map(lambda v: v / 100), min_size=1, max_size=6),  # accuracies, 2 decimals
+    st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=6),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(small_samples, small_samples)
+def test_permutation_p_values_equal_the_brute_force_enumeration_exactly(a, b):
+    p, splits = permutation_test(a, b)
+    assert splits == math.comb(len(a) + len(b), len(a))
+    assert p == reference_permutation_p(a, b)  # bit for bit, ties between float means included
+
+
+def test_permutation_p_values_on_fixed_samples_equal_the_old_implementation():
+    """Values the hand-written implementation (before scipy) printed, as literals: a cell's N* and
+    accuracies over five seeds, one of them alone, and samples whose means differ by less than
+    their rounding (the ties scipy's own tolerance would tell apart)."""
+    assert permutation_test([500, 500, 500, 41, 43], [41, 45, 43, 41, 47]) == (0.14285714285714285, 252)
+    assert permutation_test([0.43, 0.44, 0.36, 0.61, 0.63], [0.3, 0.6, 0.51, 0.1, 0.86, 0.61]) == (
+        0.9891774891774892, 462)
+    assert permutation_test([0.9, 0.8, 0.7], [0.8, 0.7, 0.9, 0.8]) == (1.0, 35)
+    assert permutation_test([600], [500, 500, 43, 41]) == (0.6, 5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(small_samples, small_samples)
+def test_mann_whitney_equals_the_normal_approximation_by_hand(a, b):
+    u, p = mann_whitney_u(a, b)
+    expected_u, expected_p = reference_mann_whitney(a, b)
+    # scipy's 2·Φ(−z) and the reference's erfc(z/√2) round differently in the last bits.
+    assert u == expected_u and p == pytest.approx(expected_p, rel=1e-13, abs=0)
+
+
+def test_binomial_cdf_against_exact_fractions():
+    for n in range(1, 41):
+        for k in range(-1, n + 1):
+            exact = sum(Fraction(math.comb(n, i), 2**n) for i in range(max(k + 1, 0)))
+            value = binomial_cdf_half(n, k)
+            if n <= 14:
+                assert value == float(exact), (n, k)
+            else:  # scipy's incomplete beta function: a few ulp off the exact fraction
+                assert value == pytest.approx(float(exact), rel=1e-14, abs=1e-300), (n, k)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=12), st.sampled_from([0.5, 0.9, 0.95]))
+def test_bootstrap_draws_the_same_resamples_as_by_hand(values, level):
+    """scipy's bootstrap draws its resamples like the reference (one (resamples, n) block of indices
+    from the seeded generator), so the interval moves only by the rounding of its quantiles."""
+    interval = bootstrap_interval(values, level, resamples=2000, seed=3)
+    low, high = reference_bootstrap(values, level, 2000, 3)
+    scale = max(1.0, max(abs(v) for v in values))
+    assert interval.low == pytest.approx(low, abs=1e-12 * scale)
+    assert interval.high == pytest.approx(high, abs=1e-12 * scale)
+
+
+def test_scipy_stats_loads_only_when_a_statistic_is_computed():
+    """The report module (imported by the sweep commands for their labels) does not import
+    scipy.stats; an interval does."""
+    script = ("import sys\nimport formal_rope.sweeps.report\nassert 'scipy.stats' not in sys.modules\n"
+              "from formal_rope.sweeps.statistics import mean_interval\nmean_interval([1, 2, 3, 4, 5])\n"
+              "assert 'scipy.stats' in sys.modules\nprint('ok')\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
 def test_permutation_p_values_by_hand():

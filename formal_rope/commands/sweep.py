@@ -557,6 +557,11 @@ def register(app: typer.Typer) -> None:
             help="What --compare compares: n_star, accuracy, nnch_accuracy, n_star_worst, success (N* at the longest "
             "test length, 0/1) or success_worst.",
         ),
+        html: Optional[Path] = typer.Option(
+            None, "--html",
+            help="Also write a self-contained results page to this .html file (tables sortable and filterable, each "
+            "language's classes, DFA, runs and failing strings, the figures; no server or network needed).",
+        ),
     ) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's score (uniform strings, lengths 42..500)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the report (numpy) stay off the start-up path
@@ -575,6 +580,12 @@ def register(app: typer.Typer) -> None:
             _note("--metric chooses what --compare compares; it has no effect without --compare")
         _report(results, Console(), json_output, plot, reference_table(reference), by=grouping, sort=sort,
                 level=confidence, comparison=compare, metric=metric)
+        if html is not None:
+            from formal_rope.sweeps.results_page import write_results_page  # function-local: pandas, matplotlib
+
+            written = write_results_page(results, html, by=grouping, sort=sort, reference=reference_table(reference),
+                                         level=confidence, comparison=compare, metric=metric)
+            print(f"results page written to {written}", file=sys.stderr if json_output else sys.stdout)
 
     @app.command()
     @ro.with_option_groups

@@ -14,11 +14,17 @@ docs/make_findings.py. Sample sizes here are small (2-5 seeds per cell at quick 
   `EXACT_SPLITS`), else the Mann-Whitney U test (normal approximation with tie and continuity
   correction); the effect size is Cliff's δ = P(a > b) − P(a < b) (for Mann-Whitney: the
   rank-biserial correlation), in [−1, 1].
+
+The bootstrap, the permutation test, Mann-Whitney U and the binomial CDF are scipy.stats's
+(`bootstrap` with method "percentile", `permutation_test`, `mannwhitneyu`, `binom`); Cliff's δ
+and the order-statistic interval, which scipy lacks, are computed here. scipy.stats is imported
+inside the functions that use it: this module loads with `sweeps.report`, which the sweep
+commands import for their labels before any statistic is computed, and importing scipy.stats
+takes longer than the rest of a command's start-up.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
@@ -64,10 +70,10 @@ def _clean(values: Sequence[float]) -> np.ndarray:
 
 
 def binomial_cdf_half(n: int, k: int) -> float:
-    """P(Bin(n, ½) ≤ k), exactly (as a float)."""
-    if k < 0:
-        return 0.0
-    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2**n
+    """P(Bin(n, ½) ≤ k) (scipy.stats.binom: exact for n ≤ 14, within a few ulp beyond)."""
+    from scipy.stats import binom  # function-local: scipy.stats, off the start-up path (module docstring)
+
+    return float(binom.cdf(k, n, 0.5))
 
 
 def order_statistic_interval(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Interval:
@@ -89,14 +95,17 @@ def order_statistic_interval(values: Sequence[float], level: float = DEFAULT_LEV
 def bootstrap_interval(values: Sequence[float], level: float = DEFAULT_LEVEL, *,
                        resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Interval:
     """Percentile bootstrap interval of the mean: the (1 − level)/2 and (1 + level)/2 quantiles of
-    the means of `resamples` resamples with replacement, drawn from a generator seeded by `seed`."""
+    the means of `resamples` resamples with replacement, drawn from a generator seeded by `seed`
+    (scipy.stats.bootstrap, method "percentile")."""
+    from scipy.stats import bootstrap  # function-local: scipy.stats, off the start-up path (module docstring)
+
     data = _clean(values)
     n = len(data)
     if n < 2:
         return Interval(math.nan if n == 0 else data[0], math.nan if n == 0 else data[0], level, 0.0, "none", n)
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    result = bootstrap((data,), np.mean, n_resamples=resamples, confidence_level=level, method="percentile",
+                       vectorized=True, rng=np.random.default_rng(seed))
+    low, high = result.confidence_interval
     return Interval(float(low), float(high), level, level, "bootstrap", n)
 
 
@@ -124,45 +133,55 @@ def cliffs_delta(a: Sequence[float], b: Sequence[float]) -> float:
     return float(difference.mean())
 
 
+def _mean_distance(x, y, axis=-1):
+    """|mean(x) − mean(y)| along `axis`: the permutation test's statistic."""
+    return np.abs(np.mean(x, axis=axis) - np.mean(y, axis=axis))
+
+
 def permutation_test(a: Sequence[float], b: Sequence[float]) -> tuple[float, int]:
     """Exact two-sided permutation test of the difference in means: (p, splits), p the share of
     the C(n, len(a)) splits of the pooled values whose |mean difference| is at least the observed
-    one (ties within 1e-9 relative count as at least)."""
+    one (scipy.stats.permutation_test over every split). Differences within 1e-9 of the observed
+    one (relative to the largest |value|) count as ties, hence as at least: means of equal values
+    summed in another order differ in their last bits, which scipy's much tighter tolerance
+    (relative to the difference itself, which may be small beside the values) would tell apart."""
+    from scipy.stats import permutation_test as scipy_permutation_test  # function-local: see the module docstring
+
     x, y = _clean(a), _clean(b)
-    pooled = np.concatenate([x, y])
-    n, k = len(pooled), len(x)
+    k, n = len(x), len(x) + len(y)
     if not k or k == n:
         return math.nan, 0
-    total = pooled.sum()
-    observed = abs(x.mean() - y.mean())
+    pooled = np.concatenate([x, y])
+    observed = float(_mean_distance(x, y))
     tolerance = 1e-9 * max(1.0, float(np.abs(pooled).max()))
-    splits = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64)
-    sums = pooled[splits].sum(axis=1)
-    differences = np.abs(sums / k - (total - sums) / (n - k))
-    return float(np.mean(differences >= observed - tolerance)), len(splits)
+    splits = math.comb(n, k)
+    if min(k, n - k) == 1:
+        # scipy's test wants two values per sample; with one, the n splits are "which value stands alone".
+        distances = np.abs(pooled - (pooled.sum() - pooled) / (n - 1))
+        return float(np.mean(distances >= observed - tolerance)), splits
+
+    def statistic(first, second, axis=-1):
+        distance = _mean_distance(first, second, axis)
+        return np.where(np.abs(distance - observed) <= tolerance, observed, distance)  # ties: exactly the observed
+
+    result = scipy_permutation_test((x, y), statistic, permutation_type="independent", vectorized=True,
+                                    n_resamples=np.inf, alternative="greater")
+    return float(result.pvalue), splits
 
 
 def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
     """(U of the first sample, two-sided p) by the normal approximation with tie correction and
-    continuity correction; U = number of pairs with a > b plus half the ties."""
+    continuity correction (scipy.stats.mannwhitneyu, method "asymptotic"); U = number of pairs with
+    a > b plus half the ties."""
+    from scipy.stats import mannwhitneyu  # function-local: scipy.stats, off the start-up path (module docstring)
+
     x, y = _clean(a), _clean(b)
-    n1, n2 = len(x), len(y)
-    if not n1 or not n2:
+    if not len(x) or not len(y):
         return math.nan, math.nan
-    pooled = np.concatenate([x, y])
-    order = np.argsort(pooled, kind="stable")
-    ranks = np.empty(len(pooled))
-    sorted_values = pooled[order]
-    _, starts, counts = np.unique(sorted_values, return_index=True, return_counts=True)
-    for start, count in zip(starts, counts):
-        ranks[order[start:start + count]] = start + (count + 1) / 2  # mid-ranks (1-based)
-    u = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
-    n = n1 + n2
-    variance = n1 * n2 / 12 * ((n + 1) - float((counts**3 - counts).sum()) / (n * (n - 1)))
-    if variance <= 0:
-        return u, 1.0
-    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(variance)
-    return u, float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+    if np.all(np.concatenate([x, y]) == x[0]):  # every value tied: no variance, nothing to tell apart
+        return len(x) * len(y) / 2, 1.0
+    result = mannwhitneyu(x, y, alternative="two-sided", method="asymptotic", use_continuity=True)
+    return float(result.statistic), float(result.pvalue)
 
 
 @dataclass(frozen=True)
