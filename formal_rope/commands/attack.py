@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         def on_length(entry) -> None:
             seen["lengths"] += 1
             seen["tried"] += entry.tried
-            seen["perfect"] = seen["perfect"] and not entry.failures
+            seen["perfect"] = seen["perfect"] and entry.passed
             seen["n_star_worst"] = entry.length if seen["perfect"] else seen["n_star_worst"]
             if bar is not None:
                 bar.update(task, completed=seen["lengths"], info=f"len {entry.length} worst-case N* so far "
