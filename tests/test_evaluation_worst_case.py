@@ -311,7 +311,8 @@ def test_a_search_cannot_count_a_length_its_start_set_did_not_test():
     found = search(scorer, dfa, sets, settings=SearchSettings(budget=8, seed=0))[0]
     assert found.n_star_start == 0 and found.n_star_worst == 0 and not found.complete
     assert any(not entry.unscored for entry in found.per_length[1:])  # the search itself covered some lengths
-    covered = search(scorer, dfa, list(sampled_start_sets(dfa, range(0, 8), 4, 0)), settings=SearchSettings(budget=8))[0]
+    sets = list(sampled_start_sets(dfa, range(0, 8), 4, 0))
+    covered = search(scorer, dfa, sets, settings=SearchSettings(budget=8))[0]
     assert covered.n_star_worst == covered.n_star_start == 7 and covered.complete
 
 
