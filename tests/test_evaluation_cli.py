@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli_support import run_main
 from formal_rope.evaluation import SearchSettings
@@ -114,3 +116,80 @@ def test_a_sweep_with_the_worst_case_reruns_finished_runs_without_one(tmp_path):
     assert runs.loc["nope", "worst_strings_tried"] == 7 and set(runs["run_id"]) == {c.run_id() for c in configs}
     again = run_sweep(configs, tmp_path, pack_runner=_searching_runner, pack=1, worst_case=SearchSettings(budget=7))
     assert again.skipped == 2
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A tiny (ab)* model trained 20 steps and tested at 41..50 (6 strings per length)."""
+    from formal_rope.cli import main
+
+    path = tmp_path_factory.mktemp("attack") / "m.zip"
+    argv = ["train", "--lang", "(ab)*", "--pe", "nope", *TINY, "--out", str(path), "--json", "--quiet"]
+    argv[argv.index("41..44")] = "41..50"
+    try:
+        main(argv)
+    except SystemExit as exit_:
+        assert not exit_.code
+    return path
+
+
+def test_attack_counts_no_length_where_nothing_was_scored(tiny_model, capsys):
+    """--start 0 --budget 0: nothing is scored at the odd lengths of (ab)* (only negatives, 2^L of
+    them), so no length passes; the old search printed the last length as the worst-case N*, and
+    `complete: true`. With --start 0 the start sets test nothing, so their N* is 0 too."""
+    code, out, err = run_main(capsys, ["attack", str(tiny_model), "--start", "0", "--budget", "0", "--json"])
+    found = json.loads(out)
+    assert code == 0, err
+    assert found["n_star_worst"] == 0 and found["n_star_start"] == 0 and found["complete"] is False
+    assert found["per_length"][0]["tried"] == 0 and found["per_length"][0]["unscored"] == ["negative"]
+    code, out, err = run_main(capsys, ["attack", str(tiny_model), "--start", "0", "--budget", "8", "--json"])
+    found = json.loads(out)
+    assert code == 0 and found["n_star_start"] == 0 and found["n_star_worst"] == 0
+    code, out, _ = run_main(capsys, ["attack", str(tiny_model), "--start", "0", "--budget", "0"])
+    assert code == 0 and "not counted" in out
+
+
+@settings(max_examples=6)
+@given(start=st.integers(0, 3), budget=st.integers(0, 12), first=st.integers(0, 45), count=st.integers(1, 4))
+def test_attack_never_counts_an_untested_length(tiny_model, start, budget, first, count):
+    """Any --start, --budget and lengths: worst-case N* <= N* of the start sets, and every length it
+    counts had strings of each class that exists there scored, in the start set and in the search."""
+    import contextlib
+    import io
+
+    from formal_rope.cli import main
+
+    argv = ["attack", str(tiny_model), "--start", str(start), "--budget", str(budget),
+            "--lengths", f"{first}..{first + count - 1}", "--json"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(argv)
+    found = json.loads(out.getvalue())
+    assert found["n_star_worst"] <= found["n_star_start"]
+    for entry in found["per_length"]:
+        if entry["length"] <= found["n_star_worst"] and entry["passed"]:
+            assert entry["tried"] > 0 and not entry["unscored"] and not entry["start_unscored"]
+        if not entry["passed"] and entry["length"] <= found["n_star_worst"]:
+            assert found["n_star_worst"] == 0 and entry is found["per_length"][0]
+    assert not found["complete"] or all(not e["unscored"] and not e["start_unscored"] for e in found["per_length"])
+    if start == 0:
+        assert found["n_star_start"] == 0 and found["n_star_worst"] == 0
+
+
+def test_attack_and_train_search_the_empty_string(tiny_model, capsys):
+    """Length 0 (the empty string) in attack's --lengths and train's --test-lengths with the search:
+    the old search ended in `cannot reshape array of size 0` (attack: a traceback; train: a failed run)."""
+    code, out, err = run_main(capsys, ["attack", str(tiny_model), "--lengths", "0..3", "--budget", "8", "--json"])
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["per_length"][0]["length"] == 0 and found["per_length"][0]["tried"] == 1
+    code, out, err = run_main(capsys, ["attack", str(tiny_model), "--lengths", "0..3", "--budget", "8"])
+    assert code == 0 and "Traceback" not in err
+    argv = ["train", "--lang", "(ab)*", "--pe", "nope", *TINY, "--eval", "worst-case", "--worst-case-budget", "8",
+            "--no-save", "--json"]
+    argv[argv.index("41..44")] = "0..5"
+    code, out, err = run_main(capsys, argv)
+    result = json.loads(out)
+    assert code == 0 and result["status"] == "ok" and result["error"] is None, err
+    assert result["n_star_worst"] is not None and result["n_star_worst"] <= result["n_star"]
+    assert [r["length"] for r in result["per_length"]] == list(range(6))

@@ -9,6 +9,8 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formal_rope.automata import accepts_encoded, language_dfa
 from formal_rope.compiler.compiling import compile_formula
@@ -23,10 +25,11 @@ from formal_rope.evaluation import (
 )
 from formal_rope.lang import resolve_language
 from formal_rope.model.evaluate import evaluate, readout_scores
+from formal_rope.sampling import LabeledSet, test_sets
 from formal_rope.sampling.counts import count_strings, dfa_graph
 from formal_rope.sampling.enumeration import capped_counts, class_counts, enumerate_class, one_edit_neighbours
 from formal_rope.training.config import RunConfig
-from formal_rope.training.length_generalization import pack_scores, predict_pack
+from formal_rope.training.length_generalization import evaluate_sets, pack_scores, predict_pack
 from formal_rope.training.setup import build_model
 
 
@@ -243,3 +246,172 @@ def test_bad_inputs_are_user_errors():
     with pytest.raises(FormalRopeError, match="fp32"):
         worst_case(model=pack, dfa=dfa, lengths=[3], fmt="bf16")
     assert PackScorer(pack).runs == 1
+
+
+# ------------------------------------------------------------------------------ lengths with nothing scored
+class Recording:
+    """A scorer that records every string it is asked to score, per length, and answers as `inner`."""
+
+    def __init__(self, inner):
+        self.inner, self.runs, self.n_symbols = inner, inner.runs, inner.n_symbols
+        self.seen: dict[int, list[np.ndarray]] = {}
+
+    def scores(self, symbols, runs):
+        self.seen.setdefault(symbols.shape[1], []).append(np.array(symbols))
+        return self.inner.scores(symbols, runs)
+
+    def classes(self, dfa, length) -> set[bool]:
+        rows = self.seen.get(length, [])
+        if not rows:
+            return set()
+        every = np.concatenate(rows)
+        return set(accepts_encoded(dfa, every, np.full(len(every), length)).tolist())
+
+
+def _existing(dfa, length) -> set[bool]:
+    return {accepted for accepted in (True, False) if count_strings(dfa, length, accepted) > 0}
+
+
+def _sampled_n_star(scorer, dfa, sets) -> int:
+    """N* of the start sets by SPEC §8 with the tested-classes rule, computed here from scratch: a
+    length passes when every string is right and every class that exists there has a string."""
+    best = 0
+    for labelled in sets:
+        labels = accepts_encoded(dfa, labelled.symbols, np.full(len(labelled.symbols), labelled.length))
+        right = (scorer.scores(np.asarray(labelled.symbols), [0])[0] > 0) == labels
+        if not right.all() or not _existing(dfa, labelled.length) <= set(labels.tolist()):
+            break
+        best = labelled.length
+    return best
+
+
+def test_lengths_where_nothing_was_scored_do_not_pass():
+    """An exact model, no start strings and no budget: at odd lengths of (ab)* (only negatives, 2^L of
+    them) nothing is scored, so no length passes: N* 0 and not complete (the old search said 60)."""
+    dfa = _dfa("(ab)*")
+    scorer = Planted(dfa, lambda symbols: np.ones(len(symbols)))
+    sets = list(sampled_start_sets(dfa, range(41, 61), 0, 0))
+    found = search(scorer, dfa, sets, settings=SearchSettings(budget=0, seed=0))[0]
+    assert found.n_star_worst == 0 and found.n_star_start == 0 and not found.complete
+    assert found.failure is None and len(found.per_length) == 20
+    odd = [entry for entry in found.per_length if entry.length % 2]
+    assert all(entry.tried == 0 and entry.unscored == ("negative",) and not entry.passed for entry in odd)
+    # at even lengths the lone positive is enumerated, but no negative is scored, nor anything by the start set
+    even = found.per_length[1]
+    assert even.tried == 1 and even.unscored == ("negative",) and even.start_unscored == ("positive", "negative")
+    assert found.to_dict()["per_length"][0]["passed"] is False
+
+
+def test_a_search_cannot_count_a_length_its_start_set_did_not_test():
+    """Empty start sets and a budget of 8: the search scores strings of both classes at some lengths,
+    but the sampled N* of empty sets is 0, and the worst case never exceeds it."""
+    dfa = _dfa("(a|b)*b(a|b)(a|b)")
+    scorer = Planted(dfa, lambda symbols: np.ones(len(symbols)))
+    sets = list(sampled_start_sets(dfa, range(0, 8), 0, 0))
+    found = search(scorer, dfa, sets, settings=SearchSettings(budget=8, seed=0))[0]
+    assert found.n_star_start == 0 and found.n_star_worst == 0 and not found.complete
+    assert any(not entry.unscored for entry in found.per_length[1:])  # the search itself covered some lengths
+    sets = list(sampled_start_sets(dfa, range(0, 8), 4, 0))
+    covered = search(scorer, dfa, sets, settings=SearchSettings(budget=8))[0]
+    assert covered.n_star_worst == covered.n_star_start == 7 and covered.complete
+
+
+@settings(max_examples=60)
+@given(
+    language=st.sampled_from(["(ab)*", "(a|b)*b(a|b)(a|b)", "(aab)*", "(b*ab*a)*b*", "a*"]),
+    lengths=st.lists(st.integers(0, 11), min_size=1, max_size=6, unique=True).map(sorted),
+    start=st.integers(0, 5),
+    budget=st.integers(0, 40),
+    seed=st.integers(0, 3),
+    modulus=st.integers(2, 40),
+    all_lengths=st.booleans(),
+)
+def test_no_length_counts_without_a_scored_string_of_each_existing_class(language, lengths, start, budget, seed,
+                                                                         modulus, all_lengths):
+    """Any start size, budget and lengths (0 included), a model wrong on a pseudo-random set of
+    strings: n_star_worst <= the sampled N* of the same start sets (computed here from scratch), and
+    every length up to n_star_worst had a scored string of each class that exists there, in its start
+    set and among everything the model was asked; `complete` only when that holds at every length."""
+    dfa = _dfa(language)
+    weights = np.arange(1, 13) * (seed + 3)
+
+    def flaw(symbols):
+        keys = (symbols * weights[: symbols.shape[1]]).sum(axis=1) + symbols.shape[1]
+        return np.where(keys % modulus == 0, -1.0, 1.0)
+
+    sets = list(sampled_start_sets(dfa, lengths, start, seed))
+    scorer = Recording(Planted(dfa, flaw))
+    found = search(scorer, dfa, sets, settings=SearchSettings(budget=budget, seed=seed,
+                                                              stop_at_first_failure=not all_lengths))[0]
+    sampled = _sampled_n_star(Planted(dfa, flaw), dfa, sets)
+    assert found.n_star_worst <= found.n_star_start <= max(sampled, found.per_length[-1].length)
+    assert found.n_star_worst <= sampled
+    by_length = {labelled.length: labelled for labelled in sets}
+    counted = 0  # the lengths n_star_worst counts: the searched prefix it reaches (none when it is 0 by a failure)
+    while counted < len(found.per_length) and found.per_length[counted].length <= found.n_star_worst:
+        counted += 1
+    if found.n_star_worst == 0 and counted and not found.per_length[0].passed:
+        counted = 0
+    for index, entry in enumerate(found.per_length):
+        exists = _existing(dfa, entry.length)
+        start_labels = set(by_length[entry.length].labels.tolist())
+        if index < counted:
+            assert entry.failures == 0
+            assert exists <= scorer.classes(dfa, entry.length) and exists <= start_labels
+        if not entry.failures:
+            names = {True: "positive", False: "negative"}
+            assert set(entry.unscored) == {names[c] for c in exists - scorer.classes(dfa, entry.length)}
+    if found.complete:
+        assert [entry.length for entry in found.per_length] == lengths
+        assert all(_existing(dfa, n) <= scorer.classes(dfa, n) & set(by_length[n].labels.tolist()) for n in lengths)
+
+
+def test_the_empty_string_is_searched():
+    """Length 0 is one string (the empty one): scored, enumerated, and reported as a failure ("")
+    where the model is wrong on it; a flat start set of no symbols is zero rows, not a crash."""
+    dfa = _dfa("(ab)*")
+    exact = Planted(dfa, lambda symbols: np.ones(len(symbols)))
+    found = search(exact, dfa, list(sampled_start_sets(dfa, range(0, 4), 4, 0)), settings=SearchSettings(budget=8))[0]
+    assert found.n_star_worst == 3 and found.complete and found.per_length[0].tried == 1
+    wrong_on_empty = Planted(dfa, lambda symbols: np.full(len(symbols), -1.0 if symbols.shape[1] == 0 else 1.0))
+    found = search(wrong_on_empty, dfa, list(sampled_start_sets(dfa, range(0, 4), 4, 0)))[0]
+    assert found.failure == "" and found.failure_length == 0 and found.failure_label is True
+    assert found.n_star_worst == 0 and found.n_star_start == 0
+    flat = LabeledSet(0, np.empty(0, dtype=np.int64), np.empty(0, dtype=bool), 0)
+    found = search(exact, dfa, [flat], settings=SearchSettings(budget=4))[0]
+    assert found.per_length[0].tried == 1 and found.n_star_worst == 0  # the search scored ε; the start set did not
+
+
+def test_the_python_api_searches_length_zero_and_counts_nothing_unscored():
+    """worst_case on a trained and a compiled model at lengths 0..3; with no start strings and no
+    budget nothing passes (the old search counted every length)."""
+    config = RunConfig(language="(ab)*", pe="nope", layers=1, d_model=16, heads=2, seed=1)
+    torch.manual_seed(0)
+    model = build_model(config, 2, None).eval()
+    dfa = _dfa("(ab)*")
+    found = worst_case(model=model, dfa=dfa, lengths=range(0, 4), budget=16, seed=0, n_start=4)
+    assert [entry.length for entry in found.per_length][0] == 0 and found.per_length[0].tried >= 1
+    assert found.n_star_worst <= found.n_star_start
+    nothing = worst_case(model=model, dfa=dfa, lengths=range(41, 51), budget=0, seed=0, n_start=0)
+    assert nothing.n_star_worst == 0 and nothing.n_star_start == 0 and not nothing.complete
+    compiled = compile_formula("P(a) & MOD_2^0", ("a", "b")).ir
+    found = worst_case(model=compiled, lengths=range(0, 6), budget=8, seed=0, n_start=4)
+    assert found.n_star_worst == 5 and found.complete and found.per_length[0].length == 0
+
+
+@settings(max_examples=8)
+@given(start=st.integers(1, 4), budget=st.integers(0, 24), first=st.integers(0, 6), count=st.integers(1, 4))
+def test_a_trained_models_worst_case_never_beats_its_sampled_n_star(start, budget, first, count):
+    """The same start sets through the sampled evaluation (`evaluate_sets`, N* with the tested-classes
+    rule) and the search of a trained model: n_star_worst <= n_star == n_star_start."""
+    config = RunConfig(language="(a|b)*b(a|b)", pe="nope", layers=1, d_model=16, heads=2, seed=1)
+    torch.manual_seed(1)
+    model = build_model(config, 2, None).eval()
+    dfa = _dfa("(a|b)*b(a|b)")
+    lengths = list(range(first, first + count))
+    sets = test_sets(dfa, lengths, start, 0)
+    sampled = evaluate_sets(model, sets, decode=lambda row: str(row))
+    found = worst_case(model=model, dfa=dfa, lengths=lengths, budget=budget, seed=0, start_sets=sets)
+    assert found.n_star_worst <= sampled.n_star
+    if len(found.per_length) == count:
+        assert found.n_star_start == sampled.n_star

@@ -10,7 +10,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from formal_rope.automata import accepts_encoded, language_dfa
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang import resolve_language
+from formal_rope.sampling import test_sets, unscored_classes
 from formal_rope.training import length_generalization as evaluation
 from formal_rope.training.config import RunConfig
 from formal_rope.training.length_generalization import evaluate_sets, n_star, predict_fixed_length
@@ -113,3 +116,49 @@ def test_duplicates_are_classified_once_and_chunks_do_not_change_results(monkeyp
     monkeypatch.setattr(model, "forward", lambda *args: calls.append(1) or original_forward(*args))
     assert np.array_equal(predict_fixed_length(model, symbols), whole)
     assert len(calls) == 9
+
+
+class DfaStub(ParityStub):
+    """A pack of one run that classifies exactly as `dfa` does (reads the symbols between bos and eos)."""
+
+    def __init__(self, dfa) -> None:
+        super().__init__()
+        self.dfa = dfa
+
+    def forward(self, tokens, readout):
+        runs, count, width = tokens.shape
+        symbols = tokens[0, :, 1:-1].numpy()
+        accept = accepts_encoded(self.dfa, symbols, np.full(count, width - 2))
+        logits = torch.zeros(runs, count, 2)
+        logits[..., 1] = torch.from_numpy(accept.astype(np.float32))
+        return logits
+
+
+def test_n_star_stops_at_a_length_with_an_untested_class():
+    assert n_star([41, 42, 43], [1.0, 1.0, 1.0], [True, False, True]) == 41
+    assert n_star([0, 1], [1.0, 1.0], [False, True]) == 0
+    assert unscored_classes((True, True), np.array([True, True])) == ("negative",)
+    assert unscored_classes((True, False), np.array([True])) == ()
+    assert unscored_classes((True, True), np.array([], dtype=bool)) == ("positive", "negative")
+    assert unscored_classes(None, np.array([], dtype=bool)) == ("string",) and unscored_classes(None, [False]) == ()
+
+
+def test_a_class_with_no_test_string_ends_n_star_even_for_an_exact_model():
+    """Strings ending in b: both classes exist at every length from 1, only negatives (ε) at 0. One
+    test string per length samples only a positive there, so an exact model's N* is 0 (the length 0
+    alone passes), not 5; two strings per length test both classes and N* is 5. nstar mode stops at
+    the first length not passed."""
+    dfa = language_dfa(resolve_language("(a|b)*b"))
+    one = test_sets(dfa, range(0, 6), 1, 0)
+    assert [labelled.exists for labelled in one] == [(False, True)] + [(True, True)] * 5
+    found = evaluate_sets(DfaStub(dfa), one, decode=str)
+    assert all(r.accuracy == 1.0 for r in found.per_length) and found.first_failure is None
+    assert [r.covered for r in found.per_length] == [True] + [False] * 5 and found.n_star == 0
+    quick = evaluate_sets(DfaStub(dfa), one, decode=str, mode="nstar")
+    assert [r.length for r in quick.per_length] == [0, 1] and quick.n_star == 0 and not quick.complete
+    two = evaluate_sets(DfaStub(dfa), test_sets(dfa, range(0, 6), 2, 0), decode=str)
+    assert two.n_star == 5 and all(r.covered for r in two.per_length)
+    # sets without class information (strings from files) need one string at least
+    empty = [FakeSet(41, np.zeros((0, 41), dtype=np.int64), np.zeros(0, dtype=bool)),
+             *_even_length_sets([42])]
+    assert evaluate_sets(ParityStub(), empty, decode=str).n_star == 0

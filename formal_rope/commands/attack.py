@@ -50,13 +50,23 @@ def _render(payload: dict) -> None:
         summary.add_row("certified length", "every length" if certified is None else str(certified))
     summary.add_row("N* (start sets)", str(payload["n_star_start"]))
     summary.add_row("worst-case N*", str(payload["n_star_worst"]))
+    untested = [entry for entry in payload["per_length"]
+                if not entry["failures"] and (entry["unscored"] or entry["start_unscored"])]
+    if untested:
+        first = untested[0]
+        where = (f"no {' or '.join(first['unscored'])} string scored" if first["unscored"]
+                 else f"no {' or '.join(first['start_unscored'])} string in the start set")
+        summary.add_row("not counted", f"{len(untested)} length{'s' if len(untested) > 1 else ''} where a class that "
+                        f"exists was not tested (first: length {first['length']}, {where}); N* stops at the first "
+                        "(raise --start or --budget)")
     failure = payload["failure"]
     if failure is None:
         summary.add_row("failing string", "none found")
     else:
         label = "in L, rejected" if payload["failure_label"] else "not in L, accepted"
         margin = "" if payload["failure_margin"] is None else f", margin {payload['failure_margin']:.4g}"
-        summary.add_row("failing string", f"{failure} (length {payload['failure_length']}: {label}{margin})")
+        text = failure if failure else '"" (the empty string)'
+        summary.add_row("failing string", f"{text} (length {payload['failure_length']}: {label}{margin})")
     summary.add_row("strings tried", f"{payload['tried']:,} ({payload['wall_s']:.1f} s)")
     console.print(summary)
     failing = [entry for entry in payload["per_length"] if entry["failures"]]
@@ -67,6 +77,7 @@ def _render(payload: dict) -> None:
         for entry in failing[:20]:
             margin = "–" if entry["failure_margin"] is None else f"{entry['failure_margin']:.4g}"
             text = entry["failure"] if len(entry["failure"]) <= 60 else entry["failure"][:57] + "..."
+            text = text or '""'  # the empty string
             table.add_row(str(entry["length"]), str(entry["tried"]), str(entry["failures"]),
                           str(entry["start_failures"]), margin, text)
         console.print(table)
@@ -147,7 +158,7 @@ def register(app: typer.Typer) -> None:
         def on_length(entry) -> None:
             seen["lengths"] += 1
             seen["tried"] += entry.tried
-            seen["perfect"] = seen["perfect"] and not entry.failures
+            seen["perfect"] = seen["perfect"] and entry.passed
             seen["n_star_worst"] = entry.length if seen["perfect"] else seen["n_star_worst"]
             if bar is not None:
                 bar.update(task, completed=seen["lengths"], info=f"len {entry.length} worst-case N* so far "

@@ -17,7 +17,12 @@ language's DFA. Per length, in increasing order:
 
 A run stops searching a length at its first misclassified string, and (by default) every later
 length after its first failing one: `n_star_worst` is the N* of the lengths searched, a failure at
-a length meaning "some string of it is misclassified". Everything is seeded per (seed, length), so
+a length meaning "some string of it is misclassified". A length passes only when it was tested: each
+class that exists there (positives, negatives: the DFA's exact counts) has a scored string, in the
+start set (the sampled test set, what sampled N* reads) and in the search alike; a length with an
+unscored class ends the run of passed lengths as a failure does (however small the budget or the
+start set, nothing is counted unseen). So `n_star_worst <= n_star_start`: the search scores the
+start set first and counts a length no sampled evaluation of it counts. Everything is seeded per (seed, length), so
 a search is deterministic for a fixed seed, model and start sets. Strings are counted once per
 length however often mutations reach them.
 """
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Protocol
 
 import numpy as np
@@ -88,7 +93,10 @@ class LengthSearch:
     failed; NaN when nothing was tried). `enumerated`: the classes enumerated exactly ("all": every
     string of the length; "positive"/"negative": that class, with `neighbours_complete` saying
     whether every one-edit neighbour of it was tried too). `start_failures`: the failures among the
-    start set (the sampled test set), so the sampled N* of the same start sets is known too."""
+    start set (the sampled test set), so the sampled N* of the same start sets is known too.
+    `unscored`: the classes ("positive", "negative") that exist at the length (the DFA's exact
+    counts) of which the run scored no string; `start_unscored`: the same for the start set alone.
+    A length with either is not passed (`passed`, `passed_start`)."""
 
     length: int
     tried: int
@@ -100,19 +108,35 @@ class LengthSearch:
     enumerated: tuple[str, ...] = ()
     neighbours_complete: bool = False
     start_failures: int = 0  # failures among the start set alone (what sampled evaluation sees)
+    unscored: tuple[str, ...] = ()  # existing classes with no scored string: the length is not passed
+    start_unscored: tuple[str, ...] = ()  # existing classes with no string in the start set
+
+    @property
+    def passed_start(self) -> bool:
+        """The length passes the sampled evaluation of its start set: no failure there, every class tested."""
+        return not self.start_failures and not self.start_unscored
+
+    @property
+    def passed(self) -> bool:
+        """The length passes the worst case: no failure found, every class scored by the search and
+        by its start set (so a length counts here only where the sampled N* counts it too)."""
+        return not self.failures and not self.unscored and self.passed_start
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "enumerated": list(self.enumerated)}
+        return {**asdict(self), "enumerated": list(self.enumerated), "unscored": list(self.unscored),
+                "start_unscored": list(self.start_unscored), "passed": self.passed}
 
 
 @dataclass(frozen=True)
 class WorstCase:
     """One run's worst-case evaluation: `per_length` in increasing length, `n_star_worst` (the
-    largest N with no failure found at any searched length up to N; 0 when the first fails), the
-    shortest failing string found (`failure`, at `failure_length`, with its margin and DFA label),
-    the strings tried over all lengths, and whether every requested length was searched
-    (`complete`: False when the run stopped at its first failing length). `n_star_start`: the N* the
-    start sets alone give (the sampled N*), up to the lengths searched."""
+    largest N such that every searched length up to N passed: no failure found, each existing class
+    scored; 0 when the first does not), the shortest failing string found (`failure`, at
+    `failure_length`, with its margin and DFA label), the strings tried over all lengths, and
+    `complete`: every requested length was searched (False when the run stopped at its first failing
+    length) with a scored string of each class that exists there, in its start set and in the
+    search. `n_star_start`: the N* the start sets alone give (the sampled N*), up to the lengths
+    searched; `n_star_worst <= n_star_start`."""
 
     per_length: tuple[LengthSearch, ...]
     n_star_worst: int
@@ -130,11 +154,12 @@ class WorstCase:
         return data
 
 
-def n_star_of(searches: Sequence[LengthSearch]) -> int:
-    """The largest searched length N with no failure at any searched length up to N (0 if the first fails)."""
+def n_star_of(searches: Sequence[LengthSearch], *, start_only: bool = False) -> int:
+    """The largest searched length N such that every searched length up to N passed (`LengthSearch.passed`,
+    or `passed_start` for the start sets alone); 0 if the first did not."""
     best = 0
     for entry in searches:
-        if entry.failures:
+        if not (entry.passed_start if start_only else entry.passed):
             break
         best = entry.length
     return best
@@ -213,7 +238,7 @@ class _Pool:
 
     def unseen(self, symbols: np.ndarray) -> np.ndarray:
         """The rows of `symbols` not scored yet, once each, in their order (nothing is marked)."""
-        symbols = np.asarray(symbols, dtype=np.int64).reshape(-1, self.length)
+        symbols = _rows(symbols, self.length)
         keep, keys = [], set()
         for index, row in enumerate(symbols):
             key = row.tobytes()
@@ -234,10 +259,21 @@ class _Pool:
         return np.concatenate(self.margins[run]) if self.margins[run] else np.empty(0)
 
 
+def _rows(symbols, length: int) -> np.ndarray:
+    """`symbols` as int64 rows (n, length); a flat array is split into rows of `length` (none when
+    empty: the empty string has no symbols to split by)."""
+    array = np.asarray(symbols, dtype=np.int64)
+    if array.ndim == 2:
+        return array.reshape(array.shape[0], length)
+    return array.reshape(-1, length) if length else np.empty((0, 0), dtype=np.int64)
+
+
 @dataclass
 class _RunAtLength:
     """One run's findings at the current length, while it is searched."""
 
+    scored_positive: bool = False
+    scored_negative: bool = False
     failures: int = 0
     failure_row: np.ndarray | None = None
     failure_margin: float | None = None
@@ -305,8 +341,9 @@ def search(
             failure_margin=None if failure is None else failure[2],
             failure_label=None if failure is None else failure[3],
             tried=int(sum(entry.tried for entry in found[run])),
-            complete=len(found[run]) == total and not stopped[run],
-            n_star_start=n_star_of([replace(entry, failures=entry.start_failures) for entry in found[run]]),
+            complete=(len(found[run]) == total and not stopped[run]
+                      and not any(entry.unscored or entry.start_unscored for entry in found[run])),
+            n_star_start=n_star_of(found[run], start_only=True),
         ))
     return outcomes
 
@@ -336,6 +373,8 @@ def _search_length(scorer: Scorer, dfa, labelled, going: list[int], settings: Se
         scores = np.asarray(scorer.scores(fresh, searching), dtype=np.float64).reshape(len(searching), len(fresh))
         pool.add(fresh, labels)
         for position, run in enumerate(list(searching)):
+            state[run].scored_positive |= bool(labels.any())
+            state[run].scored_negative |= bool(not labels.all())
             run_scores = scores[position]
             wrong = (run_scores > 0) != labels
             margin = np.where(labels, run_scores, -run_scores)
@@ -351,12 +390,14 @@ def _search_length(scorer: Scorer, dfa, labelled, going: list[int], settings: Se
                 searching.remove(run)
         return len(fresh)
 
-    score(np.asarray(labelled.symbols, dtype=np.int64).reshape(-1, length))  # labels: the DFA's, as everywhere
+    counts = {accepted: sizes.size(length, accepted) for accepted in (True, False)}
+    exists = (counts[True] > 0, counts[False] > 0)
+    score(_rows(labelled.symbols, length))  # labels: the DFA's, as everywhere
     start_failures = {run: state[run].failures for run in going}
+    start_unscored = {run: _unscored(exists, state[run]) for run in going}
     spent = 0
     enumerated: list[str] = []
     neighbours_complete = False
-    counts = {accepted: sizes.size(length, accepted) for accepted in (True, False)}
     if searching and counts[True] + counts[False] <= settings.budget:
         enumerated = ["all"]
         for accepted in (True, False):
@@ -412,8 +453,17 @@ def _search_length(scorer: Scorer, dfa, labelled, going: list[int], settings: Se
             enumerated=tuple(enumerated),
             neighbours_complete=neighbours_complete and not entry.failures,
             start_failures=start_failures[run],
+            unscored=() if entry.failures else _unscored(exists, entry),
+            start_unscored=() if start_failures[run] else start_unscored[run],
         )
     return results
+
+
+def _unscored(exists: tuple[bool, bool], entry: _RunAtLength) -> tuple[str, ...]:
+    """The classes that exist at the length (positives, negatives) of which `entry`'s run scored no string."""
+    return tuple(name for name, there, scored in (("positive", exists[0], entry.scored_positive),
+                                                  ("negative", exists[1], entry.scored_negative))
+                 if there and not scored)
 
 
 def _scored_for(pool: _Pool, run: int) -> int:

@@ -16,7 +16,8 @@ _MODULES = {
     ],
     "formal_rope.sampling.datasets": [
         "EmptyClassError", "LabeledSet", "TrainingBatch", "TrainingDraw", "count_table", "draw_training_batch",
-        "sample_strings", "test_set", "test_sets", "training_batch", "uniform_set", "walk_training_batches",
+        "sample_strings", "test_set", "test_sets", "training_batch", "uniform_set", "unscored_classes",
+        "walk_training_batches",
     ],
     "formal_rope.sampling.distributions": ["DISTRIBUTIONS", "positive_distribution"],
     "formal_rope.sampling.enumeration": ["capped_counts", "class_counts", "enumerate_class", "one_edit_neighbours"],

@@ -130,13 +130,17 @@ def sample_strings(dfa: DFA, length: int, n: int, rng: np.random.Generator, acce
 @dataclass(frozen=True, eq=False)
 class LabeledSet:
     """Test strings of one length. Rows are ordered: positives, then uniform negatives, then the
-    `n_near_miss` near-misses (the last rows). `note` records any departure from the requested mix."""
+    `n_near_miss` near-misses (the last rows). `note` records any departure from the requested mix.
+    `exists`: (positives exist, negatives exist) at this length by the DFA's exact counts, None where
+    unknown (strings read from files); N* counts a length only where every existing class has a
+    test string (`unscored_classes`)."""
 
     length: int
     symbols: np.ndarray  # (n, length) int64
     labels: np.ndarray  # (n,) bool, True = in L
     n_near_miss: int
     note: str | None = None
+    exists: tuple[bool, bool] | None = None
 
     @property
     def near_miss(self) -> np.ndarray:
@@ -148,6 +152,26 @@ class LabeledSet:
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
+
+
+def unscored_classes(exists: tuple[bool, bool] | None, labels) -> tuple[str, ...]:
+    """The classes that exist at a length but have no string among the scored `labels` (bool, True:
+    in L): "positive" and/or "negative", in that order. `exists` is (positives exist, negatives
+    exist) by the DFA's exact counts; None (unknown: strings from files) asks for one string at
+    least ("string" when there is none: every length of a non-empty alphabet has strings).
+
+    A length with an unscored class is not passed, whatever the accuracy on what was scored: N*
+    (SPEC §8) counts a length only when it was tested on every class it has."""
+    labels = np.asarray(labels, dtype=bool)
+    if exists is None:
+        return () if len(labels) else ("string",)
+    has_positive, has_negative = exists
+    missing = []
+    if has_positive and not labels.any():
+        missing.append("positive")
+    if has_negative and labels.all():  # all() of nothing is True: no negative scored
+        missing.append("negative")
+    return tuple(missing)
 
 
 @dataclass(frozen=True)
@@ -359,7 +383,8 @@ def test_sets(
             labels[: plan.n_positive] = True
             symbols.setflags(write=False)
             labels.setflags(write=False)
-            results.append(LabeledSet(plan.length, symbols, labels, n_near_miss, note))
+            exists = (bool(has_positive[index]), bool(has_negative[index]))
+            results.append(LabeledSet(plan.length, symbols, labels, n_near_miss, note, exists))
         if progress is not None:
             progress(len(results))
     return results

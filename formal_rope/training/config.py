@@ -541,13 +541,16 @@ MAX_LENGTH_LIST = 1_000_000  # lengths an explicit list may hold (a single range
 @dataclass(frozen=True)
 class LengthResult:
     """The accuracy on the `n` (balanced) test strings of one length, and on the `nnch_n` uniformly
-    random strings NNCH's score reads there (`training.nnch`; None and 0 where it reads none)."""
+    random strings NNCH's score reads there (`training.nnch`; None and 0 where it reads none).
+    `covered`: every class that exists at the length had a test string; a length not covered does
+    not count as passed for N*, whatever its accuracy (`sampling.unscored_classes`)."""
 
     length: int
     accuracy: float
     n: int
     nnch_accuracy: float | None = None
     nnch_n: int = 0
+    covered: bool = True
 
 
 @dataclass(frozen=True)

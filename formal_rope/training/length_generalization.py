@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.sampling.datasets import unscored_classes
 from formal_rope.training.config import LengthResult
 from formal_rope.training.model import Classifier, encode_fixed_length
 from formal_rope.training.nnch import nnch_score
@@ -47,17 +48,24 @@ class Evaluation:
     nnch_accuracy: float = math.nan  # NNCH's score (training.nnch); NaN unless complete with uniform strings
 
 
-def n_star(lengths: Sequence[int], accuracies: Sequence[float]) -> int:
+def n_star(lengths: Sequence[int], accuracies: Sequence[float], covered: Sequence[bool] | None = None) -> int:
     """The largest N with accuracy 1 at every tested length from the first through N; 0 if the first fails.
 
-    lengths must be increasing (the tested lengths in order).
+    lengths must be increasing (the tested lengths in order). covered[i] False: some class that exists
+    at lengths[i] had no test string, so that length is not passed either (None: every length covered).
     """
     best = 0
-    for length, accuracy in zip(lengths, accuracies):
-        if accuracy < 1.0:
+    covered = [True] * len(lengths) if covered is None else covered
+    for length, accuracy, tested in zip(lengths, accuracies, covered):
+        if not (tested and accuracy >= 1.0):
             break
         best = int(length)
     return best
+
+
+def passed(result: LengthResult) -> bool:
+    """Whether a tested length counts toward N*: every test string right, and every class there tested."""
+    return result.covered and result.accuracy >= 1.0
 
 
 def chunk_size(batch: int, heads: int, tokens: int, budget: int | None = None) -> int:
@@ -155,7 +163,9 @@ def evaluate_pack_sets(
     """Evaluate every run of a pack on labelled sets (.length, .symbols (n, L), .labels (n,)) in
     increasing length, all runs in the same forward passes.
 
-    modes[r] "nstar" stops run r at its first imperfect length (enough to know its N*): the pack
+    A length passes (counts toward N*) when every string is right and every class that exists there
+    has a string (`.exists`, when the sets carry it: `sampling.unscored_classes`; else one string).
+    modes[r] "nstar" stops run r at its first length not passed (enough to know its N*): the pack
     then shrinks to the runs still going, and sampling stops once no run needs further lengths.
     on_length(run, result) is called for each run and length. uniform_sets(length): the uniformly
     random labelled strings NNCH's score reads at that length (None: none), classified in the same
@@ -185,19 +195,20 @@ def evaluate_pack_sets(
             if len(uniform_labels):
                 symbols = np.concatenate([symbols, np.asarray(uniform.symbols)])
             predictions = predict_pack(current, symbols, device=device, threads=threads)
+            covered = not unscored_classes(getattr(labelled, "exists", None), labels)
             finished = []
             for position, run in enumerate(going):
                 wrong = np.flatnonzero(predictions[position, :n] != labels)
                 accuracy = 1.0 - len(wrong) / n if n else 1.0
                 nnch = float(np.mean(predictions[position, n:] == uniform_labels)) if len(uniform_labels) else None
                 result = LengthResult(length=int(labelled.length), accuracy=float(accuracy), n=int(n),
-                                      nnch_accuracy=nnch, nnch_n=len(uniform_labels))
+                                      nnch_accuracy=nnch, nnch_n=len(uniform_labels), covered=covered)
                 results[run].append(result)
                 if on_length is not None:
                     on_length(run, result)
                 if len(wrong) and first_failures[run] is None:
                     first_failures[run] = decode(np.asarray(labelled.symbols)[wrong[0]])
-                if len(wrong) and modes[run] == "nstar":
+                if not passed(result) and modes[run] == "nstar":
                     stopped[run] = True
                     finished.append(position)
             if finished:
@@ -212,10 +223,11 @@ def evaluate_pack_sets(
     for run in range(len(modes)):
         lengths = [r.length for r in results[run]]
         accuracies = [r.accuracy for r in results[run]]
+        covered = [r.covered for r in results[run]]
         evaluations.append(
             Evaluation(
                 per_length=tuple(results[run]),
-                n_star=n_star(lengths, accuracies),
+                n_star=n_star(lengths, accuracies, covered),
                 accuracy=float(np.mean(accuracies)) if accuracies else math.nan,
                 first_failure=first_failures[run],
                 complete=not stopped[run],
@@ -238,7 +250,7 @@ def evaluate_sets(
     """Evaluate a single-run model on labelled sets (objects with .length, .symbols (n, L), .labels (n,))
     in increasing length (a pack of one through `evaluate_pack_sets`).
 
-    mode "nstar" stops at the first imperfect length (enough to know N*); "full" tests every length.
+    mode "nstar" stops at the first length not passed (enough to know N*); "full" tests every length.
     uniform_sets: as for `evaluate_pack_sets` (NNCH's strings).
     """
     if mode not in EVAL_MODES:

@@ -42,7 +42,7 @@ from formal_rope.training.context import run_warnings
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
 from formal_rope.training.layout import TokenLayout, ragged_layout
-from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets
+from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets, passed
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.packing import pack_key
@@ -440,7 +440,7 @@ def evaluate_pack(
     seen: dict = {"lengths": set(), "n_star": [0] * len(configs), "perfect": [True] * len(configs)}
 
     def on_length(run: int, result) -> None:
-        if seen["perfect"][run] and result.accuracy == 1.0:
+        if seen["perfect"][run] and passed(result):
             seen["n_star"][run] = result.length
         else:
             seen["perfect"][run] = False
@@ -477,8 +477,9 @@ def evaluate_model(
 
 
 def first_failing_length(evaluation: Evaluation) -> int | None:
-    """The shortest tested length at which the sampled evaluation found a misclassified string."""
-    return next((result.length for result in evaluation.per_length if result.accuracy < 1.0), None)
+    """The shortest tested length the sampled evaluation did not pass: a misclassified string, or a
+    class that exists there with no test string (either ends its N*)."""
+    return next((result.length for result in evaluation.per_length if not passed(result)), None)
 
 
 def search_pack(
@@ -497,7 +498,7 @@ def search_pack(
 
         def on_length(_run: int, entry, seen=seen) -> None:
             seen["tried"] += entry.tried
-            if seen["perfect"] and not entry.failures:
+            if seen["perfect"] and entry.passed:
                 seen["n_star_worst"] = entry.length
             else:
                 seen["perfect"] = False
