@@ -512,12 +512,23 @@ def parse_regex_with_columns(text: str) -> ParsedExpression:
 def plus_union_columns(text: str) -> tuple[int, ...]:
     """1-based columns of each '+' a regular expression reads as union (`a+b*` = a|b*), where Python's
     `re` would read one-or-more; () for an expression that does not parse or uses '+' only as a postfix."""
+    if "+" not in text:
+        return ()
     try:
         tree = grammar_parser("regex").parse(text)
     except UnexpectedInput:
         return ()
-    tokens = tree.scan_values(lambda value: isinstance(value, Token) and value.type == "UNION" and value == "+")
-    return tuple(sorted(token.column for token in tokens))
+    # An explicit stack: lark's scan_values recurses once per level and a long concatenation is a
+    # tree thousands of levels deep.
+    columns, pending = [], [tree]
+    while pending:
+        for child in pending.pop().children:
+            if isinstance(child, Token):
+                if child.type == "UNION" and child == "+":
+                    columns.append(child.column)
+            elif hasattr(child, "children"):
+                pending.append(child)
+    return tuple(sorted(columns))
 
 
 def check_alphabet(text: str, parsed: ParsedExpression, alphabet: Sequence[str]) -> None:
