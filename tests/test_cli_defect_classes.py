@@ -210,7 +210,7 @@ def test_sweep_init_from_a_compiled_model_is_refused_when_planned(capsys, compil
 
 
 def test_decimal_base_deviation_matches_a_first_order_rational_computation():
-    from formal_rope.training.positional import decimal_base_deviation
+    from formal_rope.training.encodings.phases import decimal_base_deviation
 
     for base, pairs, longest in [(1e-12, 16, 495), (1e-12, 32, 501), (1e-4, 16, 501), (3e-7, 8, 100)]:
         relative = (Fraction(base) - Fraction(repr(base))) / Fraction(repr(base))  # exact

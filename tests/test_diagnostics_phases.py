@@ -19,8 +19,9 @@ from formal_rope.diagnostics import (
     wrap_phase,
 )
 from formal_rope.errors import FormalRopeError
+from formal_rope.training.encodings.builders import PositionalSpec, build_positional
+from formal_rope.training.encodings.periods import assign_periods
 from formal_rope.training.model import Classifier
-from formal_rope.training.positional import PositionalSpec, assign_periods, build_positional
 
 ALPHABET = ("a", "b")
 STRING = "abbaababbbaab"

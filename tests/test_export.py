@@ -188,7 +188,7 @@ def test_trained_export_carries_what_training_changed(trained_checkpoints, tmp_p
     """The learned frequencies and the content projectors are exported as trained (not re-derived)."""
     from safetensors.torch import load_file
 
-    from formal_rope.training.positional import rope_frequencies
+    from formal_rope.training.encodings.phases import rope_frequencies
 
     export_model(trained_checkpoints["jof_learned"], tmp_path / "learned")
     learned = load_file(str(tmp_path / "learned" / "model.safetensors"))["positional.learned_frequencies"]

@@ -23,16 +23,21 @@ from formal_rope.training.encodings import (
     BASE_ENCODINGS,
     ENCODINGS,
     EXPORT_KINDS,
+    HYBRID_ENCODINGS,
+    MIXABLE_ENCODINGS,
     PERIODIC_ENCODINGS,
     POSITIONAL_ENCODINGS,
+    ROPE_FRACTION_ENCODINGS,
     Encoding,
     encoding,
     encoding_names,
     is_periodic,
     report_labels,
 )
+from formal_rope.training.encodings.base import PositionalEncoding
+from formal_rope.training.encodings.builders import BUILDERS, PositionalSpec, build_positional
+from formal_rope.training.encodings.phases import rope_frequencies
 from formal_rope.training.layout import rectangular_layout
-from formal_rope.training.positional import PositionalEncoding, PositionalSpec, build_positional, rope_frequencies
 
 PACKAGE = Path(formal_rope.__file__).resolve().parent
 DOCS = PACKAGE.parent / "docs" / "training.md"
@@ -63,8 +68,7 @@ def _same(first, second) -> bool:
 def test_every_row_is_complete_and_true_to_the_module_its_builder_builds(pe):
     row = encoding(pe)
     assert row.name == pe and row.label.strip() and row.help.strip()
-    builder = row.load_builder()
-    assert callable(builder)
+    assert callable(BUILDERS[pe])
     # The standalone exported model.py computes this kind (it branches on the kind's name).
     assert row.export_kind in EXPORT_KINDS
     assert row.export_kind == "none" or f'"{row.export_kind}"' in STANDALONE.read_text(encoding="utf-8")
@@ -86,9 +90,15 @@ def test_every_row_is_complete_and_true_to_the_module_its_builder_builds(pe):
         row.takes_base, row.periodic, row.takes_rope_fraction)
 
 
+def test_every_row_has_one_builder_and_every_name_list_is_read_from_the_rows():
+    assert list(BUILDERS) == list(ENCODINGS)  # the builder table and the registry name the same encodings
+    assert HYBRID_ENCODINGS == tuple(pe for pe, row in ENCODINGS.items() if not row.additive)
+    assert MIXABLE_ENCODINGS == tuple(pe for pe, row in ENCODINGS.items() if row.mixable)
+    assert ROPE_FRACTION_ENCODINGS == tuple(pe for pe, row in ENCODINGS.items() if row.takes_rope_fraction)
+
+
 def test_a_row_that_is_incomplete_or_contradicts_itself_is_refused():
-    good = dict(name="toy", label="Toy", help="a toy", builder="formal_rope.training.positional:build_rope",
-                export_kind="rotary_fixed", report_rank=99)
+    good = dict(name="toy", label="Toy", help="a toy", export_kind="rotary_fixed", report_rank=99)
     assert Encoding(**good).name == "toy"
     for missing in good:
         with pytest.raises(TypeError):
@@ -97,7 +107,6 @@ def test_a_row_that_is_incomplete_or_contradicts_itself_is_refused():
         ({"label": " "}, "label and help"),
         ({"help": ""}, "label and help"),
         ({"name": "Toy PE"}, "name must be"),
-        ({"builder": "build_rope"}, "not 'module:function'"),
         ({"export_kind": "rotary_spiral"}, "export_kind 'rotary_spiral' is not one of"),
         ({"additive": True}, "contradicts export_kind"),
         ({"periodic": True}, "contradicts export_kind"),
@@ -140,29 +149,34 @@ def test_the_docs_table_lists_every_encoding_with_its_rows_help():
 # ------------------------------------------------------------------------------------ the recipe
 
 
-def _doc_snippets() -> tuple[str, str]:
-    """The worked example of docs/training.md ("How to extend"): the builder and the row."""
+def _doc_snippets() -> tuple[str, str, str]:
+    """The worked example of docs/training.md ("How to extend"): the new file, the row, the builder entry."""
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index("## How to extend: add a positional encoding"):]
     section = section[: section.index("\n## ")]
-    builder, row = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[:2]
-    return builder, row
+    family, row, entry = re.findall(r"```python\n(.*?)```", section, re.DOTALL)[:3]
+    return family, row, entry
+
+
+def _insert_above(path: Path, marker: str, text: str) -> None:
+    source = path.read_text(encoding="utf-8")
+    assert source.count(marker) == 1
+    path.write_text(source.replace(marker, text.rstrip("\n") + "\n" + marker), encoding="utf-8")
 
 
 def test_the_documented_recipe_adds_an_encoding_that_trains_checkpoints_exports_and_reports(tmp_path):
-    """Apply the docs' two snippets to a copy of the package (the builder appended to positional.py,
-    the row inserted where the registry says), then train, checkpoint, export and report the new
-    encoding in a fresh interpreter: nothing else is needed."""
+    """Apply the docs' snippets to a copy of the package (the family's new file, its row where the
+    registry says, its builder where the builder table says), then train, checkpoint, export and
+    report the new encoding in a fresh interpreter: nothing else is needed."""
     copy = tmp_path / "formal_rope"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    builder, row = _doc_snippets()
-    positional = copy / "training" / "positional.py"
-    positional.write_text(positional.read_text(encoding="utf-8") + "\n\n" + builder, encoding="utf-8")
-    registry = copy / "training" / "encodings.py"
-    marker = "        # New encodings: add a row above this line"
-    source = registry.read_text(encoding="utf-8")
-    assert source.count(marker) == 1
-    registry.write_text(source.replace(marker, row.rstrip("\n") + "\n" + marker), encoding="utf-8")
+    family, row, entry = _doc_snippets()
+    package = copy / "training" / "encodings"
+    (package / "p_rope.py").write_text(family, encoding="utf-8")
+    _insert_above(package / "registry.py", "        # New encodings: add a row above this line", row)
+    _insert_above(package / "builders.py", "    # New encodings: add a builder above this line", entry)
+    families = "from formal_rope.training.encodings import joformer, nope, rotary, sinusoidal\n"
+    _insert_above(package / "builders.py", families, "from formal_rope.training.encodings import p_rope\n")
     script = textwrap.dedent(f"""
         import io, json, sys
         from contextlib import redirect_stdout

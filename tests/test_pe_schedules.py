@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.kernels import apply_rotary
-from formal_rope.training.positional import (
-    PositionalSpec,
-    assign_periods,
-    build_positional,
-    periodic_tables,
-    phase_tables,
-    rope_frequencies,
-    rotary_phases,
-)
+from formal_rope.training.encodings.base import periodic_tables, phase_tables
+from formal_rope.training.encodings.builders import PositionalSpec, build_positional
+from formal_rope.training.encodings.periods import assign_periods
+from formal_rope.training.encodings.phases import rope_frequencies, rotary_phases
 
 
 def _rotated_scores(base: float, positions: np.ndarray, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -219,7 +214,7 @@ def test_exact_rope_phases_at_extreme_bases_match_mpmath(base):
     """The fp64 tables hold theta_k * i mod 2pi of the real theta_k = beta^(-2k/d) (d_model 512,
     positions to 1000) within 1e-9 rad (measured: ~1e-15); the float64 product of the rounded
     theta_k is ~0.1 rad off at beta = 1e-12."""
-    from formal_rope.training.positional import rope_turns, turn_phases
+    from formal_rope.training.encodings.phases import rope_turns, turn_phases
 
     pairs = 256
     positions = np.array([0, 1, 2, 41, 137, 499, 500, 777, 999, 1000])
@@ -293,7 +288,7 @@ def test_learned_exact_phases_keep_the_gradient_of_theta_times_i():
 def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
     from formal_rope.training.config import RunConfig
     from formal_rope.training.context import run_warnings
-    from formal_rope.training.positional import partial_rotated_pairs
+    from formal_rope.training.encodings.phases import partial_rotated_pairs
     from formal_rope.training.setup import validate_config
     from tests.cli_support import run_main
 
@@ -321,7 +316,7 @@ def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
     from formal_rope.sweeps.results import run_row
     from formal_rope.training.config import RunConfig
     from formal_rope.training.context import context_notes, run_warnings
-    from formal_rope.training.positional import fp32_phase_error_bound, rope_turns, turn_phases
+    from formal_rope.training.encodings.phases import fp32_phase_error_bound, rope_turns, turn_phases
     from formal_rope.training.train import run_training
 
     # The bound holds (it is an upper bound of the measured fp32 phase error) and separates the bases.
@@ -353,7 +348,7 @@ def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
 def test_float_turns_are_the_exact_turn_fraction_of_any_float64():
     """Learned frequencies' turns (integer Payne-Hanek) equal floor(frac(theta / 2pi) * 2^78) at
     high precision, over every exponent range and for negative frequencies."""
-    from formal_rope.training.positional import TURN_BITS, float_turns
+    from formal_rope.training.encodings.phases import TURN_BITS, float_turns
 
     rng = np.random.default_rng(3)
     values = rng.random(60) * 10.0 ** rng.integers(-300, 300, 60)

@@ -142,7 +142,7 @@ def test_native_casts_from_float64_round_once(fmt_name):
 def test_trained_low_precision_tables_are_rounded_once_from_float64():
     """A bf16 trained model's rotation tables are the float64 cos/sin rounded once to bf16."""
     from formal_rope.precision import round_once
-    from formal_rope.training.positional import PositionalSpec, build_positional
+    from formal_rope.training.encodings.builders import PositionalSpec, build_positional
 
     rope = build_positional(PositionalSpec(pe="rope", d_model=16, heads=2, layers=1, base=1e4))
     cos16, sin16 = rope.rotation(0, 300, torch.zeros(1, 1, 300, 16, dtype=torch.bfloat16))

@@ -163,16 +163,16 @@ def test_sweep_keeps_the_healthy_run_of_a_pack_whose_other_run_raises(tmp_path, 
     # Regression (reviewer): `sweep --set periods=2,<huge>` recorded both runs failed with the huge
     # period's MemoryError, and a rerun packed them together and failed both again. Huge periods are
     # refused up front now; any other run that raises inside a pack stands in for it here.
-    import formal_rope.training.positional as positional
+    import formal_rope.training.encodings.rotary as rotary  # where rope_p looks its tables up
 
-    real = positional.periodic_tables
+    real = rotary.periodic_tables
 
     def tables(periods, n_pairs, positions, *dtype):
         if 3 in tuple(periods):
             raise MemoryError("Unable to allocate 745. GiB for an array")
         return real(periods, n_pairs, positions, *dtype)
 
-    monkeypatch.setattr(positional, "periodic_tables", tables)
+    monkeypatch.setattr(rotary, "periodic_tables", tables)
     tiny = ["--steps", "20", "--layers", "1", "--d-model", "16", "--heads", "2", "--test-lengths", "41..45",
             "--n-per-length", "4", "--seeds", "1", "--lrs", "3e-4", "--workers", "1"]
     argv = ["sweep", "--lang", "(ab)*", "--pe", "rope_p", "--set", "periods=2,3", *tiny, "--json"]

@@ -72,13 +72,8 @@ def test_workload_refuses_what_cannot_finish_or_fit_and_accepts_the_papers_scale
 def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would_be_dropped():
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
-    from formal_rope.training.positional import (
-        MAX_PERIOD,
-        PositionalSpec,
-        assign_periods,
-        build_positional,
-        validate_periods,
-    )
+    from formal_rope.training.encodings.builders import PositionalSpec, build_positional
+    from formal_rope.training.encodings.periods import MAX_PERIOD, assign_periods, validate_periods
     from formal_rope.training.setup import validate_config
 
     tiny = RunConfig("(ab)*", pe="rope_p", layers=1, d_model=16, heads=2, steps=5, test_max_length=45,

@@ -189,16 +189,16 @@ def test_a_killed_pack_resumes_bit_identically(pe, tmp_path):
 
 def _failing_for_period(monkeypatch, period: int):
     """Make building the rope_p tables of runs with `period` raise, as a 745 GiB table did."""
-    import formal_rope.training.positional as positional
+    import formal_rope.training.encodings.rotary as rotary  # where rope_p looks its tables up
 
-    real = positional.periodic_tables
+    real = rotary.periodic_tables
 
     def tables(periods, n_pairs, positions, *dtype):
         if period in tuple(periods):
             raise MemoryError(f"Unable to allocate the tables of period {period}")
         return real(periods, n_pairs, positions, *dtype)
 
-    monkeypatch.setattr(positional, "periodic_tables", tables)
+    monkeypatch.setattr(rotary, "periodic_tables", tables)
 
 
 def test_a_run_that_raises_in_a_pack_fails_alone_and_its_pack_mates_end_as_trained_alone(monkeypatch):

@@ -17,7 +17,9 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.config import period_pairs
 from formal_rope.training.encodings import encoding
-from formal_rope.training.positional import assign_periods, float_turns, periodic_tables
+from formal_rope.training.encodings.base import periodic_tables
+from formal_rope.training.encodings.periods import assign_periods
+from formal_rope.training.encodings.phases import float_turns
 
 _BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
 
@@ -76,7 +78,7 @@ def _network_state(model) -> dict:
                     put(f"{prefix}.projector.{name}.bias", projector[index].bias)
         return state
     frequencies = getattr(positional, "frequencies", None)
-    # Exact turn limbs (`training.positional.turn_phases`) go with the frequencies, so the exported
+    # Exact turn limbs (`training.encodings.phases.turn_phases`) go with the frequencies, so the exported
     # file forms the trainer's exact phases theta*i mod 2pi with int64 arithmetic alone.
     if isinstance(frequencies, torch.nn.Parameter):  # jof_learned: (runs, layers, heads, pairs)
         put("positional.learned_frequencies", frequencies.to(torch.float64))

@@ -191,7 +191,7 @@ class PositionalScheme:
         pairs = (config.d_model // config.heads) // 2
         rotated = None
         if "partial_rope" in config.layer_encodings():
-            # partial_rotated_pairs' rule (training/positional.py): fraction · pairs rounded half up.
+            # partial_rotated_pairs' rule (training/encodings/phases.py): fraction · pairs rounded half up.
             rotated = int(math.floor(config.rope_fraction * pairs + 0.5))
         return cls(tuple(config.layer_encodings()), tuple(config.layer_windows()),
                    None if periods is None else tuple(int(p) for p in periods), rotated, pairs)

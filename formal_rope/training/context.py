@@ -12,6 +12,7 @@ from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import count_table
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
+from formal_rope.training.encodings import encoding, phases
 
 # How each command that prints these notes sets a RunConfig field: the fields with an option of their
 # own, by command; any other field is `--set FIELD=VALUE` (train and sweep) or, for a command without
@@ -96,42 +97,38 @@ def language_note(config: RunConfig) -> str | None:
 def _schedule_frequencies(config: RunConfig) -> np.ndarray | None:
     """The frequencies theta of the run's phase schedule (sipe: d_model/2, rotary: per head), or None
     for encodings that form no phases from a base."""
-    # function-local: positional imports torch, and these notes are on sweep's torch-free planning path
-    from formal_rope.training import positional
-    from formal_rope.training.encodings import encoding
-
-    row = encoding(config.pe)
     if not config.applies("phase_precision"):
         return None
+    row = encoding(config.pe)
     if row.additive:
-        return positional.rope_frequencies(config.base, config.d_model // 2)
+        return phases.rope_frequencies(config.base, config.d_model // 2)
     pairs = config.d_model // config.heads // 2
     if row.takes_rope_fraction:
-        return positional._partial_frequencies(config.base, pairs, config.rope_fraction)[0]
-    return positional.rope_frequencies(config.base, pairs)
+        return phases.partial_frequencies(config.base, pairs, config.rope_fraction)[0]
+    return phases.rope_frequencies(config.base, pairs)
 
 
 def decimal_base_note(config: RunConfig) -> str | None:
     """A note when the run's float64 base gives phases measurably off those of the decimal written
-    (`positional.decimal_base_deviation` above `positional.DECIMAL_BASE_NOTE_RAD` over the run's
+    (`phases.decimal_base_deviation` above `phases.DECIMAL_BASE_NOTE_RAD` over the run's
     positions): the convention (phases exact for the double, docs/training.md) said with its size."""
-    from formal_rope.training import positional  # function-local: it imports torch (sweep plans without it)
-    from formal_rope.training.encodings import encoding
-
     try:
-        if not config.applies("base") or not encoding(config.pe).takes_base:
+        if not config.applies("base"):
             return None
-        if encoding(config.pe).additive:
+        row = encoding(config.pe)
+        if not row.takes_base:
+            return None
+        if row.additive:
             ladder = config.d_model // 2
         else:
             ladder = config.d_model // config.heads // 2
-            if encoding(config.pe).takes_rope_fraction:
-                ladder = positional.partial_rotated_pairs(config.rope_fraction, ladder)
+            if row.takes_rope_fraction:
+                ladder = phases.partial_rotated_pairs(config.rope_fraction, ladder)
         longest = max(config.test_max_length, config.train_max_length) + 1
-        gap = positional.decimal_base_deviation(config.base, ladder, longest)
+        gap = phases.decimal_base_deviation(config.base, ladder, longest)
     except Exception:  # noqa: BLE001 - an invalid config is validation's to report, with context
         return None
-    if gap <= positional.DECIMAL_BASE_NOTE_RAD:
+    if gap <= phases.DECIMAL_BASE_NOTE_RAD:
         return None
     return (f"base {config.base!r} is the float64 {config.base:.20g}, and the phases are exact for it (the "
             f"convention: a run's numbers do not depend on how its base is written); against {config.base!r} "
@@ -141,11 +138,9 @@ def decimal_base_note(config: RunConfig) -> str | None:
 def run_warnings(config: RunConfig, command: str | None = None) -> list[str]:
     """Warnings a run records in its result (`RunResult.warnings`, the runs Parquet's `warnings`
     column) and `train`/`sweep` print: fp32 phases at a base where they are far off (their error bound
-    over the tested positions, `positional.fp32_phase_error_bound`, above
-    `positional.FP32_PHASE_WARNING_RAD`), and a partial_rope whose rounded fraction rotates every pair.
+    over the tested positions, `phases.fp32_phase_error_bound`, above
+    `phases.FP32_PHASE_WARNING_RAD`), and a partial_rope whose rounded fraction rotates every pair.
     `command`: the one that prints them, whose options their suggestions name (None: recorded, FIELD=VALUE)."""
-    from formal_rope.training import positional  # function-local: it imports torch (sweep plans without it)
-
     warnings = []
     try:
         frequencies = _schedule_frequencies(config)
@@ -153,12 +148,12 @@ def run_warnings(config: RunConfig, command: str | None = None) -> list[str]:
         return warnings
     longest = max(config.test_max_length, config.train_max_length) + 1  # eos sits at position N + 1
     if frequencies is not None and config.phase_precision == "fp32":
-        bound = positional.fp32_phase_error_bound(frequencies, longest)
-        if bound > positional.FP32_PHASE_WARNING_RAD:
+        bound = phases.fp32_phase_error_bound(frequencies, longest)
+        if bound > phases.FP32_PHASE_WARNING_RAD:
             warnings.append(
                 f"phase_precision fp32 at base {config.base:g}: the float32 phases theta*i are off by up to "
                 f"{bound:.3g} rad by position {longest} (bound: float32 rounding of theta times i plus half an "
-                f"ulp of the product; the warning threshold is {positional.FP32_PHASE_WARNING_RAD:g} rad), so "
+                f"ulp of the product; the warning threshold is {phases.FP32_PHASE_WARNING_RAD:g} rad), so "
                 f"the run's rotations are not RoPE's; use {setting_text('phase_precision', 'fp64', command)} (exact "
                 "phases) unless that is what is being measured"
             )
@@ -176,7 +171,7 @@ def run_warnings(config: RunConfig, command: str | None = None) -> list[str]:
     if config.pe == "partial_rope" and config.applies("rope_fraction"):
         pairs = config.d_model // config.heads // 2
         try:
-            rotated = positional.partial_rotated_pairs(config.rope_fraction, pairs)
+            rotated = phases.partial_rotated_pairs(config.rope_fraction, pairs)
         except Exception:  # noqa: BLE001
             return warnings
         if rotated == pairs:

@@ -22,9 +22,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from formal_rope.kernels import causal_attention, readout_attention, rotate_by
+from formal_rope.training.encodings.base import PositionalEncoding
 from formal_rope.training.layout import TokenLayout, rectangular_layout, special_tokens
 from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear, affine, select_runs_of
-from formal_rope.training.positional import PositionalEncoding
 
 
 def encode_fixed_length(symbols: np.ndarray, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -5,7 +5,7 @@ RunConfig except the fields in `PER_RUN_FIELDS`, which each run of a pack keeps 
 seed, learning rate and schedule, base or periods, weight decay, clipping norm, near-miss share,
 evaluation mode, the checkpoint it continues from). Runs of different mixable encodings (NoPE,
 SiPE, SiPE_P, RoPE, RoPE_P, partial RoPE) also share packs: each keeps its own encoding
-(`positional.MixedPositional`), so `reproduce table2` trains as one pack per language.
+(`encodings.composites.MixedPositional`), so `reproduce table2` trains as one pack per language.
 `group_packs` cuts a grid into such packs, never refusing a run: runs that cannot share a pack go
 into different packs.
 """
@@ -30,7 +30,7 @@ MAX_AUTO_PACK = 64  # beyond this a CPU pack gains nothing and one failure costs
 MEMORY_SHARE = 0.5  # `auto` packs use at most this share of the memory available to all workers
 
 
-# Encodings whose runs share a pack with runs of another such encoding (`positional.MixedPositional`).
+# Encodings whose runs share a pack with runs of another such encoding (`encodings.composites.MixedPositional`).
 MIXED = "mixable encodings"
 
 

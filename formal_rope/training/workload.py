@@ -18,7 +18,7 @@ CPU_FLOPS = 1e10  # what one core of this project's CPU sustains on these models
 _SAMPLER_BYTES_PER_SYMBOL = 24  # float64 uniform draw + int64 symbol + working copy, per sampled symbol
 _TRAINING_BYTES_PER_PARAMETER = 16  # fp32 weight, gradient and two AdamW moments
 # rope_p / sipe_p build, per pair, a table of one entry per residue of the largest period: float64
-# angles and cos/sin temporaries, then the float32 cos and sin tables (positional.periodic_tables).
+# angles and cos/sin temporaries, then the float32 cos and sin tables (encodings.periods.periodic_values).
 _PERIODIC_TABLE_BYTES_PER_ENTRY = 32
 
 

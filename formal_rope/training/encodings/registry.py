@@ -2,21 +2,19 @@
 of the code asks about it.
 
 The rest of the code asks these rows instead of listing encodings by name: RunConfig's canonical
-fields (which encodings take a base, periods, a rotated fraction), validation, the model's builder
-(`training/positional.py`), the exporters (`export/trained.py` writes the row's `export_kind`, which
-the standalone `model.py` computes), report labels and order, the memory estimate, and the CLI's
-`--pe` choices and help. Adding an encoding is one row here, plus its builder function when no
-existing one fits (docs/training.md, "How to extend: add a positional encoding").
+fields (which encodings take a base, periods, a rotated fraction), validation, the factory
+(`encodings.builders`), the exporters (`export/trained.py` writes the row's `export_kind`, which the
+standalone `model.py` computes), report labels and order, the memory estimate, and the CLI's `--pe`
+choices and help. Every tuple of encoding names below is derived from the rows.
 
 This module imports nothing but the standard library and `formal_rope.errors`: the CLI reads it at
-start-up (`--help`) and the torch-free config stage derives its tuples from it. A row therefore
-names its builder as "module:function", imported only when a model is built (`load_builder`).
+start-up (`--help`) and the torch-free config stage derives its tuples from it. So a row does not
+hold its builder (a torch module): `encodings.builders.BUILDERS` maps each row's name to it, and a
+test checks the two tables name the same encodings (docs/training.md, "How to extend").
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
@@ -38,15 +36,13 @@ EXPORT_KINDS = (
 class Encoding:
     """One positional encoding: what it is called, what it takes, how it is built and exported.
 
-    The builder is `function(specs, n_pairs) -> PositionalEncoding` for a pack's specs
-    (`positional.PositionalSpec`, already checked to share the encoding's shape; a periodic
-    encoding's periods already checked against its pairs) and the rotary pairs per head.
+    Its builder, `function(specs, n_pairs) -> PositionalEncoding`, is the row's entry in
+    `encodings.builders.BUILDERS` (it imports torch; this module must not).
     """
 
     name: str  # the --pe value and RunConfig.pe
     label: str  # what reports and tables call it (the core paper's names: RoPE_P, SiPE_NP, ...)
     help: str  # one line: what it computes (docs/training.md's table of encodings lists it)
-    builder: str  # "module:function" building its module for a pack (see the class docstring)
     export_kind: str  # how the exporters write it: one of EXPORT_KINDS
     report_rank: int  # its rows' place in report tables (the core paper's order)
     takes_base: bool = False  # forms phases theta*i from a base beta: base and phase_precision apply
@@ -55,7 +51,7 @@ class Encoding:
     additive: bool = False  # adds a sin/cos table to the embeddings (pairs span d_model, not one head)
     content_angles: bool = False  # its angles also depend on the hidden state (per-layer projector weights)
     # Fixed tables, no value transport: its runs can share a pack with runs of other mixable encodings
-    # (`positional.MixedPositional`: zeros added, 1 + 0i rotations, both exact).
+    # (`composites.MixedPositional`: zeros added, 1 + 0i rotations, both exact).
     mixable: bool = False
 
     def __post_init__(self) -> None:
@@ -64,9 +60,6 @@ class Encoding:
             problems.append("name must be lower-case letters, digits and underscores")
         if not self.label.strip() or not self.help.strip():
             problems.append("label and help must say something")
-        module, _, function = self.builder.partition(":")
-        if not (all(part.isidentifier() for part in module.split(".")) and function.isidentifier()):
-            problems.append(f"builder {self.builder!r} is not 'module:function'")
         if self.export_kind not in EXPORT_KINDS:
             problems.append(f"export_kind {self.export_kind!r} is not one of {', '.join(EXPORT_KINDS)}")
         elif self.additive != self.export_kind.startswith("additive_"):
@@ -76,13 +69,6 @@ class Encoding:
         if problems:
             raise ValueError(f"positional encoding {self.name!r}: {'; '.join(problems)}")
 
-    def load_builder(self) -> Callable:
-        """The builder function (importing its module: torch for the built-in ones)."""
-        module, _, function = self.builder.partition(":")
-        return getattr(importlib.import_module(module), function)
-
-
-_POSITIONAL = "formal_rope.training.positional"
 
 # In the order `--help` and error messages list them.
 ENCODINGS: dict[str, Encoding] = {
@@ -90,56 +76,49 @@ ENCODINGS: dict[str, Encoding] = {
     for encoding in (
         Encoding(
             "nope", label="NoPE", help="nothing (identity rotation)",
-            builder=f"{_POSITIONAL}:build_nope", export_kind="none", report_rank=0, mixable=True,
+            export_kind="none", report_rank=0, mixable=True,
         ),
         Encoding(
             "sipe", label="SiPE_NP", help="additive sin/cos, θ_p = β^(−2p/d_model)",
-            builder=f"{_POSITIONAL}:build_sipe", export_kind="additive_fixed", report_rank=3,
-            takes_base=True, additive=True, mixable=True,
+            export_kind="additive_fixed", report_rank=3, takes_base=True, additive=True, mixable=True,
         ),
         Encoding(
             "sipe_p", label="SiPE_P", help="additive sin/cos looked up from periodic tables",
-            builder=f"{_POSITIONAL}:build_sipe_p", export_kind="additive_periodic", report_rank=4,
-            periodic=True, additive=True, mixable=True,
+            export_kind="additive_periodic", report_rank=4, periodic=True, additive=True, mixable=True,
         ),
         Encoding(
             "rope", label="RoPE_NP", help="θ_d = β^(−2(d−1)/D), D = head dim, any β (1e-12 … 1e12)",
-            builder=f"{_POSITIONAL}:build_rope", export_kind="rotary_fixed", report_rank=1,
-            takes_base=True, mixable=True,
+            export_kind="rotary_fixed", report_rank=1, takes_base=True, mixable=True,
         ),
         Encoding(
             "rope_p", label="RoPE_P", help="R_d(i) = T_d(i mod m_d), a table of m_d rotations",
-            builder=f"{_POSITIONAL}:build_rope_p", export_kind="rotary_periodic", report_rank=2,
-            periodic=True, mixable=True,
+            export_kind="rotary_periodic", report_rank=2, periodic=True, mixable=True,
         ),
         Encoding(
             "partial_rope", label="partial RoPE",
             help="first ⌊fraction·D/2 + ½⌋ pairs rotated (rounded half up; RoPE spacing over the rotated dims), "
             "rest unrotated",
-            builder=f"{_POSITIONAL}:build_partial_rope", export_kind="rotary_fixed", report_rank=5,
-            takes_base=True, takes_rope_fraction=True, mixable=True,
+            export_kind="rotary_fixed", report_rank=5, takes_base=True, takes_rope_fraction=True, mixable=True,
         ),
         Encoding(
             "jof_fixed", label="JoFormer (fixed)",
             help="RoPE on q, k; values rotated by R_j and the output by R_iᵀ (`rotate_values=True`)",
-            builder=f"{_POSITIONAL}:build_jof_fixed", export_kind="rotary_fixed", report_rank=6,
-            takes_base=True,
+            export_kind="rotary_fixed", report_rank=6, takes_base=True,
         ),
         Encoding(
             "jof_learned", label="JoFormer (learned)",
             help="as jof_fixed with learned frequencies per layer and head (d_model/2 per layer, float64, "
             "initialised to RoPE's)",
-            builder=f"{_POSITIONAL}:build_jof_learned", export_kind="rotary_learned", report_rank=7,
-            takes_base=True,
+            export_kind="rotary_learned", report_rank=7, takes_base=True,
         ),
         Encoding(
             "jof_projected", label="JoFormer (projected)",
             help="fixed RoPE angles + θ(x) = W₂·GELU(W₁·LN(x)) per layer and head, W₂ and its bias "
             "zero-initialised (so it equals jof_fixed at init)",
-            builder=f"{_POSITIONAL}:build_jof_projected", export_kind="rotary_projected", report_rank=8,
-            takes_base=True, content_angles=True,
+            export_kind="rotary_projected", report_rank=8, takes_base=True, content_angles=True,
         ),
-        # New encodings: add a row above this line (docs/training.md, "How to extend").
+        # New encodings: add a row above this line, and its builder to `builders.BUILDERS` (docs/training.md,
+        # "How to extend").
     )
 }
 
@@ -228,3 +207,9 @@ BASE_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.takes_base
 PERIODIC_ENCODINGS = tuple(row.name for row in in_report_order() if row.periodic)
 MIXABLE_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.mixable)
 ROPE_FRACTION_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if row.takes_rope_fraction)
+# Encodings a hybrid's layers may use (RunConfig.layer_pe): those without an additive table. Additive
+# encodings (sipe, sipe_p) act once, at the embedding, not per layer. jof_learned / jof_projected
+# layers keep their trainable per-layer state in their module, indexed by
+# `LayeredPositional.local_layer` (checkpoints hold it; `formalrope export` writes each layer's own
+# part under its prefix).
+HYBRID_ENCODINGS = tuple(name for name, row in ENCODINGS.items() if not row.additive)
