@@ -10,8 +10,8 @@ import pytest
 
 from formal_rope.automata import accepts, equivalent, evaluate_ltl, ltl_to_dfa, regex_to_dfa
 from formal_rope.compiler import compile_formula, formula_to_dag
+from formal_rope.compiler.constructs.mod import mod_parameters
 from formal_rope.compiler.examples import LTL_P_MOD_EXAMPLES
-from formal_rope.compiler.schedule_to_model import mod_parameters
 from formal_rope.compiler.verify import exhaustive_length, sampled_lengths, verify_compiled
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import Atom, Mod, Past, Since
