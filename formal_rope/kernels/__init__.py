@@ -7,6 +7,7 @@ import os
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.kernels.masks import window_mask
 from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
 from formal_rope.kernels.torch_fast import (
     causal_attention_torch,
@@ -14,7 +15,6 @@ from formal_rope.kernels.torch_fast import (
     rotary_attention_fast,
     rotary_readout_attention,
     rotate_by,
-    window_mask,
     windowed_attention_torch,
 )
 

@@ -6,6 +6,8 @@ import math
 
 import torch
 
+from formal_rope.kernels.masks import window_mask
+
 
 def broadcast_tables(cos: torch.Tensor, sin: torch.Tensor, inverse: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin tables of shape (T, d/2) or (batch, T, d/2), viewed to broadcast over (batch, heads, T, d/2).
@@ -57,10 +59,7 @@ def rotary_attention_reference(
     k_rot = apply_rotary(k, cos, sin)
     v_in = apply_rotary(v, cos, sin) if rotate_values else v
     scores = torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale
-    strict = torch.ones(length, length, dtype=torch.bool, device=q.device).tril(-1)
-    if window is not None:
-        strict = strict & torch.ones_like(strict).triu(-window)  # key j >= query i - window
-    scores = scores.masked_fill(~strict, float("-inf"))
+    scores = scores.masked_fill(~window_mask(length, window, q.device), float("-inf"))
     # Row 0 (bos) sees no key: its softmax would be NaN, and the contract says it outputs zeros.
     weights = torch.softmax(scores[..., 1:, :], dim=-1)
     out_rows = torch.matmul(weights, v_in.float())

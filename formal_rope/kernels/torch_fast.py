@@ -14,6 +14,7 @@ import math
 import torch
 from torch.nn import functional as F
 
+from formal_rope.kernels.masks import hidden_from_readout, window_mask
 from formal_rope.kernels.reference import broadcast_tables, rotary_attention_reference
 
 
@@ -53,18 +54,9 @@ def causal_attention_torch(
     if length <= 1:
         return q.new_zeros(q.shape)
     if q.device.type == "cpu":
-        strict = torch.ones(length, length, dtype=torch.bool, device=q.device).tril(-1)  # key j < query i
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=strict, scale=scale)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask(length, device=q.device), scale=scale)
     rows = F.scaled_dot_product_attention(q[..., 1:, :], k[..., :-1, :], v[..., :-1, :], is_causal=True, scale=scale)
     return torch.cat((rows.new_zeros((*rows.shape[:-2], 1, dim)), rows), dim=-2)
-
-
-def window_mask(length: int, window: int, device=None) -> torch.Tensor:
-    """The strict-causal sliding-window mask (T, T): query i sees keys j with i - window <= j < i
-    (the `window` positions before it; query 0 sees none)."""
-    query = torch.arange(length, device=device)[:, None]
-    key = torch.arange(length, device=device)[None, :]
-    return (key < query) & (key >= query - window)
 
 
 def windowed_attention_torch(
@@ -135,11 +127,8 @@ def readout_attention(
     count, length, heads, dim = k.shape
     scale = 1.0 / math.sqrt(dim) if scale is None else scale
     scores = (k.float() * q.float()[:, None]).sum(-1) * scale  # (N, T, H)
-    key = torch.arange(length, device=k.device)[None, :, None]
-    later = key >= positions[:, None, None]
-    if window is not None:
-        later = later | (key < positions[:, None, None] - window)
-    weights = torch.softmax(scores.masked_fill(later, float("-inf")), dim=1).nan_to_num(0.0)
+    hidden = hidden_from_readout(positions, length, window, k.device)
+    weights = torch.softmax(scores.masked_fill(hidden, float("-inf")), dim=1).nan_to_num(0.0)
     return (weights[..., None] * v.float()).sum(1)
 
 

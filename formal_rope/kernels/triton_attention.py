@@ -37,6 +37,7 @@ import triton
 import triton.language as tl
 from torch.autograd.function import once_differentiable
 
+from formal_rope.kernels.masks import kernel_window
 from formal_rope.kernels.reference import apply_rotary
 
 _SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -637,11 +638,6 @@ def _kernel_meta(dtype: torch.dtype, rotate_values: bool, precision: str, window
                 HAS_WINDOW=window is not None)
 
 
-def _window_arg(length: int, window: int | None) -> int:
-    # Read only by the HAS_WINDOW variant (which masks j < i - WINDOW); a window >= T hides nothing.
-    return length if window is None else min(window, length)
-
-
 def _forward(q, k, v, cos, sin, rotate_values: bool, scale: float, plan: LaunchPlan, window: int | None = None):
     batch, heads, length, dim = q.shape
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
@@ -649,7 +645,7 @@ def _forward(q, k, v, cos, sin, rotate_values: bool, scale: float, plan: LaunchP
     args = (
         q, k, v, cos, sin, out, lse,
         *q.stride(), *k.stride(), *v.stride(), *out.stride(), *_table_strides(cos),
-        heads, length, dim // 2, scale * math.log2(math.e), _pow2_at_least(length), _window_arg(length, window),
+        heads, length, dim // 2, scale * math.log2(math.e), _pow2_at_least(length), kernel_window(length, window),
     )
     meta = _kernel_meta(q.dtype, rotate_values, plan.precision, window)
     _launch(_attention_fwd_kernel, _fwd_tuned, length, batch * heads, args, meta, plan, dim // 2, "M")
@@ -669,7 +665,7 @@ def _backward(
     common = (
         *q.stride(), *k.stride(), *v.stride(), *grad_out.stride(), *_table_strides(cos),
         heads, length, dim // 2, scale * math.log2(math.e), scale, _pow2_at_least(length),
-        _window_arg(length, window),
+        kernel_window(length, window),
     )
     meta = _kernel_meta(q.dtype, rotate_values, plan.precision, window)
     _launch(
