@@ -135,36 +135,12 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np
     return ("unrotated",) * n_pairs, np.zeros(n_pairs)
 
 
-def capture_trained(
-    model,
-    tokens,
-    *,
-    heads: Sequence[tuple[int, int]] | None = None,
-    positions: Sequence[str] | None = None,
-    string: str = "",
-    description: str = "",
-) -> CapturedHeads:
-    """Per-head inputs of a trainer `Classifier` on one token sequence (T,) (bos … eos)."""
-    import torch
+def _forward_with_hooks(model, tokens, length: int) -> tuple[dict[int, Any], dict[int, Any]]:
+    """One forward pass of `model` in eval mode over `tokens` (1, T), capturing each block's input and
+    its attention output (before the output projection): (block_inputs, attention_outputs) by layer."""
+    import torch  # function-local: torch for trained models only
 
-    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference  # torch: trained models only
-
-    if getattr(model, "runs", 1) != 1:
-        raise FormalRopeError(
-            f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))"
-        )
-    tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
-    length = tokens.shape[1]
     blocks = list(model.blocks)
-    # Before the forward pass: every head of a layer is captured, each with d_head / 2 pairs.
-    # (Out-of-range layers are reported by the head selection below.)
-    wanted = (sorted({layer for layer, _ in heads if 0 <= layer < len(blocks)}) if heads is not None
-              else range(len(blocks)))
-    pairs = [blocks[layer].attention_norm.features // blocks[layer].heads // 2 for layer in wanted
-             for _ in range(blocks[layer].heads)]
-    check_phases_memory(length, pairs)
-    layout = tuple(tuple(f"L{layer_index + 1}.H{h + 1}" for h in range(block.heads))
-                   for layer_index, block in enumerate(blocks))
     device = next(model.parameters()).device
     block_inputs: dict[int, Any] = {}
     attention_outputs: dict[int, Any] = {}
@@ -187,68 +163,111 @@ def capture_trained(
         for handle in handles:
             handle.remove()
         model.train(was_training)
+    return block_inputs, attention_outputs
 
+
+def _trained_layer(model, layer: int, length: int, block_inputs: dict, attention_outputs: dict, windows) -> dict:
+    """Layer `layer`'s q, k, angles and actual scores (every head), recomputed from its captured input
+    through the model's own score path, with the error of that recomputation against the captured
+    attention output."""
+    import torch  # function-local: torch for trained models only
+
+    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
+
+    blocks = list(model.blocks)
     positional = model.positional
+    block = blocks[layer]
+    x = block_inputs[layer][:, None]  # run-major (1 run, T, d_model) -> (1 run, 1 string, T, d_model)
+    d_model = x.shape[-1]
+    head_dim = d_model // block.heads
+    n_pairs = head_dim // 2
+    with torch.no_grad():
+        normed = block.attention_norm(x)
+        q, k, v = (t[0] for t in block.project_qkv(normed))  # (1 string, H, T, head_dim)
+        rotation = positional.rotation(layer, length, x)
+        if rotation is None:
+            cos = torch.ones(length, n_pairs, dtype=x.dtype, device=x.device)
+            sin = torch.zeros_like(cos)
+        else:
+            cos, sin = rotation
+            # Run 0's tables: (T, P) shared, or (1 string, H, T, P) from content.
+            cos, sin = cos[0], sin[0]
+        # Per-head tables (H, T, P), so shared and content-dependent schedules look alike.
+        if cos.dim() == 4:
+            cos_h, sin_h = cos[0], sin[0]
+        else:
+            cos_h = cos.expand(block.heads, length, n_pairs)
+            sin_h = sin.expand(block.heads, length, n_pairs)
+        scale = 1.0 / math.sqrt(head_dim)
+        # The model's score path (reference kernel): tables cast to q's dtype, rotate, fp32 dot, scale.
+        q_heads = q[0][:, None]  # (H, 1, T, d): heads as the batch, one table per head
+        k_heads = k[0][:, None]
+        q_rot = apply_rotary(q_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
+        k_rot = apply_rotary(k_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
+        actual = (torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale)[:, 0]
+        recomputed = rotary_attention_reference(
+            q_heads, k_heads, v[0][:, None], cos_h, sin_h,
+            rotate_values=positional.layer_rotates_values(layer), window=windows[layer],
+        )[:, 0]  # (H, T, d)
+        raw = attention_outputs[layer][0]  # run 0: (T, d_model), or (1 string, d_model) at the readout
+        if layer == len(blocks) - 1:
+            # The last block projects only its readout row (the eos, the last position here).
+            captured = raw.view(-1, block.heads, head_dim).transpose(0, 1)
+            recomputed = recomputed[:, -captured.shape[1]:]
+        else:
+            captured = raw.view(length, block.heads, head_dim).transpose(0, 1)
+        recompute_error = float((recomputed.float() - captured.float()).abs().max()) if length else 0.0
+    kinds, frequencies = _trained_pair_kinds(positional, layer, n_pairs)
+    angles = _angles(cos_h, sin_h)  # (H, T, P)
+    return {
+        "q": q[0].double().cpu().numpy().reshape(block.heads, length, n_pairs, 2),
+        "k": k[0].double().cpu().numpy().reshape(block.heads, length, n_pairs, 2),
+        "angles": angles,
+        "actual": actual.double().cpu().numpy(),
+        "scale": scale,
+        "kinds": kinds,
+        "frequencies": frequencies,
+        "recompute_error": recompute_error,
+        "dtype": str(q.dtype).replace("torch.", ""),
+    }
+
+
+
+def capture_trained(
+    model,
+    tokens,
+    *,
+    heads: Sequence[tuple[int, int]] | None = None,
+    positions: Sequence[str] | None = None,
+    string: str = "",
+    description: str = "",
+) -> CapturedHeads:
+    """Per-head inputs of a trainer `Classifier` on one token sequence (T,) (bos … eos)."""
+    import torch  # function-local: torch for trained models only
+
+    if getattr(model, "runs", 1) != 1:
+        raise FormalRopeError(
+            f"phase capture reads one run; this model packs {model.runs} (use model.select_runs([r]))"
+        )
+    tokens = torch.as_tensor(tokens, dtype=torch.int64).reshape(1, -1)
+    length = tokens.shape[1]
+    blocks = list(model.blocks)
+    # Before the forward pass: every head of a layer is captured, each with d_head / 2 pairs.
+    # (Out-of-range layers are reported by the head selection below.)
+    wanted = (sorted({layer for layer, _ in heads if 0 <= layer < len(blocks)}) if heads is not None
+              else range(len(blocks)))
+    pairs = [blocks[layer].attention_norm.features // blocks[layer].heads // 2 for layer in wanted
+             for _ in range(blocks[layer].heads)]
+    check_phases_memory(length, pairs)
+    layout = tuple(tuple(f"L{layer_index + 1}.H{h + 1}" for h in range(block.heads))
+                   for layer_index, block in enumerate(blocks))
+    block_inputs, attention_outputs = _forward_with_hooks(model, tokens, length)
     windows = tuple(getattr(model, "windows", None) or (None,) * len(blocks))  # a hybrid's sliding windows
     per_layer: dict[int, dict] = {}
 
     def layer_data(layer: int) -> dict:
-        if layer in per_layer:
-            return per_layer[layer]
-        block = blocks[layer]
-        x = block_inputs[layer][:, None]  # run-major (1 run, T, d_model) -> (1 run, 1 string, T, d_model)
-        d_model = x.shape[-1]
-        head_dim = d_model // block.heads
-        n_pairs = head_dim // 2
-        with torch.no_grad():
-            normed = block.attention_norm(x)
-            q, k, v = (t[0] for t in block.project_qkv(normed))  # (1 string, H, T, head_dim)
-            rotation = positional.rotation(layer, length, x)
-            if rotation is None:
-                cos = torch.ones(length, n_pairs, dtype=x.dtype, device=x.device)
-                sin = torch.zeros_like(cos)
-            else:
-                cos, sin = rotation
-                # Run 0's tables: (T, P) shared, or (1 string, H, T, P) from content.
-                cos, sin = cos[0], sin[0]
-            # Per-head tables (H, T, P), so shared and content-dependent schedules look alike.
-            if cos.dim() == 4:
-                cos_h, sin_h = cos[0], sin[0]
-            else:
-                cos_h = cos.expand(block.heads, length, n_pairs)
-                sin_h = sin.expand(block.heads, length, n_pairs)
-            scale = 1.0 / math.sqrt(head_dim)
-            # The model's score path (reference kernel): tables cast to q's dtype, rotate, fp32 dot, scale.
-            q_heads = q[0][:, None]  # (H, 1, T, d): heads as the batch, one table per head
-            k_heads = k[0][:, None]
-            q_rot = apply_rotary(q_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
-            k_rot = apply_rotary(k_heads, cos_h.to(q.dtype), sin_h.to(q.dtype))
-            actual = (torch.matmul(q_rot.float(), k_rot.float().transpose(-1, -2)) * scale)[:, 0]
-            recomputed = rotary_attention_reference(
-                q_heads, k_heads, v[0][:, None], cos_h, sin_h,
-                rotate_values=positional.layer_rotates_values(layer), window=windows[layer],
-            )[:, 0]  # (H, T, d)
-            raw = attention_outputs[layer][0]  # run 0: (T, d_model), or (1 string, d_model) at the readout
-            if layer == len(blocks) - 1:
-                # The last block projects only its readout row (the eos, the last position here).
-                captured = raw.view(-1, block.heads, head_dim).transpose(0, 1)
-                recomputed = recomputed[:, -captured.shape[1]:]
-            else:
-                captured = raw.view(length, block.heads, head_dim).transpose(0, 1)
-            recompute_error = float((recomputed.float() - captured.float()).abs().max()) if length else 0.0
-        kinds, frequencies = _trained_pair_kinds(positional, layer, n_pairs)
-        angles = _angles(cos_h, sin_h)  # (H, T, P)
-        per_layer[layer] = {
-            "q": q[0].double().cpu().numpy().reshape(block.heads, length, n_pairs, 2),
-            "k": k[0].double().cpu().numpy().reshape(block.heads, length, n_pairs, 2),
-            "angles": angles,
-            "actual": actual.double().cpu().numpy(),
-            "scale": scale,
-            "kinds": kinds,
-            "frequencies": frequencies,
-            "recompute_error": recompute_error,
-            "dtype": str(q.dtype).replace("torch.", ""),
-        }
+        if layer not in per_layer:
+            per_layer[layer] = _trained_layer(model, layer, length, block_inputs, attention_outputs, windows)
         return per_layer[layer]
 
     def rotated(layer: int, head: int) -> np.ndarray:
