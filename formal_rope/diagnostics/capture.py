@@ -105,30 +105,28 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np
     ((H, P) frequencies, a description tuple per head) for jof_learned. A hybrid's layer is read
     from its own encoding's module, at that layer's index among the module's layers."""
     # function-local: the encodings' modules import torch (trained models only)
-    from formal_rope.training.encodings.composites import LayeredPositional
-    from formal_rope.training.encodings.joformer import LearnedRotary, ProjectedRotary
+    from formal_rope.training.encodings import composites, joformer, rotary
     from formal_rope.training.encodings.periods import assign_periods
-    from formal_rope.training.encodings.rotary import FixedRotary, PeriodicRotary
 
-    if isinstance(positional, LayeredPositional):
+    if isinstance(positional, composites.LayeredPositional):
         return _trained_pair_kinds(positional.layer_module(layer), positional.local_layer(layer), n_pairs)
 
     nan = np.full(n_pairs, np.nan)
     # A trained model is a pack of one run: its per-run schedules are entry 0.
-    if isinstance(positional, ProjectedRotary):
+    if isinstance(positional, joformer.ProjectedRotary):
         fixed = np.asarray(positional.frequencies[0], dtype=np.float64)
         return tuple(f"projected (θ={f:.4g} + content)" for f in fixed), nan
-    if isinstance(positional, FixedRotary):
+    if isinstance(positional, rotary.FixedRotary):
         frequencies = np.asarray(positional.frequencies[0], dtype=np.float64)
         return tuple(f"rope θ={f:.4g}" if f != 0 else "unrotated" for f in frequencies), frequencies
-    if isinstance(positional, PeriodicRotary):
+    if isinstance(positional, rotary.PeriodicRotary):
         periods, numerators = assign_periods(positional.periods[0], positional.n_pairs)
         angles = TWO_PI * numerators / periods
         kinds = tuple(
             f"periodic T_{m}(i mod {m}), a={a}" if m > 1 else "unrotated" for m, a in zip(periods, numerators)
         )
         return kinds, angles.astype(np.float64)
-    if isinstance(positional, LearnedRotary):
+    if isinstance(positional, joformer.LearnedRotary):
         # Each head has its own learned frequencies: (H, P), picked per head by the caller.
         per_head = positional.frequencies[0, layer].detach().double().cpu().numpy()
         return tuple(tuple(f"learned θ={f:.4g}" for f in row) for row in per_head), per_head
