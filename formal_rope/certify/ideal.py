@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import mpmath
+
 from formal_rope.errors import FormalRopeError
 
 
@@ -41,15 +43,11 @@ class _NeedMorePrecision(Exception):
 
 
 def _fraction(value) -> Fraction:
-    import mpmath
-
     mantissa, exponent = mpmath.mpf(value).man_exp
     return Fraction(int(mantissa)) * (Fraction(2) ** int(exponent))
 
 
 def _alpha_bounds(freq: float, bits: int) -> tuple[Fraction, Fraction]:
-    import mpmath
-
     with mpmath.workprec(bits):
         pi_low = _fraction(mpmath.mpf(mpmath.pi)) - Fraction(1, 2 ** (bits - 4))
         pi_high = pi_low + Fraction(2, 2 ** (bits - 4))
@@ -64,8 +62,6 @@ def _beta_bounds(fraction_of_scale: Fraction, bits: int) -> tuple[Fraction, Frac
     argument stays <= sqrt(1/2) and u, 2 − u are exact rationals, so a few ulps of relative error
     remain (whereas rounding 1 − u first would lose everything when C ≫ f).
     """
-    import mpmath
-
     u = fraction_of_scale
     with mpmath.workprec(bits):
         if u <= 1:

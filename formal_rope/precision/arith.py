@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import mpmath
 import torch
 
 from formal_rope.errors import FormalRopeError
@@ -36,8 +37,6 @@ _MPMATH_BITS = 256
 
 
 def _mpmath_function(name: str) -> Callable:
-    import mpmath
-
     return {"exp": mpmath.exp, "cos": mpmath.cos, "sin": mpmath.sin}[name]
 
 
@@ -60,8 +59,6 @@ def correctly_rounded(name: str, x: torch.Tensor, fmt: FloatFormat, stats: dict 
         stats["hard"] = stats.get("hard", 0) + int(hard.sum())
         stats.setdefault("changed", 0)
     if bool(hard.any()):
-        import mpmath
-
         function = _mpmath_function(name)
         flat_x = x.reshape(-1)
         flat_out = rounded.reshape(-1).clone()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import mpmath
 import numpy as np
 import torch
 
@@ -50,8 +51,6 @@ def realized_angle_rotation(freq, positions, arith: Emulated | Native) -> tuple[
 
 @lru_cache(maxsize=256)
 def _periodic_table(period: int, numerator: int, fmt: FloatFormat) -> tuple[np.ndarray, np.ndarray]:
-    import mpmath
-
     cos_table = np.empty(period, dtype=np.float64)
     sin_table = np.empty(period, dtype=np.float64)
     with mpmath.workprec(_MPMATH_BITS):
@@ -89,8 +88,6 @@ def offset_query_bias(offset: int, freq: float, scale: float, fmt: FloatFormat |
     ĝ = round(freq) and Ĉ = round(scale) are the stored frequency and scale; each coordinate is the
     exact real value correctly rounded once into F. The key bias is (1, 0).
     """
-    import mpmath
-
     fmt = parse_format(fmt)
     stored_freq = round_mpf_to_format(mpmath.mpf(freq), fmt)
     stored_scale = round_mpf_to_format(mpmath.mpf(scale), fmt)
