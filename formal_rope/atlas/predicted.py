@@ -88,6 +88,11 @@ def _locality(language: str, alphabet: tuple[str, ...] | None) -> bool | None:
     return ltl_p_y_of(entry.dfa, entry.classification)
 
 
+def classification_of(language: str, alphabet: tuple[str, ...] | None = None):
+    """The class decider's verdicts on a language as every command resolves it (cached)."""
+    return _resolved(language, None if alphabet is None else tuple(alphabet)).classification
+
+
 def run_prediction(config: RunConfig, resolved_periods=None) -> Prediction:
     """The theory's verdict for one run (`theory.predict_run`), from its config and, when known, the
     periods the run resolved ("auto" otherwise resolves as training does, to the least k)."""
