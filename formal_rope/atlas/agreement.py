@@ -198,7 +198,8 @@ def _agreement_rows(outcomes, encodings, level: float) -> list[AgreementRow]:
                 encoding=encoding, predicted=verdict, runs=len(measured),
                 learned_runs=sum(o.learned for o in measured), run_rate=_rate(o.learned for o in measured),
                 run_interval=_interval([o.learned for o in measured], level), languages=len(languages),
-                languages_all_seeds=sum(rate == 1 for rate in rates), languages_no_seed=sum(rate == 0 for rate in rates),
+                languages_all_seeds=sum(rate == 1 for rate in rates),
+                languages_no_seed=sum(rate == 0 for rate in rates),
                 language_rate=_rate(rates), language_interval=_interval(rates, level),
                 failed_runs=len(chosen) - len(measured),
             ))

@@ -52,7 +52,8 @@ class AtlasEncoding:
             return {}
         if layers < 2:
             raise FormalRopeError(f"{self.name} needs at least 2 layers (windowed layers, then a global NoPE layer)")
-        return {"layer_pe": ("pe",) * (layers - 1) + ("nope",), "window": (self.window,) * (layers - 1) + (GLOBAL_WINDOW,)}
+        return {"layer_pe": ("pe",) * (layers - 1) + ("nope",),
+                "window": (self.window,) * (layers - 1) + (GLOBAL_WINDOW,)}
 
 
 def parse_encoding(name: str) -> AtlasEncoding:

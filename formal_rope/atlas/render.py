@@ -68,8 +68,10 @@ def disagreement_lines(agreement: Agreement, limit: int | None = None) -> list[s
                 f"seed {run['seed']}: N* {run['n_star']}/{'–' if run['n_star_worst'] is None else run['n_star_worst']}"
                 f" of {run['longest']}" + (f", fails on {run['worst_failure'][:40]!r}" if run["worst_failure"] else "")
                 for run in item.runs)
-            classes = ", ".join(filter(None, (item.logic_class, item.mlregtest_class and f"MLRegTest {item.mlregtest_class}")))
-            lines.append(f"- {item.encoding} on `{item.language}` ({classes}): {runs}. Predicted by {item.predicted_by}")
+            mlregtest = item.mlregtest_class and f"MLRegTest {item.mlregtest_class}"
+            classes = ", ".join(filter(None, (item.logic_class, mlregtest)))
+            lines.append(f"- {item.encoding} on `{item.language}` ({classes}): {runs}. "
+                         f"Predicted by {item.predicted_by}")
         if limit is not None and len(found) > limit:
             lines.append(f"- … and {len(found) - limit} more (`--json` lists them all)")
     return lines

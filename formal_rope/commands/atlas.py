@@ -81,8 +81,9 @@ def _dry_run(request, set_spec: str, seed: int, estimate: bool, workers: int, js
 
     languages = language_set_size(set_spec, seed)
     runs = planned_runs(languages, request.encodings, request.recipe.seeds)
-    payload = {"set": set_spec, "seed": seed, "languages": languages, "encodings": [item.name for item in request.encodings],
-               "seeds": request.recipe.seeds, "scale": request.recipe.scale, "runs": runs}
+    payload = {"set": set_spec, "seed": seed, "languages": languages,
+               "encodings": [item.name for item in request.encodings], "seeds": request.recipe.seeds,
+               "scale": request.recipe.scale, "runs": runs}
     lines = [f"{set_spec}: {languages} languages × {len(request.encodings)} encodings × "
              f"{request.recipe.seeds} seeds = {runs} runs ({request.recipe.scale} scale)"]
     if estimate:
@@ -194,7 +195,7 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
         raise _interrupted(configs, out) from None
     console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
                   f"{summary.statuses}, {summary.wall_s:.0f}s")
-    _report(out, json_output, out / FIGURE_FILE, confidence, extra={"sweep": summary.to_dict()} if json_output else None)
+    _report(out, json_output, out / FIGURE_FILE, confidence, extra={"sweep": summary.to_dict()})
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
