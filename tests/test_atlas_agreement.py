@@ -133,7 +133,7 @@ def test_sweep_runs_carry_the_prediction(tmp_path):
     classification = classify(language_dfa(resolve_language("(ab)*")))
     for config in configs:
         periods = runs.loc[config.pe, "periods"]
-        expected = predict_run(classification, config, None if periods is None else (int(periods),))
+        expected = predict_run(classification, config, (int(periods),) if isinstance(periods, str) else None)
         assert {name: runs.loc[config.pe, name] for name in PREDICTION_COLUMNS} == expected.columns()
     assert runs.loc["nope", "predicted"] == NOT_EXPRESSIBLE and runs.loc["rope_p", "predicted"] == EXPRESSIBLE
 

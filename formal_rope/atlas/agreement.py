@@ -26,8 +26,8 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from formal_rope.atlas.languages import logic_class
-from formal_rope.atlas.plan import encoding_label
+from formal_rope.atlas.languages import LOGIC_CLASSES, logic_class
+from formal_rope.atlas.plan import DEFAULT_ENCODINGS, encoding_label
 from formal_rope.atlas.predicted import classification_of, mlregtest_class_of, run_prediction
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.results import read_results
@@ -209,7 +209,8 @@ def _agreement_rows(outcomes, encodings, level: float) -> list[AgreementRow]:
 def _class_rows(outcomes, encodings) -> list[ClassRow]:
     rows = []
     for kind, attribute in (("logic", "logic_class"), ("MLRegTest", "mlregtest_class")):
-        values = sorted({getattr(o, attribute) for o in outcomes if getattr(o, attribute) is not None})
+        present = {getattr(o, attribute) for o in outcomes if getattr(o, attribute) is not None}
+        values = [name for name in LOGIC_CLASSES if name in present] + sorted(present - set(LOGIC_CLASSES))
         for encoding in encodings:
             for value in values:
                 chosen = [o for o in outcomes if o.encoding == encoding and getattr(o, attribute) == value]
@@ -249,7 +250,9 @@ def agreement_of(results, level: float = DEFAULT_LEVEL) -> Agreement:
     outcomes = run_outcomes(results.runs)
     if not outcomes:
         raise FormalRopeError("the results folder holds no runs")
-    encodings = tuple(dict.fromkeys(o.encoding for o in outcomes))
+    present = {o.encoding for o in outcomes}
+    encodings = tuple([name for name in DEFAULT_ENCODINGS if name in present]
+                      + sorted(present - set(DEFAULT_ENCODINGS)))
     measured = [o for o in outcomes if o.learned is not None]
     return Agreement(
         level=level, encodings=encodings, rows=tuple(_agreement_rows(outcomes, encodings, level)),
