@@ -103,16 +103,16 @@ def atlas(
     set_spec: str = typer.Option(
         "default", "--set",
         help="The language set: default (51 languages), full (all 930 MLRegTest automata + 500 generated), or a "
-        "spec such as mlregtest:per_cell=2+generated:family=ltl_p_mod,count=3 (docs/atlas.md).",
+        "spec joining parts with +, such as mlregtest:per_cell=2 (docs/atlas.md).",
     ),
     per_cell: Optional[int] = typer.Option(
         None, "--per-cell", help="MLRegTest languages per (alphabet size, class) cell (replaces the set's per_cell)."
     ),
     seed: int = typer.Option(0, "--seed", help="The language set's seed (sampling and generation)."),
     pe: str = typer.Option(
-        "nope,rope_p,rope,rope_w8+nope", "--pe",
+        "nope,rope_p,rope,rope_w8+nope", "--pe", show_default=False,
         help="Encodings, comma-separated: registry encodings or windowed hybrids ENC_wW+nope (every layer but the "
-        "last ENC with a window of W keys, the last global NoPE).",
+        "last ENC with a window of W keys, the last global NoPE). Default: nope, rope_p, rope and rope_w8+nope.",
     ),
     periods: str = typer.Option(
         "auto", "--periods",
