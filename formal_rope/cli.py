@@ -66,7 +66,7 @@ app = _App(
 
 _COMMAND_MODULES = (
     "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "attack", "phases",
-    "export",
+    "export", "atlas",
 )
 
 

@@ -2,7 +2,10 @@
 
 `languages` builds named, reproducible language sets (MLRegTest, generated families, the registry,
 user lists) with the class decider's verdicts; `generate` draws random languages of a chosen logic
-class (LTL[P], LTL[P,MOD] \\ LTL[P] of a given period, LTL[P,Y] \\ LTL[P], a counting control).
+class (LTL[P], LTL[P,MOD] \\ LTL[P] of a given period, LTL[P,Y] \\ LTL[P], a counting control);
+`predicted` gives every sweep run the theory's verdict from its config; `plan` turns a set into the
+atlas's runs, `estimate` times them on this machine, `agreement` sets the verdicts beside the
+outcomes and `figure` draws them.
 """
 
 from formal_rope.atlas.generate import (
@@ -18,20 +21,26 @@ from formal_rope.atlas.generate import (
 )
 from formal_rope.atlas.languages import (
     DEFAULT_SPEC,
+    FULL_SPEC,
     LOGIC_CLASSES,
+    NAMED_SPECS,
     LanguageEntry,
     LanguageSet,
     MLRegTestFile,
     build_language_set,
     entry_dfa,
+    language_set_size,
     logic_class,
     mlregtest_files,
     read_language_list,
     stratified_sample,
+    with_per_cell,
 )
 
 __all__ = [
     "DEFAULT_SPEC",
+    "FULL_SPEC",
+    "NAMED_SPECS",
     "FAMILIES",
     "LOGIC_CLASSES",
     "GeneratedLanguage",
@@ -44,6 +53,7 @@ __all__ = [
     "counting_regex",
     "dfa_key",
     "entry_dfa",
+    "language_set_size",
     "generate_family",
     "in_family_class",
     "logic_class",
@@ -51,4 +61,5 @@ __all__ = [
     "random_formula",
     "read_language_list",
     "stratified_sample",
+    "with_per_cell",
 ]

@@ -12,6 +12,7 @@ A set is named by a spec (`build_language_set(spec, seed)`); parts joined by `+`
   file:PATH                         a user list: one language per line (an expression, a registry name or
                                     a .att path), optionally a tab and an alphabet; # starts a comment
   default (also: atlas)             DEFAULT_SPEC, the default atlas set (at least 48 languages)
+  full                              FULL_SPEC: all of MLRegTest and 500 generated languages (1,430)
 
 Every entry's `language` is text every command resolves (`resolve_language(language, alphabet)`, as
 --lang and --alphabet): an expression (generated ones prefixed ltl: or re:), a registry name, or a .att
@@ -56,6 +57,16 @@ DEFAULT_SPEC = (
     "+generated:family=ltl_p,count=5"
     "+generated:family=counting,count=3"
 )
+# The full atlas: every MLRegTest automaton and 500 generated languages (100 LTL[P,MOD] \ LTL[P] per
+# period 2..5, 50 LTL[P,Y] \ LTL[P], 40 LTL[P], 10 counting).
+FULL_SPEC = (
+    "mlregtest"
+    f"+generated:family=ltl_p_mod,period={'/'.join(map(str, ATLAS_PERIODS))},count=100"
+    "+generated:family=ltl_p_y,count=50"
+    "+generated:family=ltl_p,count=40"
+    "+generated:family=counting,count=10"
+)
+NAMED_SPECS = {"default": DEFAULT_SPEC, "atlas": DEFAULT_SPEC, "full": FULL_SPEC}
 
 
 def logic_class(verdict: Classification) -> str:
@@ -235,13 +246,7 @@ def stratified_sample(files: tuple[MLRegTestFile, ...], per_cell: int | None, se
 
 
 def mlregtest_entries(per_cell: int | None, seed: int, sizes=None, classes=None) -> list[tuple[LanguageEntry, DFA]]:
-    files = mlregtest_files()
-    if sizes is not None:
-        files = tuple(item for item in files if item.alphabet_size in sizes)
-    if classes is not None:
-        files = tuple(item for item in files if item.language_class in classes)
-    if not files:
-        raise FormalRopeError("no MLRegTest automaton matches the given sizes and classes")
+    files = _filtered_mlregtest(sizes, classes)
     results = []
     for item in stratified_sample(files, per_cell, seed):
         # Resolved from the repository root, so the entry names the file as the CLI there reads it.
@@ -319,13 +324,91 @@ def _integer(value: str, name: str, part: str, low: int = 1) -> int:
 
 
 def _parts(spec: str) -> list[str]:
-    text = spec.strip()
-    if text in ("default", "atlas"):
-        text = DEFAULT_SPEC
+    text = NAMED_SPECS.get(spec.strip(), spec.strip())
     parts = [part.strip() for part in text.split("+")]
     if not text or any(not part for part in parts):
         raise FormalRopeError(f"empty language set spec {spec!r}; e.g. default, mlregtest:per_cell=2, registry")
     return parts
+
+
+def _mlregtest_options(rest: str, part: str) -> tuple[int | None, tuple | None, tuple | None]:
+    """(per_cell, sizes, classes) of an `mlregtest:...` part."""
+    options = _options(rest, ("per_cell", "sizes", "classes"), part)
+    per_cell = _integer(options["per_cell"], "per_cell", part) if "per_cell" in options else None
+    sizes = tuple(_integer(size, "sizes", part) for size in options["sizes"].split("/")) if "sizes" in options else None
+    classes = tuple(options["classes"].split("/")) if "classes" in options else None
+    return per_cell, sizes, classes
+
+
+def _generated_options(rest: str, part: str) -> dict[str, Any]:
+    """family, count, periods, depth and alphabets of a `generated:...` part."""
+    options = _options(rest, ("family", "count", "period", "depth", "alphabets"), part)
+    family = options.get("family")
+    if family not in FAMILIES:
+        raise FormalRopeError(f"language set {part!r}: family must be one of {', '.join(FAMILIES)}")
+    periods = (None,)
+    if family == "ltl_p_mod":
+        periods = tuple(_integer(p, "period", part, 2) for p in options.get("period", "2/3/4/5").split("/"))
+    return {"family": family, "count": _integer(options.get("count", "5"), "count", part), "periods": periods,
+            "depth": _integer(options.get("depth", "3"), "depth", part),
+            "alphabets": tuple(tuple(parse_alphabet(item)) for item in options.get("alphabets", "ab/abc").split("/"))}
+
+
+def _filtered_mlregtest(sizes, classes) -> tuple[MLRegTestFile, ...]:
+    files = mlregtest_files()
+    if sizes is not None:
+        files = tuple(item for item in files if item.alphabet_size in sizes)
+    if classes is not None:
+        files = tuple(item for item in files if item.language_class in classes)
+    if not files:
+        raise FormalRopeError("no MLRegTest automaton matches the given sizes and classes")
+    return files
+
+
+def language_set_size(spec: str = "default", seed: int = 0) -> int:
+    """How many languages `build_language_set(spec, seed)` holds, without building it: the MLRegTest
+    sample is drawn (file names only), generated families count `count` per period (a family that
+    cannot be filled is an error only when the set is built), the registry and user lists are
+    counted. Instant for the full atlas (`formalrope atlas --dry-run`), where building classifies
+    1,430 languages."""
+    total = 0
+    for part in _parts(spec):
+        name, _, rest = part.partition(":")
+        name = name.strip()
+        if name == "mlregtest":
+            per_cell, sizes, classes = _mlregtest_options(rest, part)
+            total += len(stratified_sample(_filtered_mlregtest(sizes, classes), per_cell, seed))
+        elif name == "generated":
+            options = _generated_options(rest, part)
+            total += options["count"] * len(options["periods"])
+        elif name == "registry" and not rest:
+            total += len(registry_entries())
+        elif name == "file" and rest:
+            total += len(read_language_list(rest.strip()))
+        else:
+            raise _unknown_part(part)
+    return total
+
+
+def with_per_cell(spec: str, per_cell: int) -> str:
+    """`spec` with every MLRegTest part drawing `per_cell` languages per (alphabet size, class) cell
+    (`formalrope atlas --per-cell K`); named specs are expanded first."""
+    parts = []
+    for part in _parts(spec):
+        name, _, rest = part.partition(":")
+        if name.strip() == "mlregtest":
+            kept = [item for item in rest.split(",") if item.strip() and item.partition("=")[0].strip() != "per_cell"]
+            rest = ",".join([f"per_cell={int(per_cell)}", *kept])
+            part = f"mlregtest:{rest}"
+        parts.append(part)
+    return "+".join(parts)
+
+
+def _unknown_part(part: str) -> FormalRopeError:
+    return FormalRopeError(
+        f"unknown language set {part!r}; use default, full, mlregtest, mlregtest:per_cell=K, "
+        "generated:family=F,count=N, registry or file:PATH, joined by +"
+    )
 
 
 def build_language_set(spec: str = "default", seed: int = 0) -> LanguageSet:
@@ -339,32 +422,18 @@ def build_language_set(spec: str = "default", seed: int = 0) -> LanguageSet:
         name, _, rest = part.partition(":")
         name = name.strip()
         if name == "mlregtest":
-            options = _options(rest, ("per_cell", "sizes", "classes"), part)
-            per_cell = _integer(options["per_cell"], "per_cell", part) if "per_cell" in options else None
-            sizes = tuple(_integer(size, "sizes", part) for size in options["sizes"].split("/")) \
-                if "sizes" in options else None
-            classes = tuple(options["classes"].split("/")) if "classes" in options else None
+            per_cell, sizes, classes = _mlregtest_options(rest, part)
             new = mlregtest_entries(per_cell, seed, sizes, classes)
         elif name == "generated":
-            options = _options(rest, ("family", "count", "period", "depth", "alphabets"), part)
-            family = options.get("family")
-            if family not in FAMILIES:
-                raise FormalRopeError(f"language set {part!r}: family must be one of {', '.join(FAMILIES)}")
-            periods = (None,)
-            if family == "ltl_p_mod":
-                periods = tuple(_integer(p, "period", part, 2) for p in options.get("period", "2/3/4/5").split("/"))
-            alphabets = tuple(tuple(parse_alphabet(item)) for item in options.get("alphabets", "ab/abc").split("/"))
-            new = generated_entries(family, _integer(options.get("count", "5"), "count", part), seed, known, periods,
-                                    _integer(options.get("depth", "3"), "depth", part), alphabets)
+            options = _generated_options(rest, part)
+            new = generated_entries(options["family"], options["count"], seed, known, options["periods"],
+                                    options["depth"], options["alphabets"])
         elif name == "registry" and not rest:
             new = registry_language_entries()
         elif name == "file" and rest:
             new = user_entries(read_language_list(rest.strip()), Path(rest.strip()).stem)
         else:
-            raise FormalRopeError(
-                f"unknown language set {part!r}; use default, mlregtest, mlregtest:per_cell=K, "
-                "generated:family=F,count=N, registry or file:PATH, joined by +"
-            )
+            raise _unknown_part(part)
         pairs.extend(new)
         known.update(dfa_key(dfa) for _, dfa in new)
     entries = tuple(entry for entry, _ in pairs)
@@ -377,7 +446,9 @@ def build_language_set(spec: str = "default", seed: int = 0) -> LanguageSet:
 __all__ = [
     "ATLAS_PERIODS",
     "DEFAULT_SPEC",
+    "FULL_SPEC",
     "LOGIC_CLASSES",
+    "NAMED_SPECS",
     "MIN_BALANCED_FRACTION",
     "SOURCES",
     "LanguageEntry",
@@ -385,8 +456,10 @@ __all__ = [
     "MLRegTestFile",
     "build_language_set",
     "entry_dfa",
+    "language_set_size",
     "logic_class",
     "mlregtest_files",
     "read_language_list",
     "stratified_sample",
+    "with_per_cell",
 ]

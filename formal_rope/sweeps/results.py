@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from formal_rope.atlas.predicted import prediction_columns
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, write_bytes_atomically
 from formal_rope.training.config import RunConfig, RunResult, field_kind
@@ -84,7 +85,8 @@ def _column_value(value, name: str | None = None):
 
 def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
     """The `runs` row of one result: the SPEC §9 columns, every RunConfig field as its own column
-    (None where the field does not apply to the run), and the full config as JSON."""
+    (None where the field does not apply to the run), the theory's prediction (PREDICTION_COLUMNS,
+    `atlas.predicted`), and the full config as JSON."""
     # The alphabet and periods the run actually used (config None = the language's own alphabet /
     # periods "auto"); the config's values only when the run failed before resolving them.
     alphabet = result.alphabet if result.alphabet is not None else config.alphabet
@@ -99,6 +101,8 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "accuracy": float(result.accuracy),
         **metric_columns(result),
         **worst_case_columns(result),
+        # The theory's verdict for the run, from the class decider and the config (never the result).
+        **prediction_columns(config, result.resolved_periods),
         "pack_id": result.pack_id,
         "pack_size": int(result.pack_size),
         "first_failure": result.first_failure,
@@ -152,6 +156,7 @@ RUN_COLUMN_TYPES = {
     "nnch_accuracy": "float64", "eval_complete": "bool",
     "n_star_worst": "int64", "worst_failure": "string", "worst_failure_margin": "float64",
     "worst_strings_tried": "int64",
+    "predicted": "string", "predicted_by": "string", "predicted_reason": "string",
     "data": "string", "data_hash": "string",
     "pack_id": "string", "pack_size": "int64",
     "first_failure": "string", "status": "string", "error": "string", "final_loss": "float64",

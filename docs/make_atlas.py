@@ -1,0 +1,106 @@
+"""Regenerate the results part of docs/atlas.md from the committed atlas results (never typed by hand).
+
+The atlas's runs and evals Parquet files are committed in `atlas/results/` (`formalrope atlas --out
+atlas/results`), so this page can be rebuilt without training:
+
+    python docs/make_atlas.py [--results atlas/results] [--check]
+
+It rewrites two blocks of docs/atlas.md: between `<!-- atlas verdict -->` and `<!-- end atlas
+verdict -->` (in the first paragraph: whether NoPE = LTL[P] and RoPE_P = LTL[P,MOD] held at this
+breadth and scale) and between `<!-- atlas results -->` and `<!-- end atlas results -->` (the
+agreement tables, per-class tables, disagreements and the figure, docs/img/atlas.png), all from
+`formal_rope.atlas.agreement` (what `formalrope atlas --report-only` prints). `--check` only says
+whether the page would change (exit 1 if it would).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the checkout's package, installed or not
+
+RESULTS = ROOT / "atlas" / "results"
+PAGE = ROOT / "docs" / "atlas.md"
+FIGURE = ROOT / "docs" / "img" / "atlas.png"
+# encoding -> the claim its runs test
+CLAIMS = {"nope": "NoPE = LTL[P] (Li & Cotterell 2025)", "rope_p": "RoPE_P = LTL[P,MOD] (core paper Thm 3.1)"}
+
+
+def claim_sentence(agreement, encoding: str, claim: str) -> str:
+    """Whether `claim` held on the encoding's runs: no disagreement of either kind, or how many."""
+    from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED
+
+    rows = [row for row in agreement.rows if row.encoding == encoding]
+    if not rows:
+        return f"{claim} was not tested (no {encoding} runs)."
+    found = [item for item in agreement.disagreements if item.encoding == encoding]
+    learned = sum(item.kind == LEARNED for item in found)
+    missed = sum(item.kind == NOT_LEARNED for item in found)
+    languages = sum(row.languages for row in rows)
+    if not found:
+        return f"{claim} holds on all {languages} languages: no disagreement."
+    return (f"{claim} does not hold on {len(found)} of {languages} languages: {learned} predicted not expressible "
+            f"but learned at every tested length, {missed} predicted expressible but learned by no seed.")
+
+
+def verdict_paragraph(agreement) -> str:
+    sentences = [claim_sentence(agreement, encoding, claim) for encoding, claim in CLAIMS.items()]
+    return (f"**At this breadth and scale** ({agreement.languages} languages, {agreement.runs} runs): "
+            + " ".join(sentences))
+
+
+def results_markdown(agreement, figure: str | None) -> str:
+    from formal_rope.atlas.render import agreement_markdown
+
+    text = agreement_markdown(agreement, limit=None)
+    if figure is not None:
+        text += f"\n![Success rate per class and encoding, the prediction in each cell]({figure})\n"
+    return text
+
+
+def replaced(text: str, block: str, content: str) -> str:
+    """`text` with the block between `<!-- block -->` and `<!-- end block -->` replaced by `content`."""
+    pattern = re.compile(rf"(<!-- {block} -->\n)(.*?)(<!-- end {block} -->)", re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"docs/atlas.md has no <!-- {block} --> block")
+    return pattern.sub(lambda match: match.group(1) + content.rstrip("\n") + "\n" + match.group(3), text)
+
+
+def regenerate(text: str, results: Path, figure: Path | None, figure_link: str = "img/atlas.png") -> str:
+    """The page `text` with both blocks rebuilt from `results`; the figure drawn at `figure` (None: not
+    drawn, as with --check) and linked as `figure_link`."""
+    from formal_rope.atlas.agreement import read_agreement
+    from formal_rope.atlas.figure import write_figure
+
+    agreement = read_agreement(results)
+    if figure is not None:
+        write_figure(agreement, figure, title="the atlas: success rate by class and encoding")
+    text = replaced(text, "atlas verdict", verdict_paragraph(agreement))
+    return replaced(text, "atlas results", results_markdown(agreement, figure_link))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    if not (args.results / "runs").is_dir():
+        print(f"no atlas results in {args.results} (run `formalrope atlas --out {args.results}`); page left as it is",
+              file=sys.stderr)
+        return 0
+    text = PAGE.read_text()
+    new = regenerate(text, args.results, None if args.check else FIGURE)
+    if args.check:
+        print("docs/atlas.md would change" if new != text else "docs/atlas.md is up to date")
+        return 1 if new != text else 0
+    PAGE.write_text(new)
+    print("rewrote docs/atlas.md and docs/img/atlas.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,174 @@
+"""The atlas's runs: a language set × encodings × seeds, planned through the sweep machinery.
+
+`atlas_configs` builds one `SweepSpec` per group of encodings (`sweeps.grid.build_spec`) and
+expands it (`sweeps.grid.expand_grid`), so an atlas run is an ordinary sweep run: same run ids,
+same results folder, same resume (a rerun skips finished runs), same backends (local pool, Ray).
+
+Encodings are named as `--pe` takes them, plus windowed hybrids `ENC_wW+nope`: every layer but the
+last `ENC` with a sliding window of W keys, the last layer global NoPE (docs/findings.md, "Hybrid
+models": `rope_w8+nope` is the windowed RoPE_NP + global NoPE model there). Periods "auto" resolve
+from the set's verdicts to the least k; a language outside LTL[P,MOD] has none, and its periodic runs
+get the counting family's modulus, else `FALLBACK_PERIOD` (the theory's verdict there is "not
+expressible" whatever the periods).
+
+The training recipe (`ATLAS_RECIPE`): all training negatives near-misses
+(`train_near_miss_fraction = 1`), under which RoPE_P reached N* = 500 on 5 of 5 seeds at periods 2
+and 3 (docs/findings.md, "Stable RoPE_P"), where the quick recipe's uniform negatives got 1 of 5 at
+period 3: inexpressibility is then less confounded with a failure to train.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from formal_rope.atlas.languages import LanguageEntry, LanguageSet
+from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.sweeps.grid import SCALE_NAMES, build_spec, expand_grid
+from formal_rope.training.config import GLOBAL_WINDOW, POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.training.scales import SCALES
+
+DEFAULT_ENCODINGS = ("nope", "rope_p", "rope", "rope_w8+nope")
+ATLAS_RECIPE = {"train_near_miss_fraction": 1.0}
+DEFAULT_BUDGET = 64  # worst-case search: strings per length beyond the test set (`--worst-case-budget`)
+FALLBACK_PERIOD = 2
+CALIBRATION_LANGUAGE = "(ab)*"  # what the dry run's estimate trains on (any language costs about the same)
+EVAL_MODES = ("worst-case", "full")
+_HYBRID = re.compile(r"^(?P<pe>[a-z_]+?)_w(?P<window>\d+)\+nope$")
+
+
+@dataclass(frozen=True)
+class AtlasEncoding:
+    """One encoding column of the atlas: a registry encoding, or a windowed hybrid (window set)."""
+
+    name: str
+    pe: str
+    window: int | None = None
+
+    def settings(self, layers: int) -> dict:
+        """The RunConfig fields beyond `pe` for a model of `layers` layers."""
+        if self.window is None:
+            return {}
+        if layers < 2:
+            raise FormalRopeError(f"{self.name} needs at least 2 layers (windowed layers, then a global NoPE layer)")
+        return {"layer_pe": ("pe",) * (layers - 1) + ("nope",),
+                "window": (self.window,) * (layers - 1) + (GLOBAL_WINDOW,)}
+
+
+def parse_encoding(name: str) -> AtlasEncoding:
+    """`nope`, `rope_p`, ... or `ENC_wW+nope` (a windowed hybrid); FormalRopeError otherwise."""
+    text = name.strip()
+    if text in POSITIONAL_ENCODINGS:
+        return AtlasEncoding(text, text)
+    match = _HYBRID.match(text)
+    if match and match["pe"] in POSITIONAL_ENCODINGS and int(match["window"]) >= 1:
+        return AtlasEncoding(text, match["pe"], int(match["window"]))
+    raise FormalRopeError(
+        f"unknown atlas encoding {name!r}; expected one of {', '.join(POSITIONAL_ENCODINGS)} or a windowed "
+        "hybrid ENC_wW+nope (e.g. rope_w8+nope: windowed RoPE_NP layers under a global NoPE layer)"
+    )
+
+
+@dataclass(frozen=True)
+class AtlasRecipe:
+    """What every atlas run shares: scale, seeds, base, the recipe's RunConfig fields."""
+
+    scale: str = "quick"
+    seeds: int = 2
+    base: float = 1e4
+    periods: tuple[int, ...] | str = "auto"  # "auto": `atlas_periods` per language
+    settings: dict = field(default_factory=lambda: dict(ATLAS_RECIPE))
+
+    @property
+    def layers(self) -> int:
+        return int(self.settings.get("layers", SCALES[self.scale]["layers"]))
+
+
+@dataclass(frozen=True)
+class AtlasRequest:
+    """An atlas as the command line asks for it: its encodings, recipe and worst-case search (None: off)."""
+
+    encodings: tuple[AtlasEncoding, ...]
+    recipe: AtlasRecipe
+    worst_case: SearchSettings | None
+
+
+def atlas_request(encodings, *, scale: str = "quick", seeds: int = 2, periods="auto", eval_mode: str = "worst-case",
+                  budget: int = DEFAULT_BUDGET, steps: int | None = None) -> AtlasRequest:
+    """The request of `formalrope atlas`'s options (FormalRopeError for an unknown encoding, scale or mode)."""
+    if scale not in SCALE_NAMES:
+        raise FormalRopeError(f"unknown scale {scale!r}; expected {', '.join(SCALE_NAMES)}")
+    if eval_mode not in EVAL_MODES:
+        raise FormalRopeError(f"--eval must be {' or '.join(EVAL_MODES)}, got {eval_mode!r}")
+    if budget < 0:
+        raise FormalRopeError(f"--worst-case-budget must be non-negative, got {budget}")
+    parsed = tuple(parse_encoding(name) for name in encodings)
+    if not parsed:
+        raise FormalRopeError("the atlas needs at least one encoding (--pe)")
+    settings = {**ATLAS_RECIPE, **({} if steps is None else {"steps": int(steps)})}
+    return AtlasRequest(parsed, AtlasRecipe(scale=scale, seeds=int(seeds), periods=periods, settings=settings),
+                        SearchSettings(budget=budget) if eval_mode == "worst-case" else None)
+
+
+def calibration_config(recipe: AtlasRecipe) -> RunConfig:
+    """A run shaped like the atlas's (model, steps, recipe, test lengths) for the dry run's calibration."""
+    spec = build_spec(name="atlas-calibration", languages=(CALIBRATION_LANGUAGE,), pes=("rope",),
+                      bases=(recipe.base,), seeds=1, scale=recipe.scale, overrides=dict(recipe.settings))
+    return expand_grid(spec)[0]
+
+
+def atlas_periods(entry: LanguageEntry) -> tuple[int, ...]:
+    """The periods a periodic encoding gets on `entry`: the least k (auto), else the counting
+    family's modulus, else FALLBACK_PERIOD."""
+    if entry.mod_k is not None:
+        return (max(1, int(entry.mod_k)),)
+    return (int(entry.period),) if entry.family == "counting" and entry.period else (FALLBACK_PERIOD,)
+
+
+def _grid_alphabet(entry: LanguageEntry) -> tuple[str, ...] | None:
+    """The alphabet a grid must name for the entry: None where the text alone resolves to it (MLRegTest
+    files, generated and registry languages), the list's alphabet for a user's line."""
+    return entry.alphabet if entry.source == "user" else None
+
+
+def atlas_configs(languages: LanguageSet, encodings, recipe: AtlasRecipe) -> list[RunConfig]:
+    """Every run of the atlas, ordered language-major as the set, then encoding, then seed."""
+    encodings = [item if isinstance(item, AtlasEncoding) else parse_encoding(item) for item in encodings]
+    by_language = {(entry.language, _grid_alphabet(entry)): entry for entry in languages}
+
+    def resolve_periods(language, alphabet):
+        return atlas_periods(by_language[(language, alphabet)])
+
+    configs: list[RunConfig] = []
+    seen: set[str] = set()
+    for entry in languages:
+        alphabet = _grid_alphabet(entry)
+        for encoding in encodings:
+            spec = build_spec(
+                name="atlas", languages=(entry.language,), pes=(encoding.pe,), bases=(recipe.base,),
+                seeds=recipe.seeds, periods=recipe.periods, alphabet=alphabet, scale=recipe.scale,
+                overrides={**recipe.settings, **encoding.settings(recipe.layers)},
+            )
+            for config in expand_grid(spec, resolve_periods):
+                if config.run_id() not in seen:
+                    seen.add(config.run_id())
+                    configs.append(config)
+    return configs
+
+
+def encoding_label(config: RunConfig) -> str:
+    """The atlas's name for a run's encoding: the pe, or `ENC_wW+nope` for a windowed hybrid."""
+    windows = config.layer_windows()
+    encodings = config.layer_encodings()
+    if config.is_hybrid() and encodings[-1] == "nope" and windows[-1] is None and len(set(windows[:-1])) == 1 \
+            and windows[0] is not None and len(set(encodings[:-1])) == 1:
+        return f"{encodings[0]}_w{windows[0]}+nope"
+    if config.is_hybrid():
+        return "+".join(f"{pe}" + ("" if w is None else f"_w{w}") for pe, w in zip(encodings, windows))
+    return config.pe
+
+
+def planned_runs(language_count: int, encodings, seeds: int) -> int:
+    """The atlas's run count from its sizes alone (`--dry-run` without building the set)."""
+    return int(language_count) * len(tuple(encodings)) * int(seeds)

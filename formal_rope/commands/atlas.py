@@ -1,0 +1,204 @@
+"""CLI: `atlas` — the theory's prediction beside training, over a language set (docs/atlas.md).
+
+Builds the language set (`formal_rope.atlas.languages`), plans its runs through the sweep machinery
+(`formal_rope.atlas.plan`), runs them as a sweep (local pool or Ray; a rerun skips finished runs)
+and prints the agreement tables (`formal_rope.atlas.agreement`) and writes the figure. Library
+modules load inside the command: they bring numpy, pandas and torch, which start-up does without.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from formal_rope.commands import run_options as ro
+from formal_rope.commands.train import check_positive, json_ready
+from formal_rope.errors import FormalRopeError
+
+DEFAULT_OUT = Path("results/atlas")
+LANGUAGES_FILE = "atlas-languages.json"  # the set's entries, beside runs/ and evals/
+FIGURE_FILE = "atlas.png"
+
+_ESTIMATE_HELP = (
+    "With --dry-run: the run count and an estimate of core-hours measured on this machine: a warm-up and "
+    "three short calibration runs of the atlas's model and recipe (10 and 40 steps, 2 and 10 test lengths, each "
+    "timed twice, the faster kept) give seconds per step and per tested length; a run costs fixed + steps × "
+    "per-step + lengths × per-length, core-hours = runs × that / 3600 (each run trained alone on one core; "
+    "packs only make it shorter). About 10 s; --no-estimate skips it."
+)
+
+
+def _split(text: str) -> list[str]:
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise FormalRopeError(f"--pe {text!r}: expected a comma-separated list without empty items")
+    return parts
+
+
+def _periods(text: str):
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        periods = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        periods = ()
+    if not periods or any(period < 1 for period in periods):
+        raise FormalRopeError(f"--periods {text!r}: expected auto or positive integers like 2,3")
+    return periods
+
+
+def _print_json(payload) -> None:
+    print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
+
+
+def _report(out: Path, json_output: bool, figure: Path | None, level: float, extra: dict | None = None) -> None:
+    """Print the agreement tables of `out` (Markdown, or JSON) and draw the figure."""
+    from formal_rope.atlas.agreement import read_agreement  # function-local: pandas, off the start-up path
+    from formal_rope.atlas.figure import write_figure
+    from formal_rope.atlas.render import agreement_markdown
+
+    agreement = read_agreement(out, level)
+    written = write_figure(agreement, figure, title=f"atlas: {out}") if figure is not None else None
+    if json_output:
+        _print_json({**(extra or {}), "results": str(out), "figure": None if written is None else str(written),
+                     **agreement.to_json()})
+        return
+    print(agreement_markdown(agreement))
+    if written is not None:
+        print(f"figure written to {written}")
+
+
+def _dry_run(request, set_spec: str, seed: int, estimate: bool, workers: int, json_output: bool) -> None:
+    """The run count from the set's size (nothing is classified) and, with `estimate`, the core-hours."""
+    from formal_rope.atlas.estimate import calibrate  # function-local: torch, only when calibrating
+    from formal_rope.atlas.estimate import estimate as estimate_of
+    from formal_rope.atlas.languages import language_set_size
+    from formal_rope.atlas.plan import calibration_config, planned_runs
+
+    languages = language_set_size(set_spec, seed)
+    runs = planned_runs(languages, request.encodings, request.recipe.seeds)
+    payload = {"set": set_spec, "seed": seed, "languages": languages,
+               "encodings": [item.name for item in request.encodings], "seeds": request.recipe.seeds,
+               "scale": request.recipe.scale, "runs": runs}
+    lines = [f"{set_spec}: {languages} languages × {len(request.encodings)} encodings × "
+             f"{request.recipe.seeds} seeds = {runs} runs ({request.recipe.scale} scale)"]
+    if estimate:
+        template = calibration_config(request.recipe)
+        result = estimate_of([template], calibrate(template, request.worst_case), runs=runs)
+        payload["estimate"] = result.to_dict(workers)
+        lines.append(f"estimate on this machine: {result.seconds_per_run:.0f} s per run, {result.core_hours:.1f} "
+                     f"core-hours, about {result.wall_hours(workers):.1f} h with {workers} worker(s) "
+                     f"(calibrated in {result.calibration.measured_s:.0f} s; packs make it shorter)")
+    if json_output:
+        _print_json(payload)
+    else:
+        print("\n".join(lines))
+
+
+def atlas(
+    set_spec: str = typer.Option(
+        "default", "--set",
+        help="The language set: default (51 languages), full (all 930 MLRegTest automata + 500 generated), or a "
+        "spec joining parts with +, such as mlregtest:per_cell=2 (docs/atlas.md).",
+    ),
+    per_cell: Optional[int] = typer.Option(
+        None, "--per-cell", help="MLRegTest languages per (alphabet size, class) cell (replaces the set's per_cell)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="The language set's seed (sampling and generation)."),
+    pe: str = typer.Option(
+        "nope,rope_p,rope,rope_w8+nope", "--pe", show_default=False,
+        help="Encodings, comma-separated: registry encodings or windowed hybrids ENC_wW+nope (every layer but the "
+        "last ENC with a window of W keys, the last global NoPE). Default: nope, rope_p, rope and rope_w8+nope.",
+    ),
+    periods: str = typer.Option(
+        "auto", "--periods",
+        help="auto (each language's least k; outside LTL[P,MOD] the counting modulus, else 2) or periods 2,3.",
+    ),
+    seeds: int = typer.Option(2, "--seeds", help="Training seeds per language and encoding."),
+    scale: str = typer.Option("quick", "--scale", help="quick, medium or paper (docs/training.md)."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Training steps per run (default: the scale's)."),
+    eval_mode: str = typer.Option(
+        "worst-case", "--eval",
+        help="worst-case (the default: the outcome is the worst-case N*) or full (sampled N* only).",
+    ),
+    worst_case_budget: int = typer.Option(
+        64, "--worst-case-budget", help="Strings per test length the worst-case search scores beyond the test set."
+    ),
+    out: Path = typer.Option(
+        DEFAULT_OUT, "--out",
+        help="Results folder (runs/, evals/, atlas-languages.json, atlas.png); finished runs there are skipped, "
+        "so rerunning resumes. The committed atlas lives in atlas/results.",
+    ),
+    workers: int = typer.Option(2, "--workers", help="Parallel worker processes (local backend) or Ray tasks."),
+    run: ro.RunFlags = None,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the number of runs (and the estimate); run nothing."),
+    estimate: bool = typer.Option(True, "--estimate/--no-estimate", help=_ESTIMATE_HELP),
+    report_only: Optional[Path] = typer.Option(
+        None, "--report-only", help="Print the agreement tables of this results folder (and draw its figure); train "
+        "nothing.",
+    ),
+    confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Put the theory's prediction beside training over a language set: plan, run (resumable), agreement tables."""
+    check_positive(workers=workers, seeds=seeds, steps=steps)
+    if not 0 < confidence < 1:
+        raise FormalRopeError(f"--confidence must lie strictly between 0 and 1, got {confidence}")
+    if report_only is not None:
+        _report(report_only, json_output, report_only / FIGURE_FILE, confidence)
+        return
+    from formal_rope.atlas.languages import with_per_cell  # function-local: numpy, off the start-up path
+    from formal_rope.atlas.plan import atlas_request
+
+    spec = set_spec if per_cell is None else with_per_cell(set_spec, per_cell)
+    request = atlas_request(_split(pe), scale=scale, seeds=seeds, periods=_periods(periods), eval_mode=eval_mode,
+                            budget=worst_case_budget, steps=steps)
+    if dry_run:
+        run.check(workers)  # what a real run checks, contacting nothing
+        _dry_run(request, spec, seed, estimate, workers, json_output)
+        return
+    _run_atlas(request, spec, seed, out, workers, run, json_output, confidence)
+
+
+def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json_output: bool,
+               confidence: float) -> None:
+    # function-local: rich, the sweeps stage and the language sets (numpy, pandas) stay off the start-up path
+    from rich.console import Console
+
+    from formal_rope.atlas.languages import build_language_set
+    from formal_rope.atlas.plan import atlas_configs
+    from formal_rope.commands.sweep import _interrupted, _run_with_progress
+    from formal_rope.files import write_bytes_atomically
+    from formal_rope.sweeps.grid import validate_grid
+    from formal_rope.sweeps.plan import swept_fields
+    from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids
+
+    console = Console(stderr=True)
+    languages = build_language_set(spec, seed)
+    configs = atlas_configs(languages, request.encodings, request.recipe)
+    for note in validate_grid(configs, "atlas"):
+        console.print(f"[dim]note: {note}[/]", highlight=False, soft_wrap=True)
+    finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
+    options = run.sweep_options(configs, out, workers=workers, note=lambda text: console.print(f"note: {text}"))
+    ensure_results_dir(out)
+    write_bytes_atomically(out / LANGUAGES_FILE, (json.dumps(languages.to_json(), ensure_ascii=False, indent=1)
+                                                  + "\n").encode(), "the atlas's language set")
+    console.print(f"[bold]atlas[/] {spec} (seed {seed}): {len(languages)} languages, {len(configs)} runs → {out}")
+    try:
+        summary = _run_with_progress(configs, out, console, axes=swept_fields(configs),
+                                     worst_case=request.worst_case, **options)
+    except KeyboardInterrupt:
+        raise _interrupted(configs, out) from None
+    console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
+                  f"{summary.statuses}, {summary.wall_s:.0f}s")
+    _report(out, json_output, out / FIGURE_FILE, confidence, extra={"sweep": summary.to_dict()})
+    if not json_output:
+        print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ro.with_option_groups(atlas))
