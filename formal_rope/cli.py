@@ -158,6 +158,9 @@ class _Group(TyperGroup):
     def get_params(self, ctx) -> list:
         return _hide_flag_types(super().get_params(ctx))
 
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)  # the names alone: Typer's own reads every command (.items())
+
     def get_command(self, ctx, cmd_name: str):
         """What the help lists: a command of COMMANDS not yet loaded stands as its summary."""
         built = self.commands._built

@@ -162,10 +162,9 @@ def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quie
 
 def _rows(sets, alphabet):
     """(string, label, length, near_miss) columns for all sets, decoded once per length."""
-    # function-local: numpy, off `sample --help`
-    import numpy as np
+    import numpy as np  # function-local: numpy, off `sample --help`
 
-    from formal_rope.sampling import decode
+    from formal_rope.sampling import decode  # function-local: numpy, as above
 
     strings: list[str] = []
     for labeled in sets:
