@@ -131,6 +131,7 @@ class _LazyCommands(Mapping):
     """A group's commands: those defined in this file, then COMMANDS, each built when first looked up."""
 
     def __init__(self, defined: dict):
+        self._defined = tuple(defined)  # the listed order: these first, then COMMANDS, loaded or not
         self._built = dict(defined)
 
     def __getitem__(self, name: str):
@@ -141,11 +142,11 @@ class _LazyCommands(Mapping):
         return self._built[name]
 
     def __iter__(self) -> Iterator[str]:
-        yield from self._built
-        yield from (name for name in COMMANDS if name not in self._built)
+        yield from self._defined
+        yield from COMMANDS
 
     def __len__(self) -> int:
-        return len(set(self._built) | set(COMMANDS))
+        return len(self._defined) + len(COMMANDS)
 
 
 class _Group(TyperGroup):

@@ -29,6 +29,7 @@ def test_the_group_holds_every_command_in_the_listed_order():
     group = typer.main.get_command(app)
     assert list(group.commands) == ["version", *COMMANDS]
     assert group.commands["classify"].params  # looked up by name: the real command, options and all
+    assert list(group.commands) == ["version", *COMMANDS]  # loading one keeps the order
 
 
 def _modules_loaded_by(argv: list[str]) -> list[str]:
