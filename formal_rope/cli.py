@@ -1,18 +1,25 @@
 """The `formalrope` command line: a thin Typer layer over the library.
 
-Each command group lives in formal_rope/commands/<group>.py and exposes register(app). Heavy
-imports (torch, pandas) happen inside the command functions so start-up stays fast.
+Each command is a top-level function in formal_rope/commands/<module>.py, listed in COMMANDS with
+its one-line summary. A command's module is imported only when that command runs (its --help
+included), so the modules import the library at their top while `formalrope --help` and every
+other command start without it (torch, numpy, pandas).
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
 import sys
+from typing import Iterator, Mapping, NamedTuple
 
 try:
     import typer
+    import typer.main
     from typer.core import TyperCommand, TyperGroup
 
+    from formal_rope import __version__
     from formal_rope.errors import EXIT_CODES, EXIT_FAILED, EXIT_INTERRUPTED, FormalRopeError, Interrupted
 except KeyboardInterrupt:  # Ctrl-C while the command line starts: nothing ran yet
     print("interrupted: before the command started; nothing was written", file=sys.stderr)
@@ -37,9 +44,138 @@ class _Command(TyperCommand):
         return _hide_flag_types(super().get_params(ctx))
 
 
+class CommandEntry(NamedTuple):
+    """Where a command lives, and the line `formalrope --help` lists it with (the first paragraph
+    of its docstring; tests/test_cli_commands.py checks that the two agree)."""
+
+    module: str  # formal_rope.commands.<module>
+    function: str | None  # its top-level command function; None: the module's register(app) adds it
+    summary: str
+
+
+# The commands in the order `formalrope --help` lists them (after `version`, defined below).
+COMMANDS: dict[str, CommandEntry] = {
+    "languages": CommandEntry(
+        "languages", "languages_command",
+        "List the registry of named languages (the core paper's languages and LTL examples)."),
+    "parse": CommandEntry(
+        "parse", "parse_command",
+        "Parse an expression and show its AST, canonical form, kind, LTL fragment and alphabet."),
+    "dfa": CommandEntry(
+        "automata", "dfa_command",
+        "Build and print the minimal complete DFA of a language (→ marks the start, * accepting states)."),
+    "accepts": CommandEntry(
+        "automata", "accepts_command",
+        "Test membership of strings in a language (vectorized over the whole batch)."),
+    "equiv": CommandEntry(
+        "automata", "equiv_command",
+        "Decide whether two languages are equal; otherwise print a shortest string in exactly one."),
+    "classify": CommandEntry(
+        "classify", "classify_command",
+        "Decide LTL[P], LTL[P,MOD] (with the least block length k), star-freeness and R/L/J-triviality,\n"
+        "with a witness for every class the language is not in."),
+    "sample": CommandEntry(
+        "sample", "sample_command",
+        "Sample labelled strings of exact lengths, uniformly inside and outside the language."),
+    "certify": CommandEntry(
+        "certify", "certify_command",
+        "Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."),
+    "compile": CommandEntry(
+        "compile", "compile_command",
+        "Compile a formula into an exact finite-precision transformer and verify it against the DFA."),
+    "run": CommandEntry("run", "run_command", "Classify strings with a saved model."),
+    "train": CommandEntry(
+        "train", "train_command",
+        "Train a transformer classifier, evaluate per-length accuracy and N*, and save a checkpoint."),
+    "sweep": CommandEntry(
+        "sweep", None,
+        "Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips "
+        "finished runs."),
+    "report": CommandEntry(
+        "sweep", None,
+        "Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's "
+        "score (uniform strings, lengths 42..500)."),
+    "reproduce": CommandEntry(
+        "sweep", None,
+        "Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write "
+        "Parquet and a plot."),
+    "attack": CommandEntry(
+        "attack", "attack_command",
+        "Search a saved model for misclassified strings (worst-case N*): mutate the sampled test strings toward "
+        "the model's wrong class, enumerate small classes exactly."),
+    "phases": CommandEntry(
+        "phases", "phases_command",
+        "Decompose each rotary head's scores S_ij = scale·Σ_p ρ_p cos δ_p and check them against the model."),
+    "export": CommandEntry(
+        "export", "export_command",
+        "Export a saved model as plain PyTorch: load it with `import model; model.load(DIR).classify([...])`."),
+    "atlas": CommandEntry(
+        "atlas", "atlas",
+        "Put the theory's prediction beside training over a language set: plan, run (resumable), agreement tables."),
+}
+
+
+def load_command(name: str):
+    """The Click command `name` of COMMANDS, built from its module (imported here, not before)."""
+    entry = COMMANDS[name]
+    module = importlib.import_module(f"formal_rope.commands.{entry.module}")
+    holder = _App()
+    if entry.function is None:  # a module that still adds its commands with register(app)
+        module.register(holder)
+    else:
+        holder.command(name)(getattr(module, entry.function))
+    info = next(info for info in holder.registered_commands
+                if (info.name or typer.main.get_command_name(info.callback.__name__)) == name)
+    return typer.main.get_command_from_info(
+        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode)
+
+
+class _LazyCommands(Mapping):
+    """A group's commands: those defined in this file, then COMMANDS, each built when first looked up."""
+
+    def __init__(self, defined: dict):
+        self._defined = tuple(defined)  # the listed order: these first, then COMMANDS, loaded or not
+        self._built = dict(defined)
+
+    def __getitem__(self, name: str):
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._built[name] = load_command(name)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._defined
+        yield from COMMANDS
+
+    def __len__(self) -> int:
+        return len(self._defined) + len(COMMANDS)
+
+
 class _Group(TyperGroup):
+    """The `formalrope` group: a command is imported when it runs; --help lists the summaries."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.commands = _LazyCommands(self.commands)
+
     def get_params(self, ctx) -> list:
         return _hide_flag_types(super().get_params(ctx))
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(self.commands)  # the names alone: Typer's own reads every command (.items())
+
+    def get_command(self, ctx, cmd_name: str):
+        """What the help lists: a command of COMMANDS not yet loaded stands as its summary."""
+        built = self.commands._built
+        if cmd_name in COMMANDS and cmd_name not in built:
+            return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name].summary)
+        return built.get(cmd_name)
+
+    def resolve_command(self, ctx, args: list[str]):
+        """The command that runs: loaded now (its module imported)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        return name, (self.commands[name] if name is not None else command), rest
 
 
 class _App(typer.Typer):
@@ -64,39 +200,19 @@ app = _App(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = (
-    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "attack", "phases",
-    "export", "atlas",
-)
-
-
-def _register_commands() -> None:
-    import importlib
-
-    for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"formal_rope.commands.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"formal_rope.commands.{name}":
-                continue  # command group not built yet
-            raise
-        module.register(app)
+@app.callback()
+def _group() -> None:
+    # A callback makes Typer build a group however few commands this file defines (COMMANDS come later).
+    pass
 
 
 @app.command()
 def version(json_output: bool = typer.Option(False, "--json", help="Print a JSON object.")) -> None:
     """Print the formal-rope version."""
-    from formal_rope import __version__
-
     if json_output:
-        import json
-
         print(json.dumps({"version": __version__}))
     else:
         print(f"formal-rope {__version__}")
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> None:

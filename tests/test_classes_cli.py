@@ -74,9 +74,9 @@ def test_classify_does_not_import_torch(entry):
     if entry == "module":  # the command module alone
         call = (
             "import typer\n"
-            "from formal_rope.commands.classify import register\n"
+            "from formal_rope.commands.classify import classify_command\n"
             "app = typer.Typer()\n"
-            "register(app)\n"
+            "app.command('classify')(classify_command)\n"
             "app.command('noop')(lambda: None)\n"
             "run = lambda: app(['classify', '(ab)*', '--json'], standalone_mode=False)\n"
         )

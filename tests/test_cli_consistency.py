@@ -191,12 +191,12 @@ def test_an_empty_weights_file_and_any_eof_are_user_errors(capsys, tmp_path, mon
         code, _, err = run_main(capsys, command)
         assert code == 2 and str(bad) in err and "corrupt compiled model" in err, (command, err)
     # Any other EOFError that reaches the command line is a truncated input, exit 2.
-    import formal_rope.lang.source as source
+    import formal_rope.commands.parse as parse
 
     def truncated(*args, **kwargs):
         raise EOFError("no data left")
 
-    monkeypatch.setattr(source, "resolve_language", truncated)
+    monkeypatch.setattr(parse, "resolve_language", truncated)
     code, _, err = run_main(capsys, ["parse", "ab"])
     assert code == 2 and "an input ended early" in err, err
 

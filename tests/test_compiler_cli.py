@@ -356,7 +356,7 @@ def test_compile_json_is_the_library_report(capsys):
 
 
 def test_option_checks_belong_to_the_library_and_run_before_compiling(capsys, monkeypatch):
-    from formal_rope import compiler
+    from formal_rope.commands import compile as compile_command
     from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, verify_compiled
     from formal_rope.errors import FormalRopeError
 
@@ -367,7 +367,8 @@ def test_option_checks_belong_to_the_library_and_run_before_compiling(capsys, mo
     with pytest.raises(FormalRopeError, match=r"certify_max_length \(--certify-max-length\)"):
         CompileOptions(certify_max_length=0)
     assert CompileOptions(fmt="e8m23").fmt.name == "fp32"  # a format is parsed once, here
-    monkeypatch.setattr(compiler, "compile_formula", lambda *a, **k: pytest.fail("compiled despite a bad option"))
+    monkeypatch.setattr(compile_command, "compile_formula",
+                        lambda *a, **k: pytest.fail("compiled despite a bad option"))
     for argv in (["--seed", "-1"], ["--certify-max-length", "0"], ["--per-length", "0"], ["--freq", "-1"]):
         code, _, err = _run(capsys, ["compile", "P(a)", "-a", "ab", *argv])
         assert code == 2 and err.startswith("error: "), argv

@@ -9,7 +9,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from formal_rope.commands.phases import register
+from formal_rope.commands.phases import phases_command
 from formal_rope.errors import FormalRopeError
 
 ALPHABET = ("a", "b")
@@ -18,7 +18,7 @@ ALPHABET = ("a", "b")
 @pytest.fixture(scope="module")
 def app():
     application = typer.Typer()
-    register(application)
+    application.command("phases")(phases_command)
 
     @application.command("noop", hidden=True)
     def noop() -> None:  # a second command keeps `phases` a subcommand, as in the real CLI

@@ -11,7 +11,7 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from formal_rope.commands.phases import register
+from formal_rope.commands.phases import phases_command
 from formal_rope.diagnostics.capture import capture_trained
 from formal_rope.diagnostics.phases import decompose_head
 from formal_rope.training.checkpoint import save_checkpoint
@@ -83,7 +83,7 @@ def test_phases_reads_a_hybrid_checkpoint_and_lists_only_the_windows_keys(tmp_pa
     result = RunResult(run_id=config.run_id(), config=config, status="ok", n_star=0, accuracy=0.0, alphabet=ALPHABET)
     path = save_checkpoint(tmp_path / "hybrid.zip", model, config, result)
     application = typer.Typer()
-    register(application)
+    application.command("phases")(phases_command)
     application.command("noop", hidden=True)(lambda: None)
     out = CliRunner().invoke(application, ["phases", str(path), "abababab", "--layer", "1", "--head", "1", "--json"])
     assert out.exit_code == 0, out.output
@@ -99,7 +99,7 @@ def test_phases_counts_a_windowed_layers_keys_and_pairs_as_it_attends(tmp_path):
     result = RunResult(run_id=config.run_id(), config=config, status="ok", n_star=0, accuracy=0.0, alphabet=ALPHABET)
     path = save_checkpoint(tmp_path / "hybrid.zip", model, config, result)
     application = typer.Typer()
-    register(application)
+    application.command("phases")(phases_command)
     application.command("noop", hidden=True)(lambda: None)
     tokens, string = _tokens(8)
     captured = capture_trained(model, tokens, heads=[(0, 0), (1, 0)], string=string)

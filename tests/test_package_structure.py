@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "formal_rope"
-# Every command module is imported when the CLI starts (cli._register_commands), so their
-# function-local imports are the documented way to keep torch, numpy, pandas and rich off the
-# start-up path (formal_rope/commands/__init__.py); library modules must say why at each one.
+# A command module is imported only when its command runs (cli.COMMANDS) and imports the library
+# at its top; its function-local imports keep torch or numpy off that command's --help, and say so,
+# as library modules must at each one (commands/sweep.py is still exempt, hence the prefix).
 START_UP_MODULES = ("formal_rope.cli", "formal_rope.commands")
 
 

@@ -99,7 +99,7 @@ def test_sample_command_does_not_import_torch():
     stdout = torch_free_stdout(
         "import typer\n"
         "from formal_rope.commands import sample\n"
-        "app = typer.Typer(); sample.register(app)\n"
+        "app = typer.Typer(); app.command('sample')(sample.sample_command)\n"
         "@app.command()\n"
         "def other() -> None: pass\n"
         "run = lambda: app(['sample', 'ab_star', '--lengths', '4', '--n', '2'], standalone_mode=False)\n"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from formal_rope.commands.train import parse_length_range, parse_periods
+from formal_rope.commands.run_options import parse_length_range, parse_periods
 from formal_rope.errors import FormalRopeError
 
 TINY_ARGS = ["--steps", "5", "--layers", "1", "--d-model", "16", "--heads", "2", "--batch-size", "8",

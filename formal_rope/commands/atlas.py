@@ -16,7 +16,8 @@ from typing import Optional
 import typer
 
 from formal_rope.commands import run_options as ro
-from formal_rope.commands.train import check_positive, json_ready
+from formal_rope.commands.run_options import check_positive
+from formal_rope.commands.terminal import json_ready
 from formal_rope.errors import FormalRopeError
 
 DEFAULT_OUT = Path("results/atlas")
@@ -99,6 +100,7 @@ def _dry_run(request, set_spec: str, seed: int, estimate: bool, workers: int, js
         print("\n".join(lines))
 
 
+@ro.with_option_groups
 def atlas(
     set_spec: str = typer.Option(
         "default", "--set",
@@ -199,6 +201,3 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
-
-def register(app: typer.Typer) -> None:
-    app.command()(ro.with_option_groups(atlas))

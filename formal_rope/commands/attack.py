@@ -8,16 +8,25 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import torch
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
+from formal_rope.commands.terminal import describe_lengths, json_ready
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.evaluation.models import model_dfa, model_language, worst_case
+from formal_rope.model.certificate import model_certificate
+from formal_rope.model.io import CompiledRunnable, load_runnable
+from formal_rope.progress import progress_display
+from formal_rope.training.config import lengths_fields
 
 
 def _lengths(text: str | None, model) -> list[int] | range:
     """--lengths (a range 41..500 or a list 41,100,2000); default: a trained model's own test
     lengths, 41..500 for a compiled one."""
-    from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
-
     if text is None:
         config = getattr(model, "config", None)
         return config.tested_lengths() if config is not None else range(41, 501)
@@ -28,11 +37,6 @@ def _lengths(text: str | None, model) -> list[int] | range:
 
 
 def _render(payload: dict) -> None:
-    from rich.console import Console  # function-local: rich, off the start-up path
-    from rich.table import Table
-
-    from formal_rope.commands.sample import describe_lengths
-
     console = Console()
     summary = Table(title=f"attack {payload['model']}", show_header=False)
     summary.add_column("key", style="bold")
@@ -83,108 +87,97 @@ def _render(payload: dict) -> None:
         console.print(table)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def attack(
-        model_path: Path = typer.Argument(..., metavar="MODEL", help="A model file: a trained checkpoint (train --out) "
-                                          "or a compiled model (compile --out)."),
-        lang: Optional[str] = typer.Option(
-            None, "--lang",
-            help="The language that labels the search's strings (default: the model's own: its training language, or "
-            "its compiled formula), over the model's alphabet.",
-        ),
-        lengths: Optional[str] = typer.Option(
-            None, "--lengths",
-            help="Lengths to search: a range 41..500 or a list 41,100,2000 (default: a trained model's test lengths; "
-            "41..500 for a compiled one).",
-        ),
-        budget: int = typer.Option(256, "--budget", help="Strings per length the search scores beyond the start set."),
-        seed: int = typer.Option(0, "--seed", help="Seed of every draw of the search (and of its start sets)."),
-        start: Optional[int] = typer.Option(
-            None, "--start",
-            help="Start strings per length, a balanced sampled set (default: a trained model's own test sets, its "
-            "n_per_length and eval_seed; 16 for a compiled model).",
-        ),
-        fmt: Optional[str] = typer.Option(
-            None, "--format", "-F", help="A compiled model's number format (default: the one it was compiled for)."
-        ),
-        mode: Optional[str] = typer.Option(
-            None, "--mode", help="A compiled model's arithmetic: emulated (default) or native (torch)."
-        ),
-        all_lengths: bool = typer.Option(
-            False, "--all-lengths", help="Search every length (default: stop at the first failing one)."
-        ),
-        device: str = typer.Option("cpu", "--device", help="torch device of a trained model, e.g. cpu or cuda."),
-        json_output: bool = typer.Option(False, "--json", help="Print the result (every searched length) as JSON."),
-        quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
-    ) -> None:
-        """Search a saved model for misclassified strings (worst-case N*): mutate the sampled test strings toward the model's wrong class, enumerate small classes exactly."""  # noqa: E501 (Typer lists the command by this line, breaks included)
-        # function-local: torch (the trained models' scorer) and rich stay off the start-up path
-        import torch
+def attack_command(
+    model_path: Path = typer.Argument(..., metavar="MODEL", help="A model file: a trained checkpoint (train --out) "
+                                      "or a compiled model (compile --out)."),
+    lang: Optional[str] = typer.Option(
+        None, "--lang",
+        help="The language that labels the search's strings (default: the model's own: its training language, or "
+        "its compiled formula), over the model's alphabet.",
+    ),
+    lengths: Optional[str] = typer.Option(
+        None, "--lengths",
+        help="Lengths to search: a range 41..500 or a list 41,100,2000 (default: a trained model's test lengths; "
+        "41..500 for a compiled one).",
+    ),
+    budget: int = typer.Option(256, "--budget", help="Strings per length the search scores beyond the start set."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every draw of the search (and of its start sets)."),
+    start: Optional[int] = typer.Option(
+        None, "--start",
+        help="Start strings per length, a balanced sampled set (default: a trained model's own test sets, its "
+        "n_per_length and eval_seed; 16 for a compiled model).",
+    ),
+    fmt: Optional[str] = typer.Option(
+        None, "--format", "-F", help="A compiled model's number format (default: the one it was compiled for)."
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help="A compiled model's arithmetic: emulated (default) or native (torch)."
+    ),
+    all_lengths: bool = typer.Option(
+        False, "--all-lengths", help="Search every length (default: stop at the first failing one)."
+    ),
+    device: str = typer.Option("cpu", "--device", help="torch device of a trained model, e.g. cpu or cuda."),
+    json_output: bool = typer.Option(False, "--json", help="Print the result (every searched length) as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Search a saved model for misclassified strings (worst-case N*): mutate the sampled test strings toward the model's wrong class, enumerate small classes exactly."""  # noqa: E501 (Typer lists the command by this line, breaks included)
+    if budget < 0 or (start is not None and start < 0) or seed < 0:
+        raise FormalRopeError("--budget, --start and --seed must be non-negative")
+    model = load_runnable(model_path, mode=mode or "emulated")
+    compiled = isinstance(model, CompiledRunnable)
+    if not compiled and (fmt is not None or mode is not None):
+        raise FormalRopeError("--format and --mode apply to compiled models; a trained model is searched in fp32")
+    torch.set_num_threads(1)
+    tested = _lengths(lengths, model)
+    language = lang if lang is not None else model_language(model)
+    dfa = model_dfa(model, language)
+    settings = SearchSettings(budget=budget, seed=seed, stop_at_first_failure=not all_lengths)
+    fmt_name = (fmt or model.default_format) if compiled else "fp32"
+    started = time.perf_counter()
+    search = dict(model=model, dfa=dfa, lengths=tested, budget=budget, seed=seed, n_start=start, settings=settings,
+                  fmt=fmt if compiled else None, mode=mode if compiled else None, device=device)
+    found = _search(search, len(tested), show=not (json_output or quiet))
+    payload = {
+        "model": str(model_path), "kind": "compiled" if compiled else "trained", "language": language,
+        "lengths": [int(n) for n in tested],
+        "budget": budget, "seed": seed,
+        "start": start if start is not None else (16 if compiled else model.config.n_per_length),
+        "format": fmt_name, "mode": (mode or model.mode) if compiled else "native",
+        **found.to_dict(), "wall_s": time.perf_counter() - started,
+    }
+    if compiled:
+        certificate = model_certificate(model.model, fmt_name, payload["mode"], up_to=max(tested))
+        if certificate.available:  # a hand-built model has no certificate
+            payload["certified_length"] = certificate.certified_length
+    if json_output:
+        print(json.dumps(json_ready(payload), allow_nan=False))
+    else:
+        _render(payload)
+    sys.stdout.flush()
 
-        from formal_rope.commands.train import json_ready
-        from formal_rope.evaluation.engine import SearchSettings
-        from formal_rope.evaluation.models import model_dfa, model_language, worst_case
-        from formal_rope.model.certificate import model_certificate
-        from formal_rope.model.io import CompiledRunnable, load_runnable
 
-        if budget < 0 or (start is not None and start < 0) or seed < 0:
-            raise FormalRopeError("--budget, --start and --seed must be non-negative")
-        model = load_runnable(model_path, mode=mode or "emulated")
-        compiled = isinstance(model, CompiledRunnable)
-        if not compiled and (fmt is not None or mode is not None):
-            raise FormalRopeError("--format and --mode apply to compiled models; a trained model is searched in fp32")
-        torch.set_num_threads(1)
-        tested = _lengths(lengths, model)
-        language = lang if lang is not None else model_language(model)
-        dfa = model_dfa(model, language)
-        settings = SearchSettings(budget=budget, seed=seed, stop_at_first_failure=not all_lengths)
-        fmt_name = (fmt or model.default_format) if compiled else "fp32"
-        started = time.perf_counter()
-        bar = None
-        if not (json_output or quiet):
-            from rich.console import Console  # function-local: rich, off the start-up path
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+def _search(search: dict, n_lengths: int, show: bool):
+    """worst_case(**search), with a progress bar on stderr when `show`."""
+    bar = None
+    if show:
+        bar = progress_display(TextColumn("[bold]attack"), BarColumn(), MofNCompleteColumn(),
+                               TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=Console(stderr=True),
+                               label="attack")
+        bar.start()
+        task = bar.add_task("", total=n_lengths, info="")
+    seen = {"lengths": 0, "n_star_worst": 0, "perfect": True, "tried": 0}
 
-            from formal_rope.progress import progress_display
+    def on_length(entry) -> None:
+        seen["lengths"] += 1
+        seen["tried"] += entry.tried
+        seen["perfect"] = seen["perfect"] and entry.passed
+        seen["n_star_worst"] = entry.length if seen["perfect"] else seen["n_star_worst"]
+        if bar is not None:
+            bar.update(task, completed=seen["lengths"], info=f"len {entry.length} worst-case N* so far "
+                       f"{seen['n_star_worst']} ({seen['tried']:,} strings)")
 
-            bar = progress_display(TextColumn("[bold]attack"), BarColumn(), MofNCompleteColumn(),
-                                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=Console(stderr=True),
-                                   label="attack")
-            bar.start()
-            task = bar.add_task("", total=len(tested), info="")
-        seen = {"lengths": 0, "n_star_worst": 0, "perfect": True, "tried": 0}
-
-        def on_length(entry) -> None:
-            seen["lengths"] += 1
-            seen["tried"] += entry.tried
-            seen["perfect"] = seen["perfect"] and entry.passed
-            seen["n_star_worst"] = entry.length if seen["perfect"] else seen["n_star_worst"]
-            if bar is not None:
-                bar.update(task, completed=seen["lengths"], info=f"len {entry.length} worst-case N* so far "
-                           f"{seen['n_star_worst']} ({seen['tried']:,} strings)")
-
-        try:
-            found = worst_case(model=model, dfa=dfa, lengths=tested, budget=budget, seed=seed, n_start=start,
-                               settings=settings, fmt=fmt if compiled else None, mode=mode if compiled else None,
-                               device=device, on_length=on_length)
-        finally:
-            if bar is not None:
-                bar.stop()
-        payload = {
-            "model": str(model_path), "kind": "compiled" if compiled else "trained", "language": language,
-            "lengths": [int(n) for n in tested],
-            "budget": budget, "seed": seed,
-            "start": start if start is not None else (16 if compiled else model.config.n_per_length),
-            "format": fmt_name, "mode": (mode or model.mode) if compiled else "native",
-            **found.to_dict(), "wall_s": time.perf_counter() - started,
-        }
-        if compiled:
-            certificate = model_certificate(model.model, fmt_name, payload["mode"], up_to=max(tested))
-            if certificate.available:  # a hand-built model has no certificate
-                payload["certified_length"] = certificate.certified_length
-        if json_output:
-            print(json.dumps(json_ready(payload), allow_nan=False))
-        else:
-            _render(payload)
-        sys.stdout.flush()
+    try:
+        return worst_case(**search, on_length=on_length)
+    finally:
+        if bar is not None:
+            bar.stop()

@@ -10,8 +10,14 @@ import sys
 from typing import List, Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
+from formal_rope.automata import accepts, equivalent, language_dfa, to_dot, to_json, to_table, union_alphabet
+from formal_rope.automata.membership import format_word
 from formal_rope.commands.terminal import input_strings, stdout_console
+from formal_rope.errors import FormalRopeError
+from formal_rope.lang.source import resolve_language
 
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
@@ -25,8 +31,6 @@ _MAX_TABLE_ROWS = 200  # a terminal table of 10^5 rows helps nobody; --json/--do
 
 
 def _resolve(expression: str, alphabet: Optional[str]):
-    from formal_rope.lang.source import resolve_language
-
     language = resolve_language(expression, alphabet)
     if language.detected:
         print(f"note: {expression!r} {language.detected}", file=sys.stderr)
@@ -35,18 +39,12 @@ def _resolve(expression: str, alphabet: Optional[str]):
 
 def _build(language, max_states: int):
     """language_dfa with a spinner on stderr (shown only on a terminal): big automata take seconds."""
-    from rich.console import Console
-
-    from formal_rope.automata import language_dfa
-
     with Console(stderr=True).status(f"building the automaton of {language.expression}…"):
         return language_dfa(language, max_states=max_states)
 
 
 def _word_text(symbols, alphabet) -> str:
     """Symbols back to the string syntax `split_symbols` (and so `accepts`) reads."""
-    from formal_rope.automata.membership import format_word
-
     return format_word(symbols, alphabet)
 
 
@@ -58,9 +56,6 @@ def dfa_command(
     json_output: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Build and print the minimal complete DFA of a language (→ marks the start, * accepting states)."""
-    from formal_rope.automata import to_dot, to_json, to_table
-    from formal_rope.errors import FormalRopeError
-
     if dot and json_output:
         raise FormalRopeError("--dot and --json are two output formats; give one of them")
     language = _resolve(expression, alphabet)
@@ -71,8 +66,6 @@ def dfa_command(
     if json_output:
         print(json.dumps({"expression": language.expression, "kind": language.kind, **to_json(dfa)}))
         return
-    from rich.table import Table
-
     headers, rows = to_table(dfa)
     console = stdout_console(highlight=False)
     console.print(
@@ -103,8 +96,6 @@ def accepts_command(
     json_output: bool = typer.Option(False, "--json", help="Print a JSON array of booleans in input order."),
 ) -> None:
     """Test membership of strings in a language (vectorized over the whole batch)."""
-    from formal_rope.automata import accepts
-
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
     strings = input_strings(strings)
@@ -131,8 +122,6 @@ def equiv_command(
     When the two alphabets differ, both languages are compared as sets of strings over the union
     of the alphabets (a string using a symbol a language does not know is not in that language).
     """
-    from formal_rope.automata import accepts, equivalent, union_alphabet
-
     first_language = _resolve(first, alphabet)
     second_language = _resolve(second, alphabet)
     first_dfa = _build(first_language, max_states)
@@ -164,8 +153,3 @@ def equiv_command(
     shown = repr(counterexample) if counterexample else "ε"
     print(f"not equivalent: {shown} is in {owner} but not in {other}")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("dfa")(dfa_command)
-    app.command("accepts")(accepts_command)
-    app.command("equiv")(equiv_command)

@@ -11,9 +11,16 @@ import sys
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+from rich.table import Table
 
+from formal_rope.certify import certified_range, scale_overflows
 from formal_rope.commands.terminal import stdout_console
 from formal_rope.errors import FormalRopeError
+from formal_rope.precision import parse_format
+from formal_rope.progress import progress_display
 
 
 def certify_command(
@@ -37,11 +44,6 @@ def certify_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a panel."),
 ) -> None:
     """Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."""
-
-    # The library loads numpy and mpmath (torch in realized mode): kept off the CLI's start-up path.
-    from formal_rope.certify import certified_range, scale_overflows
-    from formal_rope.precision import parse_format
-
     if mode == "ideal" and max_length is not None:
         raise FormalRopeError(
             "--max-length bounds the realized scan; --mode ideal computes N_max exactly at any length"
@@ -57,11 +59,6 @@ def certify_command(
             file=sys.stderr,
         )
     if mode == "realized" and not json_output:
-        from rich.console import Console
-        from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
-
-        from formal_rope.progress import progress_display
-
         bar = progress_display(
             TextColumn("scanning query positions"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TimeRemainingColumn(), transient=True, console=Console(stderr=True),  # stdout holds only the result
@@ -91,9 +88,6 @@ def certify_command(
 
 
 def _render(result) -> None:
-    from rich.panel import Panel
-    from rich.table import Table
-
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
@@ -115,6 +109,3 @@ def _render(result) -> None:
     console.print(Panel(table, title="certified range N_max^(k)(g, C, F)", expand=False))
     console.print(result.explanation(), markup=False)
 
-
-def register(app: typer.Typer) -> None:
-    app.command("certify")(certify_command)

@@ -10,8 +10,12 @@ import sys
 from typing import Optional
 
 import typer
+from rich.table import Table
 
+from formal_rope.automata import language_dfa
+from formal_rope.classes import classify
 from formal_rope.commands.terminal import stdout_console
+from formal_rope.lang.source import resolve_language
 
 _EXPR_HELP = (
     "A language: a registry name, ltl:<formula>, re:<regex>, a .att file, or a bare expression "
@@ -46,10 +50,6 @@ def classify_command(
 ) -> None:
     """Decide LTL[P], LTL[P,MOD] (with the least block length k), star-freeness and R/L/J-triviality,
     with a witness for every class the language is not in."""
-    from formal_rope.automata import language_dfa
-    from formal_rope.classes import classify
-    from formal_rope.lang.source import resolve_language
-
     language = resolve_language(expression, alphabet)
     if language.detected:
         print(f"note: {expression!r} {language.detected}", file=sys.stderr)
@@ -63,8 +63,6 @@ def classify_command(
 
 
 def _render(payload: dict) -> None:
-    from rich.table import Table
-
     console = stdout_console(highlight=False)
     console.print(
         f"{payload['expression']} ({payload['kind']}) over {{{', '.join(payload['alphabet'])}}}: minimal DFA "
@@ -91,6 +89,3 @@ def _render(payload: dict) -> None:
         if witness is not None:
             console.print(f"not {label}: {witness['explanation']}", markup=False)
 
-
-def register(app: typer.Typer) -> None:
-    app.command("classify")(classify_command)

@@ -7,8 +7,23 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+from rich.table import Table
 
 from formal_rope.commands.terminal import stdout_console
+from formal_rope.diagnostics import (
+    capture_heads,
+    check_phase_options,
+    check_query,
+    load_model_any,
+    model_layout,
+    phases_summary,
+    resolve_heads,
+)
+from formal_rope.precision import parse_format
+from formal_rope.progress import progress_display
 
 _DEFAULT_TOP = 5
 
@@ -52,18 +67,6 @@ def phases_command(
     position phase φ_p(i) − φ_p(j) (the realized rotation angles), wrapped to (−π, π]. Also checks
     Lemma 1 of paper 003 at every (i, j) where all contributing |δ_p| ≤ ε.
     """
-    # The library loads numpy and torch: kept off the CLI's start-up path.
-    from formal_rope.diagnostics import (
-        capture_heads,
-        check_phase_options,
-        check_query,
-        load_model_any,
-        model_layout,
-        phases_summary,
-        resolve_heads,
-    )
-    from formal_rope.precision import parse_format
-
     check_phase_options(top, epsilon)
     fmt = None if format_name is None else parse_format(format_name)
     model = load_model_any(model_path)
@@ -74,11 +77,6 @@ def phases_command(
     if json_output or len(captured.heads) < 2:
         summary = phases_summary(captured, query, epsilon, shown)
     else:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
-
-        from formal_rope.progress import progress_display
-
         # Each head is decomposed for every (i, j): O(T²·pairs) work, seconds per head at T ~ 500.
         with progress_display(TextColumn("decomposing heads"), BarColumn(), MofNCompleteColumn(), transient=True,
                               console=Console(stderr=True), label="decomposing heads") as bar:
@@ -110,9 +108,6 @@ def _token(token: str) -> str:
 
 
 def _render(summary: dict) -> None:
-    from rich import box
-    from rich.table import Table
-
     console = stdout_console()
     positions = summary["positions"]
     epsilon = summary["epsilon"]
@@ -191,6 +186,3 @@ def _render(summary: dict) -> None:
             f"{verdict}\n"
         )
 
-
-def register(app: typer.Typer) -> None:
-    app.command("phases")(phases_command)

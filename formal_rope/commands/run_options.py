@@ -1,10 +1,10 @@
-"""Options shared by `train`, `sweep` and `reproduce`, declared once: annotated types (one line per
-option in a command), and option groups that a command takes as one parameter
-(`with_option_groups`): `RunFlags` (where a sweep's runs execute, their checkpoints) for `sweep`
-and `reproduce`, `TrainStateFlags` (checkpoints) for `train`.
+"""Options and parsers shared by the commands, declared once: annotated types (one line per option
+in a command), the parsers of option texts (--periods, --set, --eval, ...), and option groups that a
+command takes as one parameter (`with_option_groups`): `RunFlags` (where a sweep's runs execute,
+their checkpoints) for `sweep` and `reproduce`, `TrainStateFlags` (checkpoints) for `train`.
 
 An option group is a NamedTuple whose fields are annotated Typer options with defaults: immutable
-like a frozen dataclass, and ten times cheaper to define, which every start of the command line does.
+like a frozen dataclass. No command module holds a parser another command uses: it lives here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,19 @@ from typing import Annotated, Callable, NamedTuple, Optional
 import typer
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings
+from formal_rope.numbers import int_text
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
+from formal_rope.training.config import field_kind, lengths_fields, parse_field_text
+from formal_rope.training.packing import pack_key, parse_pack
+from formal_rope.training.state import StateOptions, check_state_dir, open_state_store
+from formal_rope.training.state import checkpoint_every as interval
+
+# `--mode` of `compile` and `run`.
+MODE_HELP = (
+    "emulated: round every elementary operation into the format, left-to-right sums (any format). "
+    "native: torch arithmetic in the format's dtype (fp64/fp32/bf16/fp16)."
+)
 
 
 def _markup_escaped(text: str) -> str:
@@ -91,14 +103,77 @@ Window = Annotated[Optional[str], typer.Option(
 def hybrid_fields(layer_pe: str | None, window: str | None) -> dict:
     """The RunConfig fields `--layer-pe` and `--window` give (FormalRopeError naming the field when
     one does not parse; values are checked by validation)."""
-    from formal_rope.training.config import parse_field_text  # function-local: off the start-up path
-
     fields = {}
     if layer_pe is not None:
         fields["layer_pe"] = parse_field_text("layer_pe", layer_pe)
     if window is not None:
         fields["window"] = parse_field_text("window", window)
     return fields
+
+
+def parse_periods(text: str | None) -> tuple[int, ...] | None:
+    """'auto' (or nothing) -> None; '2' or '2,3' -> (2,) / (2, 3); anything else is a user error."""
+    if text is None or text.strip().lower() == "auto":
+        return None
+    try:
+        periods = tuple(int_text(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
+    if not periods or min(periods) <= 0:
+        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}")
+    return periods
+
+
+def parse_length_range(text: str, option: str = "--test-lengths") -> tuple[int, int]:
+    """'41..500' -> (41, 500); a single number n -> (n, n); a list is a user error here."""
+    fields = lengths_fields(text, option, prefix="range")
+    return fields["range_min_length"], fields["range_max_length"]
+
+
+def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[str, list]:
+    """['steps=100', 'lr_schedule=cosine,constant'] -> {'steps': [100], 'lr_schedule': ['cosine', 'constant']}.
+
+    Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
+    the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
+    wrong type is a user error naming it."""
+    assignments: dict[str, list] = {}
+    for text in texts or ():
+        name, equals, values = text.partition("=")
+        name = name.strip().replace("-", "_")
+        if not equals or not name:
+            raise FormalRopeError(f"{option} takes FIELD=VALUE[,VALUE...], got {text!r}")
+        field_kind(name)  # unknown field -> error naming it
+        if name in assignments:
+            raise FormalRopeError(f"{option} {name} is given twice; list all its values in one {option} {name}=v1,v2")
+        parts = split_outside_brackets(values)
+        if not parts:
+            raise FormalRopeError(f"{option} {name}= has no value")
+        try:
+            assignments[name] = [parse_field_text(name, part) for part in parts]
+        except FormalRopeError as error:
+            raise FormalRopeError(f"{option} {name}: {error}") from None
+    return assignments
+
+
+def split_outside_brackets(text: str) -> list[str]:
+    """'a,[b,c],d' -> ['a', '[b,c]', 'd'] (empty parts dropped)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
+
+
+def check_positive(**counts) -> None:
+    """User error for a count option (given as --name=value) below 1."""
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise FormalRopeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
 
 
 EVAL_WORDS = ("full", "nstar", "worst-case")
@@ -129,8 +204,6 @@ def worst_case_settings(search: bool, budget: int | None):
             raise FormalRopeError("--worst-case-budget sets the worst-case search's strings per length; it needs "
                                   "--eval worst-case")
         return None
-    from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings  # function-local: numpy, off start-up
-
     if budget is not None and budget < 0:
         raise FormalRopeError(f"--worst-case-budget must be non-negative, got {budget}")
     return SearchSettings(budget=DEFAULT_BUDGET if budget is None else budget)
@@ -190,8 +263,6 @@ class RunFlags(NamedTuple):
         """(The backend's options, the parsed --pack); FormalRopeError for run options no sweep can
         honour. Contacts nothing (no cluster, no state folder), so a dry run checks the same options a
         real run does."""
-        from formal_rope.training.packing import parse_pack  # function-local: numpy, off the start-up path
-
         if self.backend not in BACKENDS:
             raise FormalRopeError(f"--backend must be {one_of(BACKENDS)}, got {self.backend!r}")
         options = backend_options(self.backend, workers=workers, address=self.address, cpus_per_run=self.cpus_per_run,
@@ -224,10 +295,6 @@ class TrainStateFlags(NamedTuple):
         continued only with --resume: without it, an existing state is an error rather than silently
         replaced. --resume without a state of this run starts at step 0 after a `note` saying where
         it looked."""
-        # function-local: numpy (training), off the start-up path
-        from formal_rope.training.packing import pack_key
-        from formal_rope.training.state import open_state_store
-
         state = state_options(self.checkpoint_every, config.steps, self.state_dir or Path("checkpoints") / "state",
                               False, lambda text: None, self.state_dir is not None)
         if state is None:
@@ -258,10 +325,6 @@ def state_options(checkpoint_every: int | None, steps: int, state_dir: str | Pat
                   note: Callable[[str], None], explicit_dir: bool):
     """StateOptions for the --checkpoint-every / --state-dir / --keep-state options (None: no
     checkpoints), after checking that the folder can be written (exit 2 before any run starts)."""
-    # function-local: numpy (training), off the start-up path
-    from formal_rope.training.state import StateOptions, check_state_dir
-    from formal_rope.training.state import checkpoint_every as interval
-
     every = interval(checkpoint_every, steps)
     if every is None:
         if explicit_dir or keep:

@@ -1,8 +1,7 @@
 """CLI: `sample` — labelled test strings of exact lengths, uniform inside / outside a language.
 
-The format and distribution tables are read at start-up (for --help) from light modules; the
-library itself (numpy and up) is imported inside the command, which keeps `formalrope --help` and
-every other command's start-up free of it."""
+`sample --help` lists the formats and distributions from light modules; the library that samples
+(numpy and up) is imported inside the functions that use it, so that the help stays numpy-free."""
 
 from __future__ import annotations
 
@@ -13,28 +12,24 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 import formal_rope.sampling.formats.registry as format_registry
 from formal_rope import limits
-from formal_rope.commands.terminal import (
-    prepare_out,
-    prepare_out_folder,
-    stdout_console,
-)
+from formal_rope.commands.terminal import describe_lengths, prepare_out, prepare_out_folder, stdout_console
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.source import resolve_language
 from formal_rope.numbers import int_text
+from formal_rope.progress import progress_display
 from formal_rope.sampling.distributions import (
     DEFAULT_DISTRIBUTION,
     DISTRIBUTIONS,
     positive_distribution,
 )
 from formal_rope.sampling.formats.layout import FolderSplit
-from formal_rope.sampling.formats.registry import (
-    DEFAULT_FORMAT,
-    dataset_format,
-    format_help,
-    listed,
-)
+from formal_rope.sampling.formats.registry import DEFAULT_FORMAT, dataset_format, format_help, listed, write_sets
 
 # Requests with more strings than this get a progress bar (on stderr, so stdout stays clean JSON).
 _PROGRESS_THRESHOLD = 20_000
@@ -89,19 +84,6 @@ def distinct_lengths(lengths: list[int]) -> tuple[list[int], list[int]]:
     return list(counts), [length for length, count in counts.items() if count > 1]
 
 
-def describe_lengths(lengths: list[int]) -> str:
-    """The lengths as written back: consecutive runs as ranges ('1, 3, 7, 20', '41..500', '1..3, 10')."""
-    parts: list[str] = []
-    ordered = sorted(lengths)
-    start = 0
-    for index in range(1, len(ordered) + 1):
-        if index == len(ordered) or ordered[index] != ordered[index - 1] + 1:
-            low, high = ordered[start], ordered[index - 1]
-            parts.append(str(low) if low == high else (f"{low}, {high}" if high == low + 1 else f"{low}..{high}"))
-            start = index
-    return ", ".join(parts)
-
-
 def _repeated_note(repeated: list[int]) -> str:
     shown = ", ".join(map(str, repeated[:10])) + (f" and {len(repeated) - 10} more" if len(repeated) > 10 else "")
     return (
@@ -153,29 +135,17 @@ def _folder_splits(fmt: str, texts: list[str]) -> tuple[FolderSplit, ...]:
             base.min_length, base.max_length)
         overrides.append(FolderSplit(base.name, base.path, low, high,
                                      override.strings if override.strings >= 0 else base.strings))
-    from formal_rope.sampling.formats.folders import (
-        folder_splits,  # lazy: the library stays off start-up
-    )
+    from formal_rope.sampling.formats.folders import folder_splits  # function-local: numpy, off `sample --help`
 
     return folder_splits(fmt, overrides)
 
 
 def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quiet: bool, distribution: str):
-    from formal_rope.sampling import test_sets
+    from formal_rope.sampling import test_sets  # function-local: numpy, off `sample --help`
 
     total = len(lengths) * n
     if quiet or total < _PROGRESS_THRESHOLD:
         return test_sets(dfa, lengths, n, seed, near_miss, distribution=distribution)
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    from formal_rope.progress import progress_display
-
     with progress_display(
         TextColumn("[bold]sampling lengths"),
         BarColumn(),
@@ -192,9 +162,9 @@ def _generate(dfa, lengths: list[int], n: int, seed: int, near_miss: float, quie
 
 def _rows(sets, alphabet):
     """(string, label, length, near_miss) columns for all sets, decoded once per length."""
-    import numpy as np
+    import numpy as np  # function-local: numpy, off `sample --help`
 
-    from formal_rope.sampling import decode
+    from formal_rope.sampling import decode  # function-local: numpy, as above
 
     strings: list[str] = []
     for labeled in sets:
@@ -252,8 +222,6 @@ def _folder_summary(language, written, elapsed: float, out: Path, fmt: str, dist
 
 
 def _print_folder_table(language, summary: dict) -> None:
-    from rich.table import Table  # lazy: rich stays off the start-up path
-
     table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}: "
                         f"{summary['format']} language folder {summary['out']}")
     for column in ("split", "folder", "lengths", "strings", "positive", "near-misses"):
@@ -265,8 +233,6 @@ def _print_folder_table(language, summary: dict) -> None:
 
 
 def _print_table(language, summary: dict, elapsed: float) -> None:
-    from rich.table import Table  # lazy: rich stays off the start-up path
-
     table = Table(title=f"sample {language.expression} over {{{', '.join(language.alphabet)}}}", show_header=False)
     table.add_column("key", style="bold")
     table.add_column("value", overflow="fold")  # long output paths wrap instead of being cut
@@ -344,8 +310,6 @@ def _print_json_lines(sets, dfa, quiet: bool) -> None:
 
 
 def _write_split(language, dfa, sets, row, out, elapsed, distribution, next_symbols, json_output) -> None:
-    from formal_rope.sampling.formats.registry import write_sets
-
     files = write_sets(row.name, out, sets, dfa, next_symbols=next_symbols, distribution=distribution)
     summary = _summary(language, sets, elapsed, out)
     summary["format"], summary["files"] = row.name, [str(path) for path in files]
@@ -358,7 +322,7 @@ def _write_split(language, dfa, sets, row, out, elapsed, distribution, next_symb
 
 
 def _write_folder(language, dfa, row, out, splits, seed, near_miss, distribution, next_symbols, json_output) -> None:
-    from formal_rope.sampling.formats.folders import write_language_folder  # lazy: off the start-up path
+    from formal_rope.sampling.formats.folders import write_language_folder  # function-local: numpy, off --help
 
     started = time.perf_counter()
     written = write_language_folder(row.name, out, dfa, splits=splits, seed=seed, near_miss_fraction=near_miss,
@@ -370,96 +334,91 @@ def _write_folder(language, dfa, row, out, splits, seed, near_miss, distribution
         _print_folder_table(language, summary)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("sample")
-    def sample(
-        ctx: typer.Context,
-        expression: str = typer.Argument(
-            ..., help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file."
-        ),
-        lengths: str = typer.Option("41..500", "--lengths", help="Exact string lengths: 41..500, 10,20,30 or 5."),
-        n: int = typer.Option(
-            512, "--n", help="Strings per length (>= 1; half positive, half negative when both exist)."
-        ),
-        seed: int = typer.Option(0, "--seed", help="Seed; each length's strings depend only on (seed, length)."),
-        near_miss: float = typer.Option(
-            0.5, "--near-miss",
-            help="Fraction of the negatives (0..1) that are near-misses: one substitution from a positive.",
-        ),
-        alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
-        out: Optional[Path] = typer.Option(
-            None, "--out",
-            help="Write a Parquet file (columns string, label, length, near_miss) instead of JSON lines on stdout.",
-        ),
-        data_format: Optional[str] = typer.Option(None, "--format", help=format_help()),
-        next_symbols: Optional[bool] = typer.Option(
-            None, "--next-symbols/--no-next-symbols",
-            help="--format flare: also write next-symbols.jsonl (default: yes; len+1 entries per "
-            "positive; large for long strings).",
-        ),
-        distribution: str = typer.Option(
-            DEFAULT_DISTRIBUTION, "--distribution",
-            help="How the positives of a length are drawn: "
-            + "; ".join(f"{row.name}: {row.help}" for row in DISTRIBUTIONS)
-            + ". Negatives are the same under each; "
-            "FLaRe's log-probabilities.txt follows it. See docs/formats.md.",
-        ),
-        language_folder: bool = typer.Option(
-            False, "--language-folder",
-            help="With --format flare --out DIR: write a whole FLaRe language folder "
-            "(training at the top; validation-short, validation-long and test under datasets/) with FLaRe's default "
-            "lengths and sizes; split i is drawn with --seed + i.",
-        ),
-        split: Optional[List[str]] = typer.Option(
-            None, "--split", metavar="<str>",
-            help="With --language-folder: change one split's lengths and size, NAME=A..B:STRINGS "
-            "(or NAME=A..B, NAME=:STRINGS), e.g. --split test=41..500:4600; repeatable.",
-        ),
-        json_output: bool = typer.Option(
-            False, "--json",
-            help="With --out: print the summary as a JSON object (without --out the output is already JSON lines).",
-        ),
-        quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
-    ) -> None:
-        """Sample labelled strings of exact lengths, uniformly inside and outside the language.
+def sample_command(
+    ctx: typer.Context,
+    expression: str = typer.Argument(
+        ..., help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file."
+    ),
+    lengths: str = typer.Option("41..500", "--lengths", help="Exact string lengths: 41..500, 10,20,30 or 5."),
+    n: int = typer.Option(
+        512, "--n", help="Strings per length (>= 1; half positive, half negative when both exist)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed; each length's strings depend only on (seed, length)."),
+    near_miss: float = typer.Option(
+        0.5, "--near-miss",
+        help="Fraction of the negatives (0..1) that are near-misses: one substitution from a positive.",
+    ),
+    alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help="Alphabet override, e.g. ab or a,b."),
+    out: Optional[Path] = typer.Option(
+        None, "--out",
+        help="Write a Parquet file (columns string, label, length, near_miss) instead of JSON lines on stdout.",
+    ),
+    data_format: Optional[str] = typer.Option(None, "--format", help=format_help()),
+    next_symbols: Optional[bool] = typer.Option(
+        None, "--next-symbols/--no-next-symbols",
+        help="--format flare: also write next-symbols.jsonl (default: yes; len+1 entries per "
+        "positive; large for long strings).",
+    ),
+    distribution: str = typer.Option(
+        DEFAULT_DISTRIBUTION, "--distribution",
+        help="How the positives of a length are drawn: "
+        + "; ".join(f"{row.name}: {row.help}" for row in DISTRIBUTIONS)
+        + ". Negatives are the same under each; "
+        "FLaRe's log-probabilities.txt follows it. See docs/formats.md.",
+    ),
+    language_folder: bool = typer.Option(
+        False, "--language-folder",
+        help="With --format flare --out DIR: write a whole FLaRe language folder "
+        "(training at the top; validation-short, validation-long and test under datasets/) with FLaRe's default "
+        "lengths and sizes; split i is drawn with --seed + i.",
+    ),
+    split: Optional[List[str]] = typer.Option(
+        None, "--split", metavar="<str>",
+        help="With --language-folder: change one split's lengths and size, NAME=A..B:STRINGS "
+        "(or NAME=A..B, NAME=:STRINGS), e.g. --split test=41..500:4600; repeatable.",
+    ),
+    json_output: bool = typer.Option(
+        False, "--json",
+        help="With --out: print the summary as a JSON object (without --out the output is already JSON lines).",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar or notes on stderr."),
+) -> None:
+    """Sample labelled strings of exact lengths, uniformly inside and outside the language.
 
-        Without --out, prints one JSON object per line: {"string", "label", "length", "near_miss"}.
-        """
-        from formal_rope.automata import (
-            language_dfa,  # lazy: the library stays off the start-up path
-        )
-        from formal_rope.lang.source import resolve_language
+    Without --out, prints one JSON object per line: {"string", "label", "length", "near_miss"}.
+    """
+    from formal_rope.automata import language_dfa  # function-local: numpy, off `sample --help`
 
-        # Range checks here rather than typer's min/max, so they surface as one-paragraph user errors.
-        if n < 1:
-            raise FormalRopeError(f"--n must be at least 1, got {n}")
-        if not 0.0 <= near_miss <= 1.0:
-            raise FormalRopeError(f"--near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
-        if seed < 0:
-            raise FormalRopeError(f"--seed must be a non-negative integer, got {seed}")
-        positive_distribution(distribution)
-        # Typer vendors its own Click: compare the parameter source by name.
-        given = {name for name in ("lengths", "n") if getattr(ctx.get_parameter_source(name), "name", "") != "DEFAULT"}
-        row = _check_format_options(data_format, out, next_symbols, language_folder, split or [], bool(given), quiet)
-        next_symbols = True if next_symbols is None else next_symbols
-        if row is not None and row.writes == "file":
-            prepare_out(out, "--out")  # before sampling: a directory or an unwritable folder
-        elif row is not None:
-            prepare_out_folder(out, "--out")  # a FLaRe split is a folder
-        requested, splits = _requested_lengths(row, language_folder, split or [], lengths, n, quiet)
-        language = resolve_language(expression, alphabet)
-        if language.detected and not quiet:
-            print(f"note: {expression!r} {language.detected}", file=sys.stderr)
-        if row is not None:
-            row.check_request(language.alphabet, requested)  # what the format cannot hold, before sampling
-        dfa = language_dfa(language)
-        started = time.perf_counter()
-        if language_folder:
-            _write_folder(language, dfa, row, out, splits, seed, near_miss, distribution, next_symbols, json_output)
-            return
-        sets = _generate(dfa, requested, n, seed, near_miss, quiet, distribution)
-        elapsed = time.perf_counter() - started
-        if out is None:
-            _print_json_lines(sets, dfa, quiet)
-        else:
-            _write_split(language, dfa, sets, row, out, elapsed, distribution, next_symbols, json_output)
+    # Range checks here rather than typer's min/max, so they surface as one-paragraph user errors.
+    if n < 1:
+        raise FormalRopeError(f"--n must be at least 1, got {n}")
+    if not 0.0 <= near_miss <= 1.0:
+        raise FormalRopeError(f"--near-miss is a fraction of the negatives and must lie in [0, 1], got {near_miss}")
+    if seed < 0:
+        raise FormalRopeError(f"--seed must be a non-negative integer, got {seed}")
+    positive_distribution(distribution)
+    # Typer vendors its own Click: compare the parameter source by name.
+    given = {name for name in ("lengths", "n") if getattr(ctx.get_parameter_source(name), "name", "") != "DEFAULT"}
+    row = _check_format_options(data_format, out, next_symbols, language_folder, split or [], bool(given), quiet)
+    next_symbols = True if next_symbols is None else next_symbols
+    if row is not None and row.writes == "file":
+        prepare_out(out, "--out")  # before sampling: a directory or an unwritable folder
+    elif row is not None:
+        prepare_out_folder(out, "--out")  # a FLaRe split is a folder
+    requested, splits = _requested_lengths(row, language_folder, split or [], lengths, n, quiet)
+    language = resolve_language(expression, alphabet)
+    if language.detected and not quiet:
+        print(f"note: {expression!r} {language.detected}", file=sys.stderr)
+    if row is not None:
+        row.check_request(language.alphabet, requested)  # what the format cannot hold, before sampling
+    dfa = language_dfa(language)
+    started = time.perf_counter()
+    if language_folder:
+        _write_folder(language, dfa, row, out, splits, seed, near_miss, distribution, next_symbols, json_output)
+        return
+    sets = _generate(dfa, requested, n, seed, near_miss, quiet, distribution)
+    elapsed = time.perf_counter() - started
+    if out is None:
+        _print_json_lines(sets, dfa, quiet)
+    else:
+        _write_split(language, dfa, sets, row, out, elapsed, distribution, next_symbols, json_output)

@@ -1,5 +1,5 @@
-"""The commands' terminal I/O: input strings read one way everywhere, and a Rich console for stdout
-that never squeezes tables when piped.
+"""The commands' terminal I/O: input strings read one way everywhere, a Rich console for stdout
+that never squeezes tables when piped, and the output helpers several commands share.
 
 Rich assumes 80 columns when stdout is not a terminal, so `formalrope … | less` or `> file` got
 tables folded into narrow columns. Piped output has no width to respect: tables and lines keep
@@ -8,10 +8,13 @@ their natural width (an explicit COLUMNS still wins, as on a terminal).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Sequence
+
+from rich.console import Console
 
 from formal_rope import limits
 from formal_rope.errors import FormalRopeError
@@ -23,12 +26,40 @@ PIPED_WIDTH = 10_000
 
 def stdout_console(**options):
     """A rich Console on stdout: the terminal's width on a terminal, unlimited when piped."""
-    from rich.console import Console  # function-local: rich, off the start-up path
-
     console = Console(**options)
     if not console.is_terminal and "COLUMNS" not in os.environ and "width" not in options:
         console = Console(width=PIPED_WIDTH, **options)
     return console
+
+
+def alphabet_text(alphabet) -> str:
+    """An alphabet as a set: {a, b}."""
+    return "{" + ", ".join(alphabet) + "}"
+
+
+def describe_lengths(lengths: list[int]) -> str:
+    """The lengths as written back: consecutive runs as ranges ('1, 3, 7, 20', '41..500', '1..3, 10')."""
+    parts: list[str] = []
+    ordered = sorted(lengths)
+    start = 0
+    for index in range(1, len(ordered) + 1):
+        if index == len(ordered) or ordered[index] != ordered[index - 1] + 1:
+            low, high = ordered[start], ordered[index - 1]
+            parts.append(str(low) if low == high else (f"{low}, {high}" if high == low + 1 else f"{low}..{high}"))
+            start = index
+    return ", ".join(parts)
+
+
+def json_ready(value):
+    """NaN/inf (a diverged or failed run's accuracy, a diverged loss) -> None, so --json output is
+    strict JSON that every parser accepts (json.dumps would write the non-standard token NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    return value
 
 
 def input_strings(strings: Sequence[str] | None) -> list[str]:

@@ -9,97 +9,23 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from formal_rope.commands import run_options as ro
+from formal_rope.commands.run_options import check_positive, parse_assignments, parse_periods
+from formal_rope.commands.terminal import describe_lengths, json_ready
 from formal_rope.errors import FormalRopeError, Interrupted
-from formal_rope.numbers import int_text
-from formal_rope.training.encodings import encoding_names
+from formal_rope.lang.source import parse_alphabet
+from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig, lengths_fields
+from formal_rope.training.context import context_notes, language_note
+from formal_rope.training.data import data_settings, fit_to_data
+from formal_rope.training.encodings import encoding_names, hybrid_label
+from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
+from formal_rope.training.scales import scale_overrides
 
-
-def parse_periods(text: str | None) -> tuple[int, ...] | None:
-    """'auto' (or nothing) -> None; '2' or '2,3' -> (2,) / (2, 3); anything else is a user error."""
-    if text is None or text.strip().lower() == "auto":
-        return None
-    try:
-        periods = tuple(int_text(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
-    if not periods or min(periods) <= 0:
-        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}")
-    return periods
-
-
-def parse_length_range(text: str, option: str = "--test-lengths") -> tuple[int, int]:
-    """'41..500' -> (41, 500); a single number n -> (n, n); a list is a user error here."""
-    from formal_rope.training.config import lengths_fields  # function-local: numpy, off the start-up path
-
-    fields = lengths_fields(text, option, prefix="range")
-    return fields["range_min_length"], fields["range_max_length"]
-
-
-def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[str, list]:
-    """['steps=100', 'lr_schedule=cosine,constant'] -> {'steps': [100], 'lr_schedule': ['cosine', 'constant']}.
-
-    Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
-    the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
-    wrong type is a user error naming it."""
-    from formal_rope.training.config import field_kind, parse_field_text  # function-local: numpy, off the start-up path
-
-    assignments: dict[str, list] = {}
-    for text in texts or ():
-        name, equals, values = text.partition("=")
-        name = name.strip().replace("-", "_")
-        if not equals or not name:
-            raise FormalRopeError(f"{option} takes FIELD=VALUE[,VALUE...], got {text!r}")
-        field_kind(name)  # unknown field -> error naming it
-        if name in assignments:
-            raise FormalRopeError(f"{option} {name} is given twice; list all its values in one {option} {name}=v1,v2")
-        parts = split_outside_brackets(values)
-        if not parts:
-            raise FormalRopeError(f"{option} {name}= has no value")
-        try:
-            assignments[name] = [parse_field_text(name, part) for part in parts]
-        except FormalRopeError as error:
-            raise FormalRopeError(f"{option} {name}: {error}") from None
-    return assignments
-
-
-def split_outside_brackets(text: str) -> list[str]:
-    """'a,[b,c],d' -> ['a', '[b,c]', 'd'] (empty parts dropped)."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return [part.strip() for part in parts if part.strip()]
-
-
-def check_positive(**counts) -> None:
-    """User error for a count option (given as --name=value) below 1."""
-    for name, value in counts.items():
-        if value is not None and value < 1:
-            raise FormalRopeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-
-
-def inapplicable_options(config, options: dict[str, str]) -> list[str]:
-    """The options (option text -> RunConfig field) that have no effect on `config`'s encoding."""
-    return [option for option, name in options.items() if not config.applies(name)]
-
-
-def json_ready(value):
-    """NaN/inf (a diverged or failed run's accuracy, a diverged loss) -> None, so --json output is
-    strict JSON that every parser accepts (json.dumps would write the non-standard token NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(item) for item in value]
-    return value
+# `sweep` still imports check_positive, json_ready, parse_assignments and parse_periods from here;
+# their home is run_options and terminal.
 
 
 def _length_runs(per_length) -> list[tuple[int, int, float]]:
@@ -117,8 +43,7 @@ def _nnch_text(result) -> str:
     """NNCH's score with what it averages, or why the run has none."""
     lengths = [r for r in result.per_length if r.nnch_n]
     if not math.isnan(result.nnch_accuracy):
-        from formal_rope.commands.sample import describe_lengths  # the lengths as given: 41, 43, 45 is not 41..45
-
+        # the lengths as given: 41, 43, 45 is not 41..45
         return (f"{result.nnch_accuracy:.4f} (uniformly random strings, {lengths[0].nnch_n} per length, mean over "
                 f"lengths {describe_lengths([r.length for r in lengths])}: Delétang et al.'s number)")
     config = result.config
@@ -134,9 +59,6 @@ def _nnch_text(result) -> str:
 
 
 def _render(result, checkpoint: Path | None) -> None:
-    from rich.console import Console  # function-local: rich, off the start-up path
-    from rich.table import Table
-
     console = Console()
     config = result.config
     summary = Table(title=f"train {config.language} with {config.pe}", show_header=False)
@@ -151,8 +73,6 @@ def _render(result, checkpoint: Path | None) -> None:
         )
     summary.add_row("model", f"{config.layers} layers, d_model {config.d_model}, {config.heads} heads")
     if config.is_hybrid():
-        from formal_rope.training.encodings import hybrid_label  # function-local, like the imports above
-
         summary.add_row("hybrid", hybrid_label(config.pe, config.layer_pe, config.window))
     if config.init_from is not None:
         summary.add_row("init from", config.init_from)
@@ -228,11 +148,6 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    from formal_rope.training.config import (  # function-local: numpy, off the start-up path
-        FIELD_APPLIES_TO,
-        SAMPLING_FIELDS,
-    )
-
     useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
     if useless:
         reasons = "; ".join(
@@ -257,8 +172,7 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
 def _resolve_with_notes(config):
     """Resolve the language once (checking it can be trained on and its periods), print a note on
     stderr for each setting without effect on it, and return its DFA."""
-    # function-local: the training stage imports torch, which the start-up path does without
-    from formal_rope.training.context import context_notes, language_note
+    # function-local: training.setup imports torch, which `train --help` does without
     from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods
 
     read_as = language_note(config)
@@ -356,10 +270,6 @@ class TrainSettings(NamedTuple):
 
     def fields(self) -> dict:
         """RunConfig fields of the options given explicitly (None: not given), the text options parsed."""
-        # function-local: numpy and the parsers, off the start-up path
-        from formal_rope.lang.source import parse_alphabet
-        from formal_rope.training.config import lengths_fields
-
         plain = {
             "base": self.base, "rope_fraction": self.rope_fraction, "steps": self.steps, "lr": self.lr,
             "lr_schedule": self.lr_schedule, "warmup_steps": self.warmup_steps, "weight_decay": self.weight_decay,
@@ -382,100 +292,94 @@ class TrainSettings(NamedTuple):
         return fields
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("train")
-    @ro.with_option_groups
-    def train(
-        lang: Optional[str] = typer.Option(
-            None, "--lang",
-            help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the "
-            "data's labels are checked against it.",
-        ),
-        data: Optional[Path] = typer.Option(
-            None, "--data",
-            help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, "
-            "datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md).",
-        ),
-        pe: str = typer.Option("rope", "--pe", help=f"Positional encoding: {encoding_names()}."),
-        settings: TrainSettings = None,
-        set_fields: Optional[list[str]] = typer.Option(
-            None, "--set",
-            help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5.",
-        ),
-        out: Optional[Path] = typer.Option(
-            None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."
-        ),
-        no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
-        threads: Optional[int] = typer.Option(
-            None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."
-        ),
-        device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
-        state_flags: ro.TrainStateFlags = None,
-        json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
-        quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
-    ) -> None:
-        """Train a transformer classifier, evaluate per-length accuracy and N*, and save a checkpoint.
+@ro.with_option_groups
+def train_command(
+    lang: Optional[str] = typer.Option(
+        None, "--lang",
+        help="Language: registry name, ltl:<formula>, re:<regex>, bare expression, or .att file. With --data: the "
+        "data's labels are checked against it.",
+    ),
+    data: Optional[Path] = typer.Option(
+        None, "--data",
+        help="Train and test on files instead of sampling: a FLaRe language folder (main.tok, labels.txt, "
+        "datasets/test/) or an MLRegTest language DIR/<language> (see docs/formats.md).",
+    ),
+    pe: str = typer.Option("rope", "--pe", help=f"Positional encoding: {encoding_names()}."),
+    settings: TrainSettings = None,
+    set_fields: Optional[list[str]] = typer.Option(
+        None, "--set",
+        help="Any RunConfig field, FIELD=VALUE (repeatable), e.g. --set ffn_mult=2 --set grad_clip=0.5.",
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Checkpoint path (.zip; missing folders are created); default checkpoints/<run id>.zip."
+    ),
+    no_save: bool = typer.Option(False, "--no-save", help="Do not write a checkpoint."),
+    threads: Optional[int] = typer.Option(
+        None, "--threads", help="torch CPU threads (default 1, fastest for these small models)."
+    ),
+    device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
+    state_flags: ro.TrainStateFlags = None,
+    json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Train a transformer classifier, evaluate per-length accuracy and N*, and save a checkpoint.
 
-        Example: formalrope train --lang "(ab)*" --pe rope_p --periods auto --scale quick
-        """
-        # function-local: the training stage imports torch, which the start-up path does without
-        from formal_rope.training.config import RunConfig
-        from formal_rope.training.data import data_settings, fit_to_data
-        from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
-        from formal_rope.training.scales import scale_overrides
-        from formal_rope.training.setup import validate_config
-        from formal_rope.training.train import run_training
+    Example: formalrope train --lang "(ab)*" --pe rope_p --periods auto --scale quick
+    """
+    # function-local: training.setup and training.train import torch, which `train --help` does without
+    from formal_rope.training.setup import validate_config
+    from formal_rope.training.train import run_training
 
-        check_positive(threads=threads)
-        if lang is None and data is None:
-            raise FormalRopeError("train needs --lang (a language to sample from) or --data (files to read), or both")
-        explicit = settings.fields()
-        assignments = parse_assignments(set_fields)
-        explicit = _merge_set(explicit, assignments)
-        defaults = dict(scale_overrides(settings.scale)) if settings.scale is not None else {}
-        if data is not None:
-            # The files' training and test lengths replace a scale's; lengths given explicitly
-            # (--train-lengths, --test-lengths, --set) select part of the files' strings instead.
-            defaults.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet")))
-        config = RunConfig(**{"language": lang, "pe": pe, **defaults, **explicit})
-        given = {
-            option: name for option, name in _EFFECT_OPTIONS.items() if name in explicit and name not in assignments
-        }
-        given.update({f"--set {name}": name for name in assignments})
-        _refuse_options_without_effect(config, given, device, threads, out, no_save)
-        if data is not None:
-            config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
-            for note in fitted:
-                _note(note)
-        validate_config(config)
-        if config.init_from is not None:
-            check_init_source(config.init_from, TRAIN_CHECKPOINT_DIR)  # a compiled model or a typo costs nothing
-        dfa = _resolve_with_notes(config)
-        checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
-        state = state_flags.state(config, note=_note)
-        worst_case = ro.worst_case_settings(ro.parse_eval(settings.eval_mode)[1], settings.worst_case_budget)
-        if worst_case is not None and dfa is None:
-            raise FormalRopeError("--eval worst-case labels its strings with the language's DFA; a run on data files "
-                                  "needs --lang for it")
-        try:
-            result, _ = run_training(
-                config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
-                threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
-                init_dir=TRAIN_CHECKPOINT_DIR,
-            )
-        except KeyboardInterrupt:
-            kept = ("no checkpoint was written" if state is None else
-                    f"the training state saved every {state.every:,} steps is kept in {state.uri}; run the same "
-                    "command with --resume to continue from it")
-            raise Interrupted(kept) from None
-        if result.status == "failed":
-            checkpoint = None if result.steps_done == 0 else checkpoint
-        if json_output:
-            payload = result.to_dict()
-            payload["checkpoint"] = str(checkpoint) if checkpoint is not None else None
-            print(json.dumps(json_ready(payload), allow_nan=False))
-        else:
-            _render(result, checkpoint)
-        if result.status == "failed":
-            print(f"run failed: {result.error}", file=sys.stderr)
-            raise typer.Exit(1)
+    check_positive(threads=threads)
+    if lang is None and data is None:
+        raise FormalRopeError("train needs --lang (a language to sample from) or --data (files to read), or both")
+    explicit = settings.fields()
+    assignments = parse_assignments(set_fields)
+    explicit = _merge_set(explicit, assignments)
+    defaults = dict(scale_overrides(settings.scale)) if settings.scale is not None else {}
+    if data is not None:
+        # The files' training and test lengths replace a scale's; lengths given explicitly
+        # (--train-lengths, --test-lengths, --set) select part of the files' strings instead.
+        defaults.update(data_settings(data, language=lang, alphabet=explicit.get("alphabet")))
+    config = RunConfig(**{"language": lang, "pe": pe, **defaults, **explicit})
+    given = {
+        option: name for option, name in _EFFECT_OPTIONS.items() if name in explicit and name not in assignments
+    }
+    given.update({f"--set {name}": name for name in assignments})
+    _refuse_options_without_effect(config, given, device, threads, out, no_save)
+    if data is not None:
+        config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
+        for note in fitted:
+            _note(note)
+    validate_config(config)
+    if config.init_from is not None:
+        check_init_source(config.init_from, TRAIN_CHECKPOINT_DIR)  # a compiled model or a typo costs nothing
+    dfa = _resolve_with_notes(config)
+    checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
+    state = state_flags.state(config, note=_note)
+    worst_case = ro.worst_case_settings(ro.parse_eval(settings.eval_mode)[1], settings.worst_case_budget)
+    if worst_case is not None and dfa is None:
+        raise FormalRopeError("--eval worst-case labels its strings with the language's DFA; a run on data files "
+                              "needs --lang for it")
+    try:
+        result, _ = run_training(
+            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
+            threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
+            init_dir=TRAIN_CHECKPOINT_DIR,
+        )
+    except KeyboardInterrupt:
+        kept = ("no checkpoint was written" if state is None else
+                f"the training state saved every {state.every:,} steps is kept in {state.uri}; run the same "
+                "command with --resume to continue from it")
+        raise Interrupted(kept) from None
+    if result.status == "failed":
+        checkpoint = None if result.steps_done == 0 else checkpoint
+    if json_output:
+        payload = result.to_dict()
+        payload["checkpoint"] = str(checkpoint) if checkpoint is not None else None
+        print(json.dumps(json_ready(payload), allow_nan=False))
+    else:
+        _render(result, checkpoint)
+    if result.status == "failed":
+        print(f"run failed: {result.error}", file=sys.stderr)
+        raise typer.Exit(1)

@@ -27,7 +27,7 @@ from formal_rope.lang.ast import Formula
 from formal_rope.lang.parser import parse_ltl
 from formal_rope.lang.printer import format_ltl
 from formal_rope.model.ir import TransformerIR
-from formal_rope.precision import FloatFormat, f_large, round_to_format
+from formal_rope.precision import f_large, round_to_format
 
 
 @dataclass(frozen=True)
@@ -119,20 +119,22 @@ def _check_schedule_size(schedule: Schedule) -> None:
 def compile_formula(
     formula: Formula | str,
     alphabet: Sequence[str],
-    *,
-    fmt: FloatFormat | str = CompileOptions.fmt,
-    freq: float = CompileOptions.freq,
-    scale: float | None = CompileOptions.scale,
-    certify_mode: str = CompileOptions.certify_mode,
-    certify_max_length: int = CompileOptions.certify_max_length,
+    options: CompileOptions | None = None,
+    **settings,
 ) -> CompiledModel:
     """Compile an LTL[P,Y,MOD] formula (an AST, or its text: ``"P(a) & MOD_2^0"``, an optional
-    ``ltl:`` prefix) into an exact transformer for ``fmt`` (see docs/compiler.md)."""
+    ``ltl:`` prefix) into an exact transformer (see docs/compiler.md).
+
+    The settings are `options` (a CompileOptions, checked when it was built) or, from Python, its
+    fields as keywords: ``fmt="fp32"``, ``freq``, ``scale``, ``certify_mode``, ``certify_max_length``.
+    """
+    if options is None:
+        options = CompileOptions(**settings)
+    elif settings:
+        raise TypeError(f"compile_formula takes options or the keywords {', '.join(settings)}, not both")
     if isinstance(formula, str):
         text = formula.strip()
         formula = parse_ltl(text[4:] if text.lower().startswith("ltl:") else text, tuple(alphabet))
-    options = CompileOptions(fmt=fmt, freq=freq, scale=scale, certify_mode=certify_mode,
-                             certify_max_length=certify_max_length)
     alphabet = tuple(alphabet)
     if not alphabet:
         raise FormalRopeError("the alphabet is empty; pass the symbols the formula reads (--alphabet / alphabet=)")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,10 +69,6 @@ class CompileOptions:
             )
         object.__setattr__(self, "fmt", fmt)
         object.__setattr__(self, "freq", float(self.freq))
-
-    def as_keywords(self) -> dict[str, Any]:
-        """The keyword arguments of `compile_formula` that compile with these options."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass

@@ -19,7 +19,7 @@ another format or native mode; always, for models without a certified length).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -89,10 +89,6 @@ class VerificationOptions:
                 "--verify-to"
             )
         check_mode(self.mode)  # here, because the DFA and the samples come before the evaluation
-
-    def as_keywords(self) -> dict[str, Any]:
-        """The keyword arguments of `verify_compiled` that verify with these options."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
@@ -192,26 +188,26 @@ def _all_strings(alphabet: tuple[str, ...], up_to: int) -> list[tuple[str, ...]]
 
 def verify_compiled(
     compiled: CompiledModel,
+    options: VerificationOptions | None = None,
     *,
     fmt: FloatFormat | str | None = None,
-    mode: str = VerificationOptions.mode,
-    exhaustive_up_to: int = VerificationOptions.exhaustive_up_to,
-    verify_to: int = VerificationOptions.verify_to,
-    per_length: int = VerificationOptions.per_length,
-    seed: int = VerificationOptions.seed,
-    max_states: int | None = VerificationOptions.max_states,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    **settings,
 ) -> VerificationResult:
     """Check the compiled model against the formula's minimal DFA (the module docstring lists the strings).
 
-    `fmt` defaults to the compile format. Returns the counts, the sampled lengths and the shortest
-    disagreements; ``.ok`` is False when the model is wrong on a string inside its certified range.
-    Negative lengths or counts, ``per_length=0`` with sampled lengths, and unknown modes raise
-    FormalRopeError before any work (`VerificationOptions`).
+    The settings are `options` (a VerificationOptions, checked when it was built) or, from Python,
+    its fields as keywords: ``mode``, ``exhaustive_up_to``, ``verify_to``, ``per_length``, ``seed``,
+    ``max_states``. `fmt` defaults to the compile format. Returns the counts, the sampled lengths
+    and the shortest disagreements; ``.ok`` is False when the model is wrong on a string inside its
+    certified range. Negative lengths or counts, ``per_length=0`` with sampled lengths, and unknown
+    modes raise FormalRopeError before any work (`VerificationOptions`).
     """
-    options = VerificationOptions(mode=mode, exhaustive_up_to=exhaustive_up_to, verify_to=verify_to,
-                                  per_length=per_length, seed=seed, max_states=max_states)
+    if options is None:
+        options = VerificationOptions(**settings)
+    elif settings:
+        raise TypeError(f"verify_compiled takes options or the keywords {', '.join(settings)}, not both")
     fmt = compiled.options.fmt if fmt is None else parse_format(fmt)
     alphabet = compiled.alphabet
     exhaustive_n = exhaustive_length(len(alphabet), options.exhaustive_up_to)
