@@ -65,8 +65,8 @@ app = _App(
 )
 
 _COMMAND_MODULES = (
-    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "attack", "phases",
-    "export",
+    "language", "automata", "classify", "sample", "certify", "compile", "train", "sweep", "report", "reproduce",
+    "attack", "phases", "export",
 )
 
 

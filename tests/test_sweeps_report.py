@@ -18,7 +18,7 @@ from sweeps_support import cli as _cli
 
 
 def _captured_figure(monkeypatch):
-    import formal_rope.sweeps.report as report_module
+    import formal_rope.sweeps.report.plots as report_module
 
     captured = []
     monkeypatch.setattr(report_module, "_save_figure", lambda fig, path: captured.append(fig) or Path(path))
@@ -236,13 +236,14 @@ def test_reproduce_tables_follow_the_sweep_files_language_order(tmp_path):
     # The table listed (ab)* before (aa)* when (ab)*'s runs were written first.
     from rich.console import Console
 
-    from formal_rope.commands.sweep import _report
+    from formal_rope.commands.sweep_display import QUIET, print_report
+    from formal_rope.sweeps.report import ReportRequest
 
     for language in ("(ab)*", "(aa)*"):
         run_sweep(expand_grid(spec(languages=[language], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4])),
                   tmp_path, runner=fake_runner)
     for order in (("(aa)*", "(ab)*"), ("(ab)*", "(aa)*")):
-        payload = _report(tmp_path, Console(), False, None, quiet=True, languages=order)
+        payload = print_report(ReportRequest(out=tmp_path, languages=order), Console(), QUIET)
         assert [row["language"] for row in payload["rows"]] == list(order)
 
 

@@ -1,5 +1,6 @@
 """Options shared by `train`, `sweep` and `reproduce`, declared once: annotated types (one line per
-option in a command), and option groups that a command takes as one parameter
+option in a command), the parsers of option values that several commands read (lists, periods,
+--set assignments, counts, strict JSON), and option groups that a command takes as one parameter
 (`with_option_groups`): `RunFlags` (where a sweep's runs execute, their checkpoints) for `sweep`
 and `reproduce`, `TrainStateFlags` (checkpoints) for `train`.
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import typing
 from collections import Counter
 from pathlib import Path
@@ -19,7 +21,9 @@ from typing import Annotated, Callable, NamedTuple, Optional
 import typer
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.numbers import float_text, int_text
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
+from formal_rope.training.config import field_kind, parse_field_text
 
 
 def _markup_escaped(text: str) -> str:
@@ -91,8 +95,6 @@ Window = Annotated[Optional[str], typer.Option(
 def hybrid_fields(layer_pe: str | None, window: str | None) -> dict:
     """The RunConfig fields `--layer-pe` and `--window` give (FormalRopeError naming the field when
     one does not parse; values are checked by validation)."""
-    from formal_rope.training.config import parse_field_text  # function-local: off the start-up path
-
     fields = {}
     if layer_pe is not None:
         fields["layer_pe"] = parse_field_text("layer_pe", layer_pe)
@@ -134,6 +136,116 @@ def worst_case_settings(search: bool, budget: int | None):
     if budget is not None and budget < 0:
         raise FormalRopeError(f"--worst-case-budget must be non-negative, got {budget}")
     return SearchSettings(budget=DEFAULT_BUDGET if budget is None else budget)
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsers shared by commands
+
+
+def split_list(text: str | None, option: str | None = None) -> list[str]:
+    """'a, b' -> ['a', 'b']. With `option` (a list the user gave), an empty list or an empty item is
+    an error rather than a silent fall-back to the default."""
+    if text is None:
+        return []
+    parts = [part.strip() for part in text.split(",")]
+    if option is not None and (not any(parts) or not all(parts)):
+        raise FormalRopeError(f"{option} {text!r}: expected a comma-separated list without empty items")
+    return [part for part in parts if part]
+
+
+def float_list(text: str | None, option: str) -> list[float]:
+    """'1e-4,3e-4' -> [0.0001, 0.0003] (FormalRopeError naming `option` for an item that is no number)."""
+    values = []
+    for part in split_list(text, option):
+        try:
+            values.append(float_text(part))
+        except ValueError:
+            raise FormalRopeError(
+                f"{option}: {part!r} is not a number (expected a comma-separated list like 1e-4,3e-4)"
+            ) from None
+    return values
+
+
+def given(**values) -> dict:
+    """The options given (not None)."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def parse_periods(text: str | None) -> tuple[int, ...] | None:
+    """'auto' (or nothing) -> None; '2' or '2,3' -> (2,) / (2, 3); anything else is a user error."""
+    if text is None or text.strip().lower() == "auto":
+        return None
+    try:
+        periods = tuple(int_text(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
+    if not periods or min(periods) <= 0:
+        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}")
+    return periods
+
+
+def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[str, list]:
+    """['steps=100', 'lr_schedule=cosine,constant'] -> {'steps': [100], 'lr_schedule': ['cosine', 'constant']}.
+
+    Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
+    the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
+    wrong type is a user error naming it."""
+    assignments: dict[str, list] = {}
+    for text in texts or ():
+        name, equals, values = text.partition("=")
+        name = name.strip().replace("-", "_")
+        if not equals or not name:
+            raise FormalRopeError(f"{option} takes FIELD=VALUE[,VALUE...], got {text!r}")
+        field_kind(name)  # unknown field -> error naming it
+        if name in assignments:
+            raise FormalRopeError(f"{option} {name} is given twice; list all its values in one {option} {name}=v1,v2")
+        parts = split_outside_brackets(values)
+        if not parts:
+            raise FormalRopeError(f"{option} {name}= has no value")
+        try:
+            assignments[name] = [parse_field_text(name, part) for part in parts]
+        except FormalRopeError as error:
+            raise FormalRopeError(f"{option} {name}: {error}") from None
+    return assignments
+
+
+def split_outside_brackets(text: str) -> list[str]:
+    """'a,[b,c],d' -> ['a', '[b,c]', 'd'] (empty parts dropped)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [part.strip() for part in parts if part.strip()]
+
+
+def check_positive(**counts) -> None:
+    """User error for a count option (given as --name=value) below 1."""
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            raise FormalRopeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+def json_ready(value):
+    """NaN/inf (a diverged or failed run's accuracy, a diverged loss) -> None, so --json output is
+    strict JSON that every parser accepts (json.dumps would write the non-standard token NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    return value
+
+
+WORKERS_HELP = (
+    "Parallel worker processes (at least 1; with --backend local at most 4 per CPU core, MAX_WORKERS_PER_CORE; "
+    "never more are started than there are units of work)."
+)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,22 +11,9 @@ from typing import NamedTuple, Optional
 import typer
 
 from formal_rope.commands import run_options as ro
+from formal_rope.commands.run_options import check_positive, json_ready, parse_assignments, parse_periods
 from formal_rope.errors import FormalRopeError, Interrupted
-from formal_rope.numbers import int_text
 from formal_rope.training.encodings import encoding_names
-
-
-def parse_periods(text: str | None) -> tuple[int, ...] | None:
-    """'auto' (or nothing) -> None; '2' or '2,3' -> (2,) / (2, 3); anything else is a user error."""
-    if text is None or text.strip().lower() == "auto":
-        return None
-    try:
-        periods = tuple(int_text(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}") from None
-    if not periods or min(periods) <= 0:
-        raise FormalRopeError(f"--periods must be 'auto' or positive integers like 2 or 2,3, got {text!r}")
-    return periods
 
 
 def parse_length_range(text: str, option: str = "--test-lengths") -> tuple[int, int]:
@@ -37,69 +24,9 @@ def parse_length_range(text: str, option: str = "--test-lengths") -> tuple[int, 
     return fields["range_min_length"], fields["range_max_length"]
 
 
-def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[str, list]:
-    """['steps=100', 'lr_schedule=cosine,constant'] -> {'steps': [100], 'lr_schedule': ['cosine', 'constant']}.
-
-    Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
-    the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
-    wrong type is a user error naming it."""
-    from formal_rope.training.config import field_kind, parse_field_text  # function-local: numpy, off the start-up path
-
-    assignments: dict[str, list] = {}
-    for text in texts or ():
-        name, equals, values = text.partition("=")
-        name = name.strip().replace("-", "_")
-        if not equals or not name:
-            raise FormalRopeError(f"{option} takes FIELD=VALUE[,VALUE...], got {text!r}")
-        field_kind(name)  # unknown field -> error naming it
-        if name in assignments:
-            raise FormalRopeError(f"{option} {name} is given twice; list all its values in one {option} {name}=v1,v2")
-        parts = split_outside_brackets(values)
-        if not parts:
-            raise FormalRopeError(f"{option} {name}= has no value")
-        try:
-            assignments[name] = [parse_field_text(name, part) for part in parts]
-        except FormalRopeError as error:
-            raise FormalRopeError(f"{option} {name}: {error}") from None
-    return assignments
-
-
-def split_outside_brackets(text: str) -> list[str]:
-    """'a,[b,c],d' -> ['a', '[b,c]', 'd'] (empty parts dropped)."""
-    parts, depth, current = [], 0, ""
-    for char in text:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    parts.append(current)
-    return [part.strip() for part in parts if part.strip()]
-
-
-def check_positive(**counts) -> None:
-    """User error for a count option (given as --name=value) below 1."""
-    for name, value in counts.items():
-        if value is not None and value < 1:
-            raise FormalRopeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-
-
 def inapplicable_options(config, options: dict[str, str]) -> list[str]:
     """The options (option text -> RunConfig field) that have no effect on `config`'s encoding."""
     return [option for option, name in options.items() if not config.applies(name)]
-
-
-def json_ready(value):
-    """NaN/inf (a diverged or failed run's accuracy, a diverged loss) -> None, so --json output is
-    strict JSON that every parser accepts (json.dumps would write the non-standard token NaN)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(item) for item in value]
-    return value
 
 
 def _length_runs(per_length) -> list[tuple[int, int, float]]:
