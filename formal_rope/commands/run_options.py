@@ -23,7 +23,6 @@ import typer
 from formal_rope.errors import FormalRopeError
 from formal_rope.numbers import float_text, int_text
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
-from formal_rope.training.config import field_kind, parse_field_text
 
 
 def _markup_escaped(text: str) -> str:
@@ -95,6 +94,8 @@ Window = Annotated[Optional[str], typer.Option(
 def hybrid_fields(layer_pe: str | None, window: str | None) -> dict:
     """The RunConfig fields `--layer-pe` and `--window` give (FormalRopeError naming the field when
     one does not parse; values are checked by validation)."""
+    from formal_rope.training.config import parse_field_text  # function-local: off the start-up path
+
     fields = {}
     if layer_pe is not None:
         fields["layer_pe"] = parse_field_text("layer_pe", layer_pe)
@@ -190,6 +191,8 @@ def parse_assignments(texts: list[str] | None, option: str = "--set") -> dict[st
     Values are split at commas outside brackets ('periods=[2,3],4' is (2, 3) and (4,)) and typed by
     the RunConfig field (`parse_field_text`); an unknown field, a repeated field or a value of the
     wrong type is a user error naming it."""
+    from formal_rope.training.config import field_kind, parse_field_text  # function-local: off the start-up path
+
     assignments: dict[str, list] = {}
     for text in texts or ():
         name, equals, values = text.partition("=")

@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass, field
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.sweeps.report import columns
 from formal_rope.sweeps.report.cells import DEFAULT_GROUPING, PE_LABELS, plain_value
-from formal_rope.sweeps.report.columns import COLUMNS
 from formal_rope.sweeps.report.labels import VARIANT_COLUMN
 from formal_rope.sweeps.results import CONFIG_COLUMNS
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, Interval, mean_interval
@@ -179,7 +179,7 @@ def aggregate(runs, by=DEFAULT_GROUPING, language_order=(), level: float = DEFAU
                 runs_searched=int(searched.sum()),
                 n_star_pairs=tuple(sorted(((int(a), int(b)) for a, b in zip(n_star[searched], worst[searched])),
                                           reverse=True)),
-                extra=tuple((column.statistic[0], column.statistic[1](group)) for column in COLUMNS
+                extra=tuple((column.statistic[0], column.statistic[1](group)) for column in columns.COLUMNS
                             if column.statistic is not None),
             )
         )

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from formal_rope.sweeps.report import columns as column_table
 from formal_rope.sweeps.report.aggregate import AggregateRow
 from formal_rope.sweeps.report.cells import cell_text
-from formal_rope.sweeps.report.columns import COLUMNS, Column, TableContext
+from formal_rope.sweeps.report.columns import Column, TableContext
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL
 
 INTERVAL_NOTE = ("intervals: percentile bootstrap of the mean over a cell's runs (10,000 resamples, seed 0) from 5 "
@@ -50,7 +51,8 @@ class ResultsTable:
 
     def columns(self, printer: str) -> list[Column]:
         """The statistics' columns `printer` shows for this table, in table order."""
-        return [column for column in COLUMNS if printer in column.printers and column.shown(self.context)]
+        return [column for column in column_table.COLUMNS
+                if printer in column.printers and column.shown(self.context)]
 
     def headers(self, printer: str) -> list[str]:
         """Every header of `printer`'s table: the grouping's, then the statistics'."""
