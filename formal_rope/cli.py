@@ -49,7 +49,7 @@ class CommandEntry(NamedTuple):
     of its docstring; tests/test_cli_commands.py checks that the two agree)."""
 
     module: str  # formal_rope.commands.<module>
-    function: str | None  # its top-level command function; None: the module's register(app) adds it
+    function: str  # its top-level command function
     summary: str
 
 
@@ -88,15 +88,15 @@ COMMANDS: dict[str, CommandEntry] = {
         "train", "train_command",
         "Train a transformer classifier, evaluate per-length accuracy and N*, and save a checkpoint."),
     "sweep": CommandEntry(
-        "sweep", None,
+        "sweep", "sweep",
         "Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips "
         "finished runs."),
     "report": CommandEntry(
-        "sweep", None,
+        "report", "report",
         "Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's "
         "score (uniform strings, lengths 42..500)."),
     "reproduce": CommandEntry(
-        "sweep", None,
+        "reproduce", "reproduce",
         "Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write "
         "Parquet and a plot."),
     "attack": CommandEntry(
@@ -120,10 +120,7 @@ def load_command(name: str):
     entry = COMMANDS[name]
     module = importlib.import_module(f"formal_rope.commands.{entry.module}")
     holder = _App()
-    if entry.function is None:  # a module that still adds its commands with register(app)
-        module.register(holder)
-    else:
-        holder.command(name)(getattr(module, entry.function))
+    holder.command(name)(getattr(module, entry.function))
     info = next(info for info in holder.registered_commands
                 if (info.name or typer.main.get_command_name(info.callback.__name__)) == name)
     return typer.main.get_command_from_info(

@@ -15,7 +15,7 @@ import typer.main
 from formal_rope.cli import COMMANDS, app, load_command
 
 COMMANDS_DIR = Path(__file__).resolve().parent.parent / "formal_rope" / "commands"
-SHARED = {"formal_rope.commands.run_options", "formal_rope.commands.terminal"}
+SHARED = {"formal_rope.commands.run_options", "formal_rope.commands.terminal", "formal_rope.commands.sweep_display"}
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
@@ -64,5 +64,4 @@ def test_no_command_module_imports_another_ones_helpers():
                     f"formal_rope.commands.{alias.name}" for alias in node.names]
                 offenders += [f"{path.name} imports {target}" for target in targets
                               if target.startswith("formal_rope.commands.") and target not in SHARED]
-    # commands/sweep.py still takes four parsers from train (until it imports them from run_options)
-    assert [line for line in offenders if not line.startswith("sweep.py")] == []
+    assert offenders == []

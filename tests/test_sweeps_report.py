@@ -18,7 +18,7 @@ from sweeps_support import cli as _cli
 
 
 def _captured_figure(monkeypatch):
-    import formal_rope.sweeps.report as report_module
+    import formal_rope.sweeps.report.plots as report_module
 
     captured = []
     monkeypatch.setattr(report_module, "_save_figure", lambda fig, path: captured.append(fig) or Path(path))
@@ -236,13 +236,14 @@ def test_reproduce_tables_follow_the_sweep_files_language_order(tmp_path):
     # The table listed (ab)* before (aa)* when (ab)*'s runs were written first.
     from rich.console import Console
 
-    from formal_rope.commands.sweep import _report
+    from formal_rope.commands.sweep_display import QUIET, print_report
+    from formal_rope.sweeps.report import ReportRequest
 
     for language in ("(ab)*", "(aa)*"):
         run_sweep(expand_grid(spec(languages=[language], pes=["nope"], bases=[1e4], seeds=1, lrs=[1e-4])),
                   tmp_path, runner=fake_runner)
     for order in (("(aa)*", "(ab)*"), ("(ab)*", "(aa)*")):
-        payload = _report(tmp_path, Console(), False, None, quiet=True, languages=order)
+        payload = print_report(ReportRequest(out=tmp_path, languages=order), Console(), QUIET)
         assert [row["language"] for row in payload["rows"]] == list(order)
 
 
@@ -359,3 +360,22 @@ def test_compare_messages_name_the_cause_and_a_way_out_that_works(tmp_path, caps
     # A side that matches nothing says which values its column takes.
     code, _, stderr = _cli(capsys, ["report", str(tmp_path), "--compare", "pe=rop", "pe=nope"])
     assert code == 2 and "no run matches 'pe=rop' (pe takes nope, rope)" in " ".join(stderr.split())
+
+
+def test_a_column_is_one_entry_and_every_printer_shows_it(tmp_path, monkeypatch):
+    # docs: adding a report column is one COLUMNS entry; its statistic reaches the Rich table, the
+    # Markdown table and the JSON rows with no other edit.
+    from formal_rope.sweeps.report import RICH, Column, ReportRequest, build_report, columns, markdown_table, number
+
+    run_sweep(expand_grid(spec(languages=["(ab)*"], pes=["nope"], bases=[1e4], seeds=2, lrs=[1e-4])), tmp_path,
+              runner=fake_runner)
+    column = Column("longest mean", lambda row, context: number(row.statistic("longest_mean"), 1),
+                    statistic=("longest_mean", lambda runs: float(runs["test_max_length"].astype(float).mean())))
+    monkeypatch.setattr(columns, "COLUMNS", (*columns.COLUMNS, column))
+    report = build_report(ReportRequest(out=tmp_path))
+    longest = float(report.runs["test_max_length"].astype(float).mean())
+    assert report.payload["rows"][0]["longest_mean"] == longest
+    assert report.table.headers(RICH)[-1] == "longest mean"
+    assert report.table.cells(RICH)[0][-1] == f"{longest:.1f}"
+    markdown = markdown_table(report.rows, report.by).splitlines()
+    assert markdown[0].endswith("| longest mean |") and markdown[2].endswith(f"| {longest:.1f} |")

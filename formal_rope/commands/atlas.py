@@ -173,7 +173,7 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
 
     from formal_rope.atlas.languages import build_language_set
     from formal_rope.atlas.plan import atlas_configs
-    from formal_rope.commands.sweep import _interrupted, _run_with_progress
+    from formal_rope.commands.sweep_display import interrupted, run_with_progress
     from formal_rope.files import write_bytes_atomically
     from formal_rope.sweeps.grid import validate_grid
     from formal_rope.sweeps.plan import swept_fields
@@ -191,10 +191,10 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
                                                   + "\n").encode(), "the atlas's language set")
     console.print(f"[bold]atlas[/] {spec} (seed {seed}): {len(languages)} languages, {len(configs)} runs → {out}")
     try:
-        summary = _run_with_progress(configs, out, console, axes=swept_fields(configs),
+        summary = run_with_progress(configs, out, console, axes=swept_fields(configs),
                                      worst_case=request.worst_case, **options)
     except KeyboardInterrupt:
-        raise _interrupted(configs, out) from None
+        raise interrupted(configs, out) from None
     console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
                   f"{summary.statuses}, {summary.wall_s:.0f}s")
     _report(out, json_output, out / FIGURE_FILE, confidence, extra={"sweep": summary.to_dict()})

@@ -20,7 +20,7 @@ import typer
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings
-from formal_rope.numbers import int_text
+from formal_rope.numbers import float_text, int_text
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
 from formal_rope.training.config import field_kind, lengths_fields, parse_field_text
 from formal_rope.training.packing import pack_key, parse_pack
@@ -174,6 +174,41 @@ def check_positive(**counts) -> None:
     for name, value in counts.items():
         if value is not None and value < 1:
             raise FormalRopeError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+def split_list(text: str | None, option: str | None = None) -> list[str]:
+    """'a, b' -> ['a', 'b']. With `option` (a list the user gave), an empty list or an empty item is
+    an error rather than a silent fall-back to the default."""
+    if text is None:
+        return []
+    parts = [part.strip() for part in text.split(",")]
+    if option is not None and (not any(parts) or not all(parts)):
+        raise FormalRopeError(f"{option} {text!r}: expected a comma-separated list without empty items")
+    return [part for part in parts if part]
+
+
+def float_list(text: str | None, option: str) -> list[float]:
+    """'1e-4,3e-4' -> [0.0001, 0.0003] (FormalRopeError naming `option` for an item that is no number)."""
+    values = []
+    for part in split_list(text, option):
+        try:
+            values.append(float_text(part))
+        except ValueError:
+            raise FormalRopeError(
+                f"{option}: {part!r} is not a number (expected a comma-separated list like 1e-4,3e-4)"
+            ) from None
+    return values
+
+
+def given(**values) -> dict:
+    """The options given (not None)."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+WORKERS_HELP = (
+    "Parallel worker processes (at least 1; with --backend local at most 4 per CPU core, MAX_WORKERS_PER_CORE; "
+    "never more are started than there are units of work)."
+)
 
 
 EVAL_WORDS = ("full", "nstar", "worst-case")

@@ -28,7 +28,7 @@ from formal_rope.classes import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, output_path
 from formal_rope.lang.source import resolve_language
-from formal_rope.sweeps.report import PE_LABELS, Report, build_report, cell_text, plot_n_star
+from formal_rope.sweeps.report import PE_LABELS, Report, ReportRequest, build_report, cell_text, plot_n_star
 from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, compare
 
@@ -48,8 +48,8 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
         raise FormalRopeError(f"cannot write the results page {str(path)!r}: it is a folder; give a file name such "
                               f"as {str(path / 'results.html')!r}")
     target = output_path(path if path.suffix else path.with_name(path.name + ".html"), "the results page")
-    report = build_report(out, by=by, sort=sort, reference=reference, title=title, level=level,
-                          comparison=comparison, metric=metric, languages=languages)
+    report = build_report(ReportRequest(out=out, by=by, sort=sort, reference=reference, title=title, level=level,
+                                        comparison=comparison, metric=metric, languages=languages))
     page = render_page(report, read_results(out).evals, title=title or f"results in {Path(out).name}",
                        reference=reference)
     try:
