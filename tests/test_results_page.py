@@ -156,7 +156,7 @@ def test_dfa_drawing_has_one_node_per_state_and_one_arrow_per_state_pair():
 
 def test_atlas_agreement_section_renders_from_the_atlas_columns(folder):
     report = build_report(folder)
-    runs = report.runs
+    runs = report.runs.drop(columns=["predicted", "predicted_by"])
     assert atlas_agreement_section(runs) == ""
     predicted = np.where(runs["pe"] == "rope_p", "learns", "fails")
     with_atlas = runs.assign(predicted=predicted, predicted_by="classes")
@@ -167,8 +167,10 @@ def test_atlas_agreement_section_renders_from_the_atlas_columns(folder):
     # RoPE_P reaches the longest test length (500) on every run; no other encoding does.
     assert cells[0] == ["classes", "fails", "18", "2", "0/18", f"{np.mean([41, 51, 61] * 2 + [60] * 12):.1f}"]
     assert cells[1] == ["classes", "learns", "6", "2", "6/6", "500.0"]
-    text = render_page(replace(report, runs=with_atlas), read_results(folder).evals, title="t")
+    text = render_page(replace(report, runs=with_atlas), read_results(folder).evals, title="t", atlas=True)
     assert '<section id="atlas"' in text and "predicted by" in text
+    assert '<section id="atlas"' not in render_page(replace(report, runs=with_atlas), read_results(folder).evals,
+                                                    title="t")  # an ordinary sweep's page
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 Builds the language set (`formal_rope.atlas.languages`), plans its runs through the sweep machinery
 (`formal_rope.atlas.plan`), runs them as a sweep (local pool or Ray; a rerun skips finished runs)
-and prints the agreement tables (`formal_rope.atlas.agreement`) and writes the figure. Library
-modules load inside the command: they bring numpy, pandas and torch, which start-up does without.
+and prints the agreement tables (`formal_rope.atlas.agreement`) and writes the figure. This module
+loads only when `atlas` runs (cli.COMMANDS), so it imports the library at its top.
 """
 
 from __future__ import annotations
@@ -14,14 +14,27 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
 
+from formal_rope.atlas.agreement import read_agreement
+from formal_rope.atlas.estimate import calibrate
+from formal_rope.atlas.estimate import estimate as estimate_of
+from formal_rope.atlas.figure import write_figure
+from formal_rope.atlas.languages import build_language_set, language_set_size, with_per_cell
+from formal_rope.atlas.plan import atlas_configs, atlas_request, calibration_config, planned_runs
+from formal_rope.atlas.render import agreement_markdown
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.run_options import check_positive
+from formal_rope.commands.sweep_display import interrupted, run_with_progress
 from formal_rope.commands.terminal import json_ready
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import write_bytes_atomically
+from formal_rope.sweeps.grid import validate_grid
+from formal_rope.sweeps.plan import swept_fields
+from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, ensure_results_dir, finished_run_ids
 
 DEFAULT_OUT = Path("results/atlas")
-LANGUAGES_FILE = "atlas-languages.json"  # the set's entries, beside runs/ and evals/
+LANGUAGES_FILE = ATLAS_LANGUAGES_FILE  # the set's entries, beside runs/ and evals/
 FIGURE_FILE = "atlas.png"
 
 _ESTIMATE_HELP = (
@@ -58,10 +71,6 @@ def _print_json(payload) -> None:
 
 def _report(out: Path, json_output: bool, figure: Path | None, level: float, extra: dict | None = None) -> None:
     """Print the agreement tables of `out` (Markdown, or JSON) and draw the figure."""
-    from formal_rope.atlas.agreement import read_agreement  # function-local: pandas, off the start-up path
-    from formal_rope.atlas.figure import write_figure
-    from formal_rope.atlas.render import agreement_markdown
-
     agreement = read_agreement(out, level)
     written = write_figure(agreement, figure, title=f"atlas: {out}") if figure is not None else None
     if json_output:
@@ -75,11 +84,6 @@ def _report(out: Path, json_output: bool, figure: Path | None, level: float, ext
 
 def _dry_run(request, set_spec: str, seed: int, estimate: bool, workers: int, json_output: bool) -> None:
     """The run count from the set's size (nothing is classified) and, with `estimate`, the core-hours."""
-    from formal_rope.atlas.estimate import calibrate  # function-local: torch, only when calibrating
-    from formal_rope.atlas.estimate import estimate as estimate_of
-    from formal_rope.atlas.languages import language_set_size
-    from formal_rope.atlas.plan import calibration_config, planned_runs
-
     languages = language_set_size(set_spec, seed)
     runs = planned_runs(languages, request.encodings, request.recipe.seeds)
     payload = {"set": set_spec, "seed": seed, "languages": languages,
@@ -153,8 +157,6 @@ def atlas(
     if report_only is not None:
         _report(report_only, json_output, report_only / FIGURE_FILE, confidence)
         return
-    from formal_rope.atlas.languages import with_per_cell  # function-local: numpy, off the start-up path
-    from formal_rope.atlas.plan import atlas_request
 
     spec = set_spec if per_cell is None else with_per_cell(set_spec, per_cell)
     request = atlas_request(_split(pe), scale=scale, seeds=seeds, periods=_periods(periods), eval_mode=eval_mode,
@@ -168,16 +170,7 @@ def atlas(
 
 def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json_output: bool,
                confidence: float) -> None:
-    # function-local: rich, the sweeps stage and the language sets (numpy, pandas) stay off the start-up path
-    from rich.console import Console
 
-    from formal_rope.atlas.languages import build_language_set
-    from formal_rope.atlas.plan import atlas_configs
-    from formal_rope.commands.sweep_display import interrupted, run_with_progress
-    from formal_rope.files import write_bytes_atomically
-    from formal_rope.sweeps.grid import validate_grid
-    from formal_rope.sweeps.plan import swept_fields
-    from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids
 
     console = Console(stderr=True)
     languages = build_language_set(spec, seed)

@@ -11,7 +11,10 @@ import typer
 from rich.console import Console
 
 from formal_rope.commands import run_options as ro
+from formal_rope.commands.sweep_display import JSON, TABLE, note, print_report
 from formal_rope.errors import FormalRopeError
+from formal_rope.sweeps.report import DEFAULT_GROUPING, ReportRequest, reference_table
+from formal_rope.sweeps.results_page import write_results_page
 
 
 def _grouping(text: str | None) -> tuple[str, ...] | None:
@@ -28,7 +31,6 @@ def _grouping(text: str | None) -> tuple[str, ...] | None:
 
 class ReportFlags(NamedTuple):
     """`report`'s options."""
-
     json_output: bool = typer.Option(False, "--json", help="Print the aggregate table as JSON.")
     plot: Optional[Path] = typer.Option(
         None, "--plot",
@@ -75,9 +77,6 @@ class ReportFlags(NamedTuple):
     def request(self, results: Path):
         """What to report of `results`, a `ReportRequest` (FormalRopeError for a malformed option; a
         note for an option that has no effect)."""
-        from formal_rope.commands.sweep_display import note  # function-local: off the start-up path
-        from formal_rope.sweeps.report import DEFAULT_GROUPING, ReportRequest, reference_table
-
         grouping = _grouping(self.by)
         if not 0 < self.confidence < 1:
             raise FormalRopeError(
@@ -98,8 +97,6 @@ def report(
     options: ReportFlags = None,
 ) -> None:
     """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's score (uniform strings, lengths 42..500)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
-    from formal_rope.commands.sweep_display import JSON, TABLE, print_report  # function-local: off the start-up path
-    from formal_rope.sweeps.results_page import write_results_page
 
     request = options.request(results)
     print_report(request, Console(), JSON if options.json_output else TABLE)

@@ -11,14 +11,27 @@ import typer
 from rich.console import Console
 
 from formal_rope.commands import run_options as ro
+from formal_rope.commands.sweep_display import (
+    QUIET,
+    TABLE,
+    dry_run_lines,
+    interrupted,
+    note,
+    print_json,
+    print_report,
+    run_with_progress,
+)
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.deviations import deviation_lines
+from formal_rope.sweeps.grid import variant_run_ids
+from formal_rope.sweeps.plan import check_scale, plan_reproduce, reproduce_tables, swept_fields
+from formal_rope.sweeps.report import ReportRequest
+from formal_rope.sweeps.results import finished_run_ids
+from formal_rope.training.scales import SCALE_SHRINKS
 
 
 def _dry_run_tables(plans, scale: str, console, json_output: bool) -> None:
     """`reproduce --dry-run`: each table's runs and results folder (JSON: {table: {out, runs}})."""
-    from formal_rope.commands.sweep_display import dry_run_lines  # function-local: off the start-up path
-
     if json_output:
         print(json.dumps({plan.name: {"out": str(plan.out), "runs": [{"run_id": c.run_id(), **c.to_dict()}
                                                                       for c in plan.configs]}
@@ -78,11 +91,6 @@ def reproduce(
     ),
 ) -> None:
     """Rerun a table of the core paper (sweeps/<table>.toml): train, evaluate 41…500, print the table, write Parquet and a plot."""  # noqa: E501 (Typer lists the command by this line, breaks included)
-    # function-local: off the start-up path
-    from formal_rope.commands.sweep_display import note, print_json
-    from formal_rope.sweeps.plan import check_scale, plan_reproduce, reproduce_tables
-    from formal_rope.training.scales import SCALE_SHRINKS
-
     reproduce_tables(table)
     check_scale(scale)
     ro.check_positive(workers=workers)
@@ -121,9 +129,6 @@ def reproduce(
 def _checked_options(tables, run: ro.RunFlags, workers: int, console) -> list[tuple]:
     """(plan, run_sweep options) per table: every table's options (state folder, Ray) are checked
     before the first run starts."""
-    from formal_rope.commands.sweep_display import note  # function-local: off the start-up path
-    from formal_rope.sweeps.results import finished_run_ids
-
     checked = []
     for plan in tables:
         for text in plan.notes:
@@ -138,12 +143,6 @@ def _checked_options(tables, run: ro.RunFlags, workers: int, console) -> list[tu
 def _run_table(plan, run_options: dict, scale: str, console, json_output: bool) -> dict:
     """Run one table's sweep, print its report (unless json_output) and its deviations from the
     paper; return the report's JSON document."""
-    # function-local: off the start-up path
-    from formal_rope.commands.sweep_display import QUIET, TABLE, interrupted, print_report, run_with_progress
-    from formal_rope.sweeps.grid import variant_run_ids
-    from formal_rope.sweeps.plan import swept_fields
-    from formal_rope.sweeps.report import ReportRequest
-
     console.print(
         f"[bold]{plan.name}[/] ({plan.spec.description}): {len(plan.configs)} "
         f"runs at {scale} scale → {plan.out}"

@@ -11,7 +11,21 @@ import typer
 from rich.console import Console
 
 from formal_rope.commands import run_options as ro
+from formal_rope.commands.sweep_display import (
+    QUIET,
+    TABLE,
+    dry_run_lines,
+    interrupted,
+    note,
+    print_json,
+    print_report,
+    run_with_progress,
+)
 from formal_rope.lang.source import parse_alphabet
+from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep, swept_fields
+from formal_rope.sweeps.report import ReportRequest
+from formal_rope.sweeps.results import finished_run_ids
+from formal_rope.training.config import lengths_fields
 from formal_rope.training.encodings import encoding_names
 
 
@@ -30,7 +44,6 @@ def _periods(text: str | None):
 
 class GridFlags(NamedTuple):
     """The grid's dedicated axes as `sweep` takes them."""
-
     lang: Optional[list[str]] = typer.Option(
         None, "--lang", help="Language (registry name, expression, ltl:/re:, .att path). Repeat for several."
     )
@@ -64,7 +77,6 @@ class GridFlags(NamedTuple):
 
 class SweepSettings(NamedTuple):
     """Settings `sweep` fixes for every run of the grid."""
-
     steps: Optional[int] = typer.Option(None, "--steps", help="Training steps per run.")
     batch_size: ro.BatchSize = None
     layers: ro.Layers = None
@@ -86,8 +98,6 @@ class SweepSettings(NamedTuple):
 
     def fields(self) -> dict:
         """The RunConfig fields given (FormalRopeError for malformed test lengths)."""
-        from formal_rope.training.config import lengths_fields  # function-local: off the start-up path
-
         fields = ro.given(steps=self.steps, batch_size=self.batch_size, layers=self.layers, d_model=self.d_model,
                             heads=self.heads, n_per_length=self.n_per_length, nnch_samples=self.nnch_samples,
                             eval_mode=ro.parse_eval(self.eval_mode)[0])
@@ -98,7 +108,6 @@ class SweepSettings(NamedTuple):
 
 
 def _dry_run(plan, console, json_output: bool) -> None:
-    from formal_rope.commands.sweep_display import dry_run_lines  # function-local: off the start-up path
 
     if json_output:
         print(json.dumps(plan.runs_payload(), indent=2))
@@ -140,20 +149,6 @@ def sweep(
     json_output: bool = typer.Option(False, "--json", help="Print the summary (and aggregate table) as JSON."),
 ) -> None:
     """Run a grid of training runs (languages × PEs × bases × seeds × lrs × --set axes); rerunning skips finished runs."""  # noqa: E501 (Typer lists the command by this line, breaks included)
-    # function-local: off the start-up path
-    from formal_rope.commands.sweep_display import (
-        QUIET,
-        TABLE,
-        interrupted,
-        note,
-        print_json,
-        print_report,
-        run_with_progress,
-    )
-    from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep, swept_fields
-    from formal_rope.sweeps.report import ReportRequest
-    from formal_rope.sweeps.results import finished_run_ids
-
     ro.check_positive(workers=workers)
     console = Console(stderr=json_output)
     fixed = settings.fields()

@@ -19,6 +19,7 @@ from formal_rope.training.config import RunConfig, RunResult, field_kind
 RUNS = "runs"
 EVALS = "evals"
 MARKER = "formal-rope-results.json"  # identifies a results folder
+ATLAS_LANGUAGES_FILE = "atlas-languages.json"  # an atlas's language set, beside runs/ and evals/ (`formalrope atlas`)
 
 
 def ensure_results_dir(out: str | Path) -> Path:

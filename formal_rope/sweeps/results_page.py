@@ -29,7 +29,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, output_path
 from formal_rope.lang.source import resolve_language
 from formal_rope.sweeps.report import PE_LABELS, Report, ReportRequest, build_report, cell_text, plot_n_star
-from formal_rope.sweeps.results import read_results
+from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, compare
 
 ATLAS_COLUMNS = ("predicted", "predicted_by")  # the atlas's prediction of a run's outcome, and what made it
@@ -51,7 +51,7 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     report = build_report(ReportRequest(out=out, by=by, sort=sort, reference=reference, title=title, level=level,
                                         comparison=comparison, metric=metric, languages=languages))
     page = render_page(report, read_results(out).evals, title=title or f"results in {Path(out).name}",
-                       reference=reference)
+                       reference=reference, atlas=(Path(out) / ATLAS_LANGUAGES_FILE).is_file())
     try:
         with atomic_file(target, "the results page") as temporary:
             temporary.write_text(page, encoding="utf-8")
@@ -60,8 +60,11 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     return target
 
 
-def render_page(report: Report, evals, *, title: str, reference: dict | None = None) -> str:
-    """The page's HTML text for a built report and the folder's `evals` table (pandas)."""
+def render_page(report: Report, evals, *, title: str, reference: dict | None = None, atlas: bool = False) -> str:
+    """The page's HTML text for a built report and the folder's `evals` table (pandas); with `atlas`
+    (the folder holds an atlas: `formalrope atlas` wrote its language set there) the agreement table
+    of the runs' predictions and outcomes (every sweep's runs carry a prediction; an ordinary sweep's
+    page leaves the agreement table to `report` and `atlas`)."""
     runs = report.runs
     languages = list(dict.fromkeys(row.language for row in report.rows if row.language is not None))
     if not languages and "language" in runs.columns:
@@ -74,9 +77,9 @@ def render_page(report: Report, evals, *, title: str, reference: dict | None = N
     if report.notes:
         sections.insert(1, _Section("notes", "Notes", "<ul>" + "".join(f"<li>{_e(note)}</li>" for note in report.notes)
                                     + "</ul>"))
-    atlas = atlas_agreement_section(runs)
-    if atlas:
-        sections.append(_Section("atlas", "Atlas agreement", atlas))
+    agreement = atlas_agreement_section(runs) if atlas else ""
+    if agreement:
+        sections.append(_Section("atlas", "Atlas agreement", agreement))
     for index, language in enumerate(languages):
         sections.append(_Section(f"language-{index + 1}", f"Language {language}",
                                  _language_section(language, runs, evals, f"l{index + 1}")))
