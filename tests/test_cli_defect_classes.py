@@ -190,8 +190,8 @@ def test_train_init_from_a_file_that_is_no_trained_checkpoint_exits_2_and_writes
 
 
 def test_run_training_init_from_a_compiled_model_raises_instead_of_a_failed_run(compiled_model_file, tmp_path):
+    from formal_rope.runs import run_training
     from formal_rope.training.init_from import InitFromError
-    from formal_rope.training.train import run_training
 
     config = tiny_config(init_from=str(compiled_model_file), test_max_length=4, n_per_length=2)
     checkpoint = tmp_path / "out.zip"

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.runs import run_pack, run_training
 from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.packing import group_packs
 from formal_rope.training.setup import build_model, validate_config
-from formal_rope.training.train import run_pack, run_training
 from tests.cli_support import run_main
 
 HYBRID = dict(layer_pe=("rope", "nope"), window=(3, -1))

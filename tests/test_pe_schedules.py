@@ -318,11 +318,11 @@ def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
 
 
 def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
+    from formal_rope.runs import run_training
     from formal_rope.sweeps.results import run_row
     from formal_rope.training.config import RunConfig
     from formal_rope.training.context import context_notes, run_warnings
     from formal_rope.training.positional import fp32_phase_error_bound, rope_turns, turn_phases
-    from formal_rope.training.train import run_training
 
     # The bound holds (it is an upper bound of the measured fp32 phase error) and separates the bases.
     for base in (1e-12, 1e-4, 1e4, 1e12):

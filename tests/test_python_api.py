@@ -28,6 +28,7 @@ SUBPACKAGES = (
     "sweeps",
     "diagnostics",
     "evaluation",
+    "runs",
     "kernels",
     "export",
     "atlas",
@@ -50,7 +51,7 @@ CLI_TO_PYTHON = {
     "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model", "compiler:compile_report",
                 "compiler:CompileOptions", "compiler:VerificationOptions"],
     "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
-    "train": ["training:RunConfig", "training:scale_overrides", "training:run_training", "training:evaluate_model",
+    "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "training:evaluate_model",
               "training:load_checkpoint"],
     "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:validate_grid",
               "sweeps:run_sweep"],
@@ -343,8 +344,9 @@ def test_researcher_workflow_end_to_end(tmp_path):
     from formal_rope.lang import format_ltl, ltl_fragment, parse_ltl, parse_regex
     from formal_rope.model import evaluate, load_runnable, save_model
     from formal_rope.precision import f_large
+    from formal_rope.runs import run_training
     from formal_rope.sampling import decode, test_sets
-    from formal_rope.training import RunConfig, evaluate_model, load_checkpoint, n_star, resolve_dfa, run_training
+    from formal_rope.training import RunConfig, evaluate_model, load_checkpoint, n_star, resolve_dfa
 
     alphabet = ("a", "b")
     # 1. Parse: the regex (ab)* and an LTL[P,MOD] formula meant to define the same language.
@@ -468,7 +470,8 @@ def test_a_config_value_no_run_can_use_is_refused_when_built(field, value, messa
 def test_the_worst_case_search_of_a_trained_run_is_run_training_s_argument():
     """What docs/python_api.md's attack row says works in Python: n_star_worst beside n_star."""
     from formal_rope.evaluation import SearchSettings
-    from formal_rope.training import RunConfig, run_training
+    from formal_rope.runs import run_training
+    from formal_rope.training import RunConfig
 
     config = RunConfig("(ab)*", pe="rope", steps=2, layers=1, d_model=8, heads=1, batch_size=4,
                        test_min_length=41, test_max_length=43, n_per_length=2, nnch_samples=0)

@@ -91,27 +91,14 @@ def _run_with_progress(configs, out: Path, console, axes=(), **run_options):
     """run_sweep with a Rich progress display: a line per finished run, the runs in flight. Off a
     terminal (a log), a line per run as it starts and one as it finishes, and no bar."""
     # function-local: rich and the runner (numpy) stay off the start-up path
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from formal_rope.progress import progress_display
+    from formal_rope.progress import progress_display, work_columns
 
     # The module, not the function: run_sweep is looked up when called (tests replace its trainer).
     from formal_rope.sweeps import runner
 
     live = console.is_terminal
     with progress_display(
-        TextColumn("[bold]sweep"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
+        *work_columns("sweep", "{task.description}"),
         console=console,
         label="sweep",
         lines=0,  # the lines below say what each run does

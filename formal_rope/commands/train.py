@@ -419,12 +419,12 @@ def register(app: typer.Typer) -> None:
         Example: formalrope train --lang "(ab)*" --pe rope_p --periods auto --scale quick
         """
         # function-local: the training stage imports torch, which the start-up path does without
+        from formal_rope.runs import run_training
         from formal_rope.training.config import RunConfig
         from formal_rope.training.data import data_settings, fit_to_data
         from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
         from formal_rope.training.scales import scale_overrides
         from formal_rope.training.setup import validate_config
-        from formal_rope.training.train import run_training
 
         check_positive(threads=threads)
         if lang is None and data is None:
