@@ -166,7 +166,7 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
             importlib.import_module("formal_rope.lang").parse_ltl("a S b"), ("a", "b")),
         lambda: importlib.import_module("formal_rope.model").load_model("no/such/model.zip"),
         lambda: importlib.import_module("formal_rope.training").scale_overrides("huge"),
-        lambda: importlib.import_module("formal_rope.training").validate_config(
+        lambda: importlib.import_module("formal_rope.training").check_config(
             importlib.import_module("formal_rope.training").RunConfig("(ab)*", pe="alibi")),
         lambda: importlib.import_module("formal_rope.sweeps").load_results("no/such/results"),
         lambda: importlib.import_module("formal_rope.sweeps").paper_sweep_path("table3"),

@@ -16,7 +16,7 @@ from formal_rope.runs import run_training
 from formal_rope.training import data as training_data
 from formal_rope.training import setup
 from formal_rope.training.checkpoint import load_checkpoint, read_metadata
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.config import RunConfig, RunResult, check_config
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale
 
@@ -228,6 +228,6 @@ def test_test_near_miss_fraction_shapes_the_test_sets_and_is_validated(capsys):
     assert config.with_(test_near_miss_fraction=0.0).run_id() != config.run_id()
     for bad in (-0.1, 1.5, math.nan):
         with pytest.raises(FormalRopeError, match="test_near_miss_fraction"):
-            setup.validate_config(config.with_(test_near_miss_fraction=bad))
+            check_config(config.with_(test_near_miss_fraction=bad))
     code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--steps", "1", "--set", "test_near_miss_fraction=2"])
     assert code == 2 and "test_near_miss_fraction must lie in [0, 1]" in err

@@ -424,7 +424,6 @@ def register(app: typer.Typer) -> None:
         from formal_rope.training.data import data_settings, fit_to_data
         from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
         from formal_rope.training.scales import scale_overrides
-        from formal_rope.training.setup import validate_config
 
         check_positive(threads=threads)
         if lang is None and data is None:
@@ -447,7 +446,6 @@ def register(app: typer.Typer) -> None:
             config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
             for note in fitted:
                 _note(note)
-        validate_config(config)
         if config.init_from is not None:
             check_init_source(config.init_from, TRAIN_CHECKPOINT_DIR)  # a compiled model or a typo costs nothing
         dfa = _resolve_with_notes(config)

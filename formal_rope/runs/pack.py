@@ -35,7 +35,7 @@ from formal_rope.training.length_generalization import Evaluation
 from formal_rope.training.model import Classifier
 from formal_rope.training.packing import pack_key
 from formal_rope.training.provenance import software_versions, source_commit
-from formal_rope.training.setup import PackIngredients, build_pack, pack_ingredients, validate_pack
+from formal_rope.training.setup import PackIngredients, build_pack, check_pack, pack_ingredients
 from formal_rope.training.state import StateOptions, TrainingStateError, check_state_dir, open_state_store
 from formal_rope.training.train import train_pack
 
@@ -139,7 +139,7 @@ def _prepare(configs: list[RunConfig], options: PackOptions, checkpoint_paths) -
     then the checkpoint path of each run and the pack's ingredients (DFA, data, periods)."""
     if not configs:
         raise FormalRopeError("run_pack needs at least one run")
-    validate_pack(configs, options.device)
+    check_pack(configs, options.device)
     paths = list(checkpoint_paths) if checkpoint_paths is not None else [None] * len(configs)
     if len(paths) != len(configs):
         raise FormalRopeError(f"need one checkpoint path (or None) per run: {len(configs)} runs, {len(paths)} paths")

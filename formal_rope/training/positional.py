@@ -40,7 +40,15 @@ import torch
 from torch import nn
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import describe_period_pairs, period_pairs
+from formal_rope.training.config import (  # noqa: F401 (MAX_PERIOD, partial_rotated_pairs: read here by callers)
+    MAX_PERIOD,
+    check_partial_pairs,
+    check_period_count,
+    check_periods,
+    describe_period_pairs,
+    partial_rotated_pairs,
+    period_pairs,
+)
 from formal_rope.training.encodings import MIXABLE_ENCODINGS, encoding
 from formal_rope.training.packed import PackedLayerNorm, PackedLinear, select_runs_of
 
@@ -177,49 +185,6 @@ def phase_tables(phases: np.ndarray, dtype=np.float32) -> tuple[torch.Tensor, to
         torch.from_numpy(np.cos(phases).astype(dtype)),
         torch.from_numpy(np.sin(phases).astype(dtype)),
     )
-
-
-# A period m is a lookup table of m rotations per pair, whose angles 2*pi*(a*r mod m)/m are formed in
-# float64 from a*r with a <= m/2 and r < m: exact only while a*r < 2^53, i.e. m <= 2^27. Larger
-# periods would also need tables of gigabytes per pair (a MemoryError mid-run, or an int64 overflow
-# beyond 2^63), so they are refused with the other settings, before any work.
-MAX_PERIOD = 2**27
-
-
-def validate_periods(periods) -> tuple[int, ...]:
-    """The periods as a tuple of ints; FormalRopeError unless each is an integer in 1..MAX_PERIOD."""
-    if periods is None or len(periods) == 0:
-        raise FormalRopeError("periodic encodings need at least one period (e.g. --periods 2 or --periods auto)")
-    checked = []
-    for period in periods:
-        # Non-finite floats would raise OverflowError/ValueError from int() instead of this message.
-        finite = not isinstance(period, float) or math.isfinite(period)
-        if isinstance(period, bool) or not finite or int(period) != period or int(period) <= 0:
-            raise FormalRopeError(f"periods must be positive integers, got {period!r}")
-        if int(period) > MAX_PERIOD:
-            raise FormalRopeError(
-                f"period {int(period):,} is too large: a period m is a lookup table of m rotations for each rotary "
-                f"pair, exact and of bounded size only up to m = {MAX_PERIOD:,} (2^27); use a smaller period "
-                "(periods above the longest position never wrap around anyway)"
-            )
-        checked.append(int(period))
-    return tuple(checked)
-
-
-def check_period_count(periods, n_pairs: int, pairs_text: str | None = None) -> tuple[int, ...]:
-    """The validated periods; FormalRopeError when there are more periods than pairs to carry them
-    (each pair gets one period, so the surplus would never be used and the run would silently train
-    the first `n_pairs` periods only). `pairs_text` says what has the pairs (`describe_period_pairs`)."""
-    periods = validate_periods(periods)
-    if len(periods) > n_pairs:
-        unused = ",".join(map(str, periods[n_pairs:]))
-        raise FormalRopeError(
-            f"{len(periods)} periods ({','.join(map(str, periods))}) but "
-            f"{pairs_text or f'the encoding has {n_pairs} rotary pairs'}, and each pair carries one period: "
-            f"{unused} would never be used. Give at most {n_pairs} period{'s' if n_pairs != 1 else ''} (fewer "
-            "are repeated round-robin over the pairs) or a wider model"
-        )
-    return periods
 
 
 def assign_periods(periods, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +374,7 @@ class PeriodicEmbedding(_CachedTables):
 
     def __init__(self, d_model: int, periods) -> None:
         super().__init__(len(periods))
-        self.periods = tuple(validate_periods(p) for p in periods)
+        self.periods = tuple(check_periods(p) for p in periods)
         self.n_pairs = d_model // 2
 
     def _per_run_fields(self):
@@ -455,7 +420,7 @@ class PeriodicRotary(_CachedTables):
 
     def __init__(self, n_pairs: int, periods) -> None:
         super().__init__(len(periods))
-        self.periods = tuple(validate_periods(p) for p in periods)
+        self.periods = tuple(check_periods(p) for p in periods)
         self.n_pairs = n_pairs
 
     def _per_run_fields(self):
@@ -756,23 +721,6 @@ class PositionalSpec:
     rope_fraction: float = 0.5
     phase_precision: str = "fp64"
     layer_pe: tuple[str, ...] | None = None  # a hybrid's encoding per layer (None: `pe` in every layer)
-
-
-def partial_rotated_pairs(fraction: float, n_pairs: int) -> int:
-    """The pairs partial_rope rotates: fraction * pairs rounded half up (2.5 -> 3, not banker's 2)."""
-    return int(math.floor(fraction * n_pairs + 0.5))
-
-
-def check_partial_pairs(fraction: float, n_pairs: int) -> int:
-    """`partial_rotated_pairs`; FormalRopeError when that is no pair at all (the run would be NoPE)."""
-    rotated = partial_rotated_pairs(fraction, n_pairs)
-    if rotated == 0:
-        raise FormalRopeError(
-            f"partial_rope with rope_fraction {fraction:g} rotates no pair: {fraction:g} x {n_pairs} rotary pairs "
-            f"per head = {fraction * n_pairs:g}, which rounds (half up) to 0, so the run would be NoPE. Use a "
-            f"fraction of at least {0.5 / n_pairs:g} (one pair), a wider head, or --pe nope"
-        )
-    return rotated
 
 
 # The base is a float64 (`--base 1e-12` is the double nearest 10^-12) and the phases are exact for

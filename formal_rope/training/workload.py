@@ -89,7 +89,7 @@ def periodic_table_bytes(config: RunConfig) -> float:
     if not (periodic and config.periods):
         return 0.0
     pairs = period_pairs(periodic, config.d_model, config.heads)
-    # Capped before float(): an int beyond float range (validate_periods refuses it first) must not raise here.
+    # Capped before float(): an int beyond float range (check_periods refuses it first) must not raise here.
     largest = min(max(config.periods), 2**64)
     return float(_PERIODIC_TABLE_BYTES_PER_ENTRY) * max(1, pairs) * float(largest)
 
