@@ -322,7 +322,7 @@ def _check_column_types(path: Path, schema, column_types: dict, kind: str) -> No
 
 def _stored_config(path: Path, text) -> RunConfig:
     try:
-        return RunConfig.from_dict(json.loads(text))
+        return RunConfig.from_dict(json.loads(text), record=True)
     except (TypeError, ValueError, FormalRopeError) as error:
         raise FormalRopeError(f"{path}: its 'config' column does not hold a RunConfig ({error})") from None
 

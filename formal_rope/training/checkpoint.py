@@ -224,7 +224,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         kind = metadata.get("kind") if isinstance(metadata, dict) else None
         raise FormalRopeError(f"{str(path)!r} holds a {kind!r} model, not a trained classifier")
     with _checkpoint_problem(path, f"its {METADATA_NAME} does not describe a model (config, alphabet, periods)"):
-        config = RunConfig.from_dict(metadata["config"])
+        config = RunConfig.from_dict(metadata["config"], record=True)
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
         periodic = config.periodic_encoding()

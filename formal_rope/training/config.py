@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 
@@ -76,6 +77,8 @@ DEFAULT_NNCH_SAMPLES = 2
 # RunConfig.language of a run whose strings come only from files (`train --data DIR` without --lang):
 # the language is whatever the labels say, and no DFA exists.
 DATA_LANGUAGE_PREFIX = "data:"
+# True while RunConfig.from_dict reads a run's record (`record=True`): built without `check_config`.
+_READING_RECORD: ContextVar[bool] = ContextVar("reading_run_record", default=False)
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,8 @@ class RunConfig:
             object.__setattr__(self, "test_max_length", lengths[-1])
             contiguous = lengths[-1] - lengths[0] + 1 == len(lengths)
             object.__setattr__(self, "test_lengths", None if contiguous else lengths)
-        check_config(self)
+        if not _READING_RECORD.get():
+            check_config(self)
 
     def _canonical_hybrid(self) -> None:
         """layer_pe and window in canonical form, before the other fields (their `applies` reads
@@ -234,9 +238,11 @@ class RunConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunConfig":
+    def from_dict(cls, data: dict, *, record: bool = False) -> "RunConfig":
         """Inverse of `to_dict` (lists become tuples, None means the default); unknown keys, a
-        missing language or a value of the wrong type are a FormalRopeError."""
+        missing language or a value of the wrong type are a FormalRopeError. record: `data` is the
+        config of a run that was made (a checkpoint's, a result's): it is read as written, without
+        `check_config`, whose checks a file may predate (more periods than pairs, say)."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -246,7 +252,11 @@ class RunConfig:
             )
         if "language" not in data:
             raise FormalRopeError("a RunConfig needs a 'language' (registry name, expression or .att path)")
-        return cls(**data)
+        reading = _READING_RECORD.set(record)
+        try:
+            return cls(**data)
+        finally:
+            _READING_RECORD.reset(reading)
 
     def id_fields(self) -> dict:
         """The fields the run id hashes: language, and every field that applies to the run and
@@ -761,7 +771,7 @@ class RunResult:
     @classmethod
     def from_dict(cls, data: dict) -> "RunResult":
         data = dict(data)
-        data["config"] = RunConfig.from_dict(data["config"])
+        data["config"] = RunConfig.from_dict(data["config"], record=True)
         data["per_length"] = tuple(LengthResult(**r) for r in data.get("per_length", ()))
         for name in ("alphabet", "resolved_periods", "warnings"):
             if data.get(name) is not None:
