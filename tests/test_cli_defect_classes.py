@@ -50,7 +50,8 @@ def tiny_config(**fields):
 @pytest.mark.parametrize("layers, window", [(1, 4), (2, 4), (3, 4), (5, 3), (3, (2, 3, 4))])
 @pytest.mark.parametrize("command", ["train", "sweep"])
 def test_the_all_windowed_note_suggests_a_window_list_that_validates_and_removes_the_note(command, layers, window):
-    from formal_rope.training.config import check_config, parse_field_text
+    from formal_rope.training.checks import check_config
+    from formal_rope.training.config import parse_field_text
     from formal_rope.training.context import run_warnings
 
     config = tiny_config(layers=layers, window=window)

@@ -291,7 +291,8 @@ def test_learned_exact_phases_keep_the_gradient_of_theta_times_i():
 
 
 def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
-    from formal_rope.training.config import RunConfig, check_config
+    from formal_rope.training.checks import check_config
+    from formal_rope.training.config import RunConfig
     from formal_rope.training.context import run_warnings
     from formal_rope.training.positional import partial_rotated_pairs
     from tests.cli_support import run_main

@@ -72,7 +72,7 @@ def test_workload_refuses_what_cannot_finish_or_fit_and_accepts_the_papers_scale
 def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would_be_dropped():
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
-    from formal_rope.training.config import check_config, check_periods
+    from formal_rope.training.checks import check_config, check_periods
     from formal_rope.training.positional import (
         MAX_PERIOD,
         PositionalSpec,

@@ -16,7 +16,8 @@ from formal_rope.runs import run_training
 from formal_rope.training import data as training_data
 from formal_rope.training import setup
 from formal_rope.training.checkpoint import load_checkpoint, read_metadata
-from formal_rope.training.config import RunConfig, RunResult, check_config
+from formal_rope.training.checks import check_config
+from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale
 

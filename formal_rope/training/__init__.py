@@ -37,7 +37,7 @@ _LAZY = {
     "ENCODINGS": "formal_rope.training.encodings",
     "Encoding": "formal_rope.training.encodings",
     "TrainingProgress": "formal_rope.progress",
-    "check_config": "formal_rope.training.config",
+    "check_config": "formal_rope.training.checks",
     "check_device": "formal_rope.training.setup",
     "resolve_dfa": "formal_rope.training.setup",
     "resolve_periods": "formal_rope.training.setup",

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import (  # noqa: F401 (MAX_PERIOD, partial_rotated_pairs: read here by callers)
+from formal_rope.training.checks import (  # noqa: F401 (MAX_PERIOD, partial_rotated_pairs: read here by callers)
     MAX_PERIOD,
     check_partial_pairs,
     check_period_count,
