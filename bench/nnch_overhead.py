@@ -19,11 +19,12 @@ import time
 
 import torch
 
+from formal_rope.runs import run_pack
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data
+from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.scales import scale_overrides
 from formal_rope.training.setup import resolve_dfa
-from formal_rope.training.train import evaluate_pack, run_pack
 
 
 def timed_eval(model, configs, dfa) -> float:

@@ -20,12 +20,13 @@ import time
 import numpy as np
 import torch
 
+from formal_rope.runs import run_training
 from formal_rope.training.config import RunConfig
+from formal_rope.training.evaluate import evaluate_model
 from formal_rope.training.length_generalization import n_star
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.scales import scale_overrides
 from formal_rope.training.setup import resolve_dfa
-from formal_rope.training.train import evaluate_model, run_training
 
 
 def naive_nstar(model, config: RunConfig, dfa) -> tuple[int, list[float]]:

@@ -92,16 +92,18 @@ def _train_worker(root: str, dims: str, runs: int, first_seed: int, window: tupl
     import torch
 
     torch.set_num_threads(threads)
+    from formal_rope.training import data as training_data
+    from formal_rope.training import setup
     from formal_rope.training import train as trainer
 
     # On a GPU the attention is PyTorch's fused SDPA path ("torch"), so the check measures packing
     # rather than the Triton kernel's autotuning (bench/attention.py measures that).
     configs = [_config(dims, first_seed + r, 10**6).with_(attention="torch") for r in range(runs)]
-    dfa = trainer.resolve_dfa(configs[0])
-    model = trainer.build_pack(configs, len(dfa.alphabet), [None] * runs).to(device)
+    dfa = setup.resolve_dfa(configs[0])
+    model = setup.build_pack(configs, len(dfa.alphabet), [None] * runs).to(device)
     if compiled:  # what the trainer calls each step (a step's bucket counts vary: dynamic shapes)
         model.forward_layout = torch.compile(model.forward_layout, dynamic=True)
-    data = [trainer.run_data(c, dfa) for c in configs]
+    data = [training_data.run_data(c, dfa) for c in configs]
     timer = _Window(*window)
     try:
         trainer.train_pack(model, configs, data, device=device, on_step=timer)
@@ -117,12 +119,13 @@ def _legacy_worker(root: str, dims: str, runs: int, first_seed: int, window: tup
     import torch
 
     torch.set_num_threads(threads)
+    from formal_rope.training import setup
     from formal_rope.training import train as trainer
 
     config = _config(dims, first_seed, 10**6)
-    dfa = trainer.resolve_dfa(config)
+    dfa = setup.resolve_dfa(config)
     torch.manual_seed(config.seed)
-    model = trainer.build_model(config, len(dfa.alphabet), None)
+    model = setup.build_model(config, len(dfa.alphabet), None)
     timer = _Window(*window)
     try:
         trainer.train_model(model, config, dfa, report=timer, log_every=1)
@@ -203,19 +206,20 @@ def eval_ratio(root: Path, runs: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from formal_rope.training import train as trainer
+    from formal_rope.training import data as training_data
+    from formal_rope.training import evaluate, setup
 
     configs = [
         _config("quick", seed, 5).with_(n_per_length=16, test_max_length=200, eval_mode="full") for seed in range(runs)
     ]
-    dfa = trainer.resolve_dfa(configs[0])
-    model = trainer.build_pack(configs, len(dfa.alphabet), [None] * runs)
-    data = [trainer.run_data(c, dfa) for c in configs]
+    dfa = setup.resolve_dfa(configs[0])
+    model = setup.build_pack(configs, len(dfa.alphabet), [None] * runs)
+    data = [training_data.run_data(c, dfa) for c in configs]
     started = time.perf_counter()
-    packed = trainer.evaluate_pack(model, configs, data)
+    packed = evaluate.evaluate_pack(model, configs, data)
     packed_s = time.perf_counter() - started
     started = time.perf_counter()
-    single = [trainer.evaluate_pack(model.select_runs([r]), [configs[r]], [data[r]])[0] for r in range(runs)]
+    single = [evaluate.evaluate_pack(model.select_runs([r]), [configs[r]], [data[r]])[0] for r in range(runs)]
     sequential_s = time.perf_counter() - started
     assert [e.per_length for e in packed] == [e.per_length for e in single]
     return {"runs": runs, "packed_s": packed_s, "sequential_s": sequential_s, "ratio": sequential_s / packed_s}

@@ -136,12 +136,13 @@ def _ours_worker(dims: str, runs: int, batch: int, seed: int, window: tuple, que
     import torch
 
     torch.set_num_threads(1)
+    from formal_rope.training import setup
     from formal_rope.training import train as trainer
     from formal_rope.training.setup import pack_ingredients
 
     configs = [_config(dims, seed + r, 10**6).with_(batch_size=batch, attention="torch") for r in range(runs)]
     ingredients = pack_ingredients(configs)
-    model = trainer.build_pack(configs, len(ingredients.alphabet), ingredients.periods)
+    model = setup.build_pack(configs, len(ingredients.alphabet), ingredients.periods)
     timer = _Window(*window)
     try:
         trainer.train_pack(model, configs, ingredients.data, on_step=timer)

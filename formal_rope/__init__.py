@@ -9,6 +9,8 @@ Stages (one sub-package each), following the data:
   model/      transformer IR and evaluator (native torch dtypes or emulated formats)
   compiler/   LTL[P,Y,MOD] formula -> model IR, verification against the DFA; certified ranges
   training/   config -> trained classifier, positional-encoding zoo, N* evaluation
+  evaluation/ worst-case search of saved or trained models
+  runs/       configs -> trained, evaluated, searched runs -> results (above training and evaluation)
   sweeps/     grids of runs -> Parquet -> reports and plots
   kernels/    fused rotary attention (torch reference, Triton)
   commands/   thin Typer command groups used by formal_rope.cli

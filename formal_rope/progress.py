@@ -4,12 +4,15 @@ Off a terminal (output redirected to a file, a pipe, a CI log) a Rich bar draws 
 runs and, at its end, one frame squeezed into 80 columns (`100/… 0:00… eta 0:00:…`). A log wants
 the opposite: a complete line per unit of work as it finishes, never cut. `progress_display` gives
 the bar on a terminal and a `LineProgress` (the same calls) elsewhere, for every command and for
-training, so that their logs read alike.
+training, so that their logs read alike. A run's stages (train, eval, worst-case search) report
+`TrainingProgress` events; `RunProgress` draws them (or hands them to a callback), and the columns of
+a bar with a count, times and a text field are `work_columns`, shared by runs and sweeps.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 DEFAULT_LINES = 10  # lines per task off a terminal: one per tenth of its total (and none for a total of 0)
@@ -24,6 +27,83 @@ def progress_display(*columns, console, label: str, lines: int = DEFAULT_LINES, 
 
         return Progress(*columns, console=console, transient=transient)
     return LineProgress(console, label, lines)
+
+
+def work_columns(title: str, detail: str) -> tuple:
+    """The columns of a bar over units of work: bold `title`, the bar, done/total, the text
+    `detail` (a Rich format string over the task), elapsed time and the time left."""
+    from rich.progress import (  # function-local: rich loads only where a bar is drawn
+        BarColumn,
+        MofNCompleteColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return (TextColumn(f"[bold]{title}"), BarColumn(), MofNCompleteColumn(), TextColumn(detail),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+
+
+@dataclass(frozen=True)
+class TrainingProgress:
+    """What a progress callback receives: stage "train" (per logging interval), "eval" (per length)
+    or "search" (per length of the worst-case search, `--eval worst-case`)."""
+
+    stage: str
+    done: int
+    total: int
+    loss: float | None = None
+    accuracy: float | None = None
+    info: dict = field(default_factory=dict)
+
+
+ProgressArg = bool | Callable[[TrainingProgress], None]
+
+
+class RunProgress:
+    """A run's (or a pack's) progress: a Rich bar (True), a user callback, or nothing (False)."""
+
+    def __init__(self, progress: ProgressArg, description: str) -> None:
+        self.callback = progress if callable(progress) else None
+        self.bar = None
+        if progress is True:
+            from rich.console import Console  # function-local: rich loads only where a bar is drawn
+
+            # stderr keeps stdout clean for --json output; off a terminal, a plain line per tenth of a stage.
+            self.bar = progress_display(*work_columns("{task.description}", "{task.fields[info]}"),
+                                        console=Console(stderr=True), label=description)
+            self.bar.start()
+        self.description = description
+        self.task = None
+
+    def stage(self, name: str, total: int) -> None:
+        if self.bar is not None:
+            if self.task is not None:
+                self.bar.stop_task(self.task)
+            self.task = self.bar.add_task(f"{self.description} {name}", total=total, info="")
+
+    def update(self, event: TrainingProgress) -> None:
+        if self.callback is not None:
+            self.callback(event)
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, completed=event.done, info=_describe(event))
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _describe(event: TrainingProgress) -> str:
+    """The bar's text for one event: loss and accuracy while training, N* so far afterwards."""
+    if event.stage == "train":
+        runs = event.info.get("runs", 1)
+        pack = f" ({event.info.get('active', runs)}/{runs} runs)" if runs > 1 else ""
+        return (f"loss {event.loss:.4f} acc {event.accuracy:.3f} "
+                f"{event.info.get('steps_per_s', 0):.0f} steps/s{pack}")
+    if event.stage == "search":
+        return (f"len {event.info.get('length')} worst-case N* so far {event.info.get('n_star_worst')} "
+                f"({event.info.get('tried')} strings)")
+    return f"len {event.info.get('length')} acc {event.accuracy:.3f} N* so far {event.info.get('n_star')}"
 
 
 @dataclass

@@ -12,13 +12,13 @@ import pytest
 from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED, agreement_of, read_agreement
 from formal_rope.atlas.figure import figure_cells, write_figure
 from formal_rope.atlas.plan import atlas_configs, atlas_request, encoding_label, parse_encoding, planned_runs
-from formal_rope.atlas.predicted import formula_in_ltl_p_y, mlregtest_class_of, run_prediction
 from formal_rope.atlas.render import agreement_markdown
 from formal_rope.automata import language_dfa
 from formal_rope.classes import classify
 from formal_rope.lang.source import resolve_language
 from formal_rope.sweeps.results import RUNS, read_results, write_run
 from formal_rope.theory import EXPRESSIBLE, NOT_EXPRESSIBLE, PREDICTION_COLUMNS, predict_run
+from formal_rope.theory.runs import formula_in_ltl_p_y, mlregtest_class_of, run_prediction
 from formal_rope.training.config import RunConfig, RunResult
 
 REPO = Path(__file__).resolve().parent.parent

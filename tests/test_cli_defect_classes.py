@@ -50,9 +50,9 @@ def tiny_config(**fields):
 @pytest.mark.parametrize("layers, window", [(1, 4), (2, 4), (3, 4), (5, 3), (3, (2, 3, 4))])
 @pytest.mark.parametrize("command", ["train", "sweep"])
 def test_the_all_windowed_note_suggests_a_window_list_that_validates_and_removes_the_note(command, layers, window):
+    from formal_rope.training.checks import check_config
     from formal_rope.training.config import parse_field_text
     from formal_rope.training.context import run_warnings
-    from formal_rope.training.setup import validate_config
 
     config = tiny_config(layers=layers, window=window)
     notes = [note for note in run_warnings(config, command) if "sliding window" in note]
@@ -60,7 +60,7 @@ def test_the_all_windowed_note_suggests_a_window_list_that_validates_and_removes
     (option, value), = [found for found in suggestions(notes[0]) if found[0] == "--window"]
     assert option in command_options(command)
     followed = tiny_config(layers=layers, window=parse_field_text("window", value))
-    validate_config(followed)  # the suggestion's window list fits the layer count (it used to list 5 for 2)
+    check_config(followed)  # the suggestion's window list fits the layer count (it used to list 5 for 2)
     assert not [note for note in run_warnings(followed, command) if "sliding window" in note]
 
 
@@ -190,8 +190,8 @@ def test_train_init_from_a_file_that_is_no_trained_checkpoint_exits_2_and_writes
 
 
 def test_run_training_init_from_a_compiled_model_raises_instead_of_a_failed_run(compiled_model_file, tmp_path):
+    from formal_rope.runs import run_training
     from formal_rope.training.init_from import InitFromError
-    from formal_rope.training.train import run_training
 
     config = tiny_config(init_from=str(compiled_model_file), test_max_length=4, n_per_length=2)
     checkpoint = tmp_path / "out.zip"

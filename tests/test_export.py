@@ -139,8 +139,8 @@ TRAINED_PES = POSITIONAL_ENCODINGS
 def trained_checkpoints(tmp_path_factory):
     """One tiny trained checkpoint per positional encoding (a few steps: what matters is that the
     weights, learned frequencies and content projectors are no longer at their initial values)."""
+    from formal_rope.runs import run_training
     from formal_rope.training.config import RunConfig
-    from formal_rope.training.train import run_training
 
     torch.set_num_threads(1)
     folder = tmp_path_factory.mktemp("trained")

@@ -23,10 +23,10 @@ from cli_support import run_main
 from formal_rope.compiler import compile_formula
 from formal_rope.model import evaluate
 from formal_rope.model import forward as forward_module
+from formal_rope.runs import run_pack
 from formal_rope.training.config import RunConfig
 from formal_rope.training.packing import pack_key
 from formal_rope.training.state import StateOptions, TrainingStateError, open_state_store
-from formal_rope.training.train import run_pack
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +77,7 @@ def test_run_on_a_diverged_checkpoint_warns(tmp_path):
 
     import torch
 
-    from formal_rope.training import run_training
+    from formal_rope.runs import run_training
     from formal_rope.training.checkpoint import UnhealthyCheckpointWarning, load_checkpoint, save_checkpoint
 
     torch.set_num_threads(1)

@@ -13,10 +13,11 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.runs import run_pack, run_training
+from formal_rope.training.checks import check_config
 from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.packing import group_packs
-from formal_rope.training.setup import build_model, validate_config
-from formal_rope.training.train import run_pack, run_training
+from formal_rope.training.setup import build_model
 from tests.cli_support import run_main
 
 HYBRID = dict(layer_pe=("rope", "nope"), window=(3, -1))
@@ -71,7 +72,7 @@ def test_text_forms_of_layer_pe_and_window():
 ])
 def test_bad_values_are_refused_naming_the_field(changes, field):
     with pytest.raises(FormalRopeError, match=field):
-        validate_config(_tiny(**changes))
+        check_config(_tiny(**changes))
 
 
 def test_bad_values_exit_2_on_the_command_line(capsys):
@@ -84,7 +85,7 @@ def test_bad_values_exit_2_on_the_command_line(capsys):
 
 def test_rope_p_layers_take_the_resolved_periods():
     config = _tiny(layer_pe=("rope_p", "nope"), window=None, periods=(2,))
-    validate_config(config)
+    check_config(config)
     assert config.applies("periods") and not config.applies("base")
     result, _ = run_training(config.with_(steps=3), progress=False)
     assert result.status == "ok" and result.resolved_periods == (2,)
@@ -256,7 +257,7 @@ def test_trainable_layer_encodings_use_their_own_layer_index(tmp_path, capsys):
     from formal_rope.training.checkpoint import load_checkpoint
 
     config = _tiny(layers=3, layer_pe=("jof_projected", "nope", "jof_projected"), window=(3, -1, 3))
-    validate_config(config)
+    check_config(config)
     torch.manual_seed(0)
     model = build_model(config, 2, None).eval()
     module = model.positional.encodings[0]
@@ -292,7 +293,7 @@ def test_hybrids_with_trainable_layers_export_with_formalrope_run_verdicts(layer
     from tests.test_export import _checkpoint_logits, _random_words, _verdicts
 
     config = _tiny(layers=3, layer_pe=layer_pe, window=(3, -1, 5))
-    validate_config(config)
+    check_config(config)
     torch.manual_seed(0)
     model = build_model(config, 2, None)
     generator = torch.Generator().manual_seed(1)

@@ -17,8 +17,8 @@ from formal_rope.sampling import test_sets, uniform_set, write_flare_split
 from formal_rope.sampling.text import decode
 from formal_rope.training.config import DEFAULT_NNCH_SAMPLES, ID_NEUTRAL, RunConfig
 from formal_rope.training.data import run_data
+from formal_rope.training.evaluate import evaluate_model, evaluate_pack
 from formal_rope.training.nnch import is_nnch_length
-from formal_rope.training.train import evaluate_model, evaluate_pack
 from tests.cli_support import run_main
 
 

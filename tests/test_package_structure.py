@@ -173,3 +173,38 @@ def test_library_imports_inside_functions_say_why():
         if site.local and site.targets and not site.commented and not site.module.startswith(START_UP_MODULES)
     ]
     assert offenders == []
+
+
+def package_of(module: str) -> str:
+    """The sub-package a module belongs to (formal_rope.training.setup -> formal_rope.training);
+    a module directly under formal_rope is its own node (formal_rope.progress)."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph() -> dict[str, set[str]]:
+    """formal_rope's sub-packages (and top-level modules), each with the others it imports from."""
+    edges: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        if module == "formal_rope":
+            continue  # the root package's own __init__ belongs to no stage
+        source = package_of(module)
+        edges.setdefault(source, set()).update(
+            package_of(target) for target in targets if target != "formal_rope" and package_of(target) != source)
+    return edges
+
+
+def test_package_graph_sees_a_planted_upward_import():
+    edges = package_graph()
+    assert "formal_rope.training" in edges["formal_rope.runs"]
+    assert "formal_rope.evaluation" in edges["formal_rope.runs"]
+    planted = {**edges, "formal_rope.training": edges["formal_rope.training"] | {"formal_rope.runs"}}
+    assert ["formal_rope.runs", "formal_rope.training"] in [
+        [name for name in component if name in ("formal_rope.runs", "formal_rope.training")]
+        for component in strongly_connected(planted)
+    ]
+
+
+def test_no_package_imports_a_package_above_it():
+    # A package-level cycle (training -> evaluation -> training) means neither package can be read,
+    # tested or changed without the other; function-local imports count here too.
+    assert strongly_connected(package_graph()) == []

@@ -187,7 +187,8 @@ def test_the_documented_recipe_adds_an_encoding_that_trains_checkpoints_exports_
         from formal_rope.cli import main
         from formal_rope.export import export_model, load_exported
         from formal_rope.sweeps.report import PE_LABELS
-        from formal_rope.training import RunConfig, load_checkpoint, run_training
+        from formal_rope.runs import run_training
+        from formal_rope.training import RunConfig, load_checkpoint
         from formal_rope.training.config import FIELD_APPLIES_TO, POSITIONAL_ENCODINGS
 
         config = RunConfig("(ab)*", pe="p_rope", base=100.0, rope_fraction=0.5, steps=4, batch_size=8, layers=1,

@@ -286,10 +286,10 @@ def test_learned_exact_phases_keep_the_gradient_of_theta_times_i():
 
 
 def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
+    from formal_rope.training.checks import check_config
     from formal_rope.training.config import RunConfig
     from formal_rope.training.context import run_warnings
     from formal_rope.training.encodings.phases import partial_rotated_pairs
-    from formal_rope.training.setup import validate_config
     from tests.cli_support import run_main
 
     assert partial_rotated_pairs(0.5, 5) == 3  # 2.5 -> 3 (banker's rounding gave 2)
@@ -299,9 +299,8 @@ def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
     assert np.count_nonzero(five.frequencies[0]) == 3
     with pytest.raises(FormalRopeError, match=r"rope_fraction 0.1 rotates no pair: 0.1 x 4 rotary pairs"):
         build_positional(PositionalSpec(pe="partial_rope", d_model=16, heads=2, layers=1, rope_fraction=0.1))
-    config = RunConfig("(ab)*", pe="partial_rope", rope_fraction=0.1, d_model=16, heads=2)
     with pytest.raises(FormalRopeError, match="rotates no pair"):
-        validate_config(config)
+        check_config(RunConfig("(ab)*", pe="partial_rope", rope_fraction=0.1, d_model=16, heads=2))
     code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--pe", "partial_rope", "--rope-fraction", "0.1",
                                      "--d-model", "16", "--heads", "2", "--steps", "1", "--no-save"])
     assert code == 2 and "rotates no pair" in err and "0.1 x 4" in err
@@ -313,11 +312,11 @@ def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
 
 
 def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
+    from formal_rope.runs import run_training
     from formal_rope.sweeps.results import run_row
     from formal_rope.training.config import RunConfig
     from formal_rope.training.context import context_notes, run_warnings
     from formal_rope.training.encodings.phases import fp32_phase_error_bound, rope_turns, turn_phases
-    from formal_rope.training.train import run_training
 
     # The bound holds (it is an upper bound of the measured fp32 phase error) and separates the bases.
     for base in (1e-12, 1e-4, 1e4, 1e12):

@@ -28,6 +28,7 @@ SUBPACKAGES = (
     "sweeps",
     "diagnostics",
     "evaluation",
+    "runs",
     "kernels",
     "export",
     "atlas",
@@ -50,7 +51,7 @@ CLI_TO_PYTHON = {
     "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model", "compiler:compile_report",
                 "compiler:CompileOptions", "compiler:VerificationOptions"],
     "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
-    "train": ["training:RunConfig", "training:scale_overrides", "training:run_training", "training:evaluate_model",
+    "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "training:evaluate_model",
               "training:load_checkpoint"],
     "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:validate_grid",
               "sweeps:run_sweep"],
@@ -60,6 +61,9 @@ CLI_TO_PYTHON = {
     "export": ["export:export_model", "export:load_exported", "export:transformer_lens_obstacles"],
     "attack": ["model:load_runnable", "evaluation:worst_case", "evaluation:SearchSettings", "evaluation:model_dfa",
                "evaluation:model_language"],
+    "atlas": ["atlas:build_language_set", "atlas:atlas_request", "atlas:atlas_configs", "sweeps:run_sweep",
+              "atlas:read_agreement", "atlas:agreement_markdown", "atlas:write_figure", "atlas:planned_runs",
+              "atlas:calibrate", "atlas:estimate"],
     "phases": ["diagnostics:load_model_any", "diagnostics:capture_heads", "diagnostics:phases_summary",
                "diagnostics:decompose_head", "diagnostics:check_lemma1", "diagnostics:check_phase_options"],
 }
@@ -165,7 +169,7 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
             importlib.import_module("formal_rope.lang").parse_ltl("a S b"), ("a", "b")),
         lambda: importlib.import_module("formal_rope.model").load_model("no/such/model.zip"),
         lambda: importlib.import_module("formal_rope.training").scale_overrides("huge"),
-        lambda: importlib.import_module("formal_rope.training").validate_config(
+        lambda: importlib.import_module("formal_rope.training").check_config(
             importlib.import_module("formal_rope.training").RunConfig("(ab)*", pe="alibi")),
         lambda: importlib.import_module("formal_rope.sweeps").load_results("no/such/results"),
         lambda: importlib.import_module("formal_rope.sweeps").paper_sweep_path("table3"),
@@ -343,8 +347,9 @@ def test_researcher_workflow_end_to_end(tmp_path):
     from formal_rope.lang import format_ltl, ltl_fragment, parse_ltl, parse_regex
     from formal_rope.model import evaluate, load_runnable, save_model
     from formal_rope.precision import f_large
+    from formal_rope.runs import run_training
     from formal_rope.sampling import decode, test_sets
-    from formal_rope.training import RunConfig, evaluate_model, load_checkpoint, n_star, resolve_dfa, run_training
+    from formal_rope.training import RunConfig, evaluate_model, load_checkpoint, n_star, resolve_dfa
 
     alphabet = ("a", "b")
     # 1. Parse: the regex (ab)* and an LTL[P,MOD] formula meant to define the same language.
@@ -468,7 +473,8 @@ def test_a_config_value_no_run_can_use_is_refused_when_built(field, value, messa
 def test_the_worst_case_search_of_a_trained_run_is_run_training_s_argument():
     """What docs/python_api.md's attack row says works in Python: n_star_worst beside n_star."""
     from formal_rope.evaluation import SearchSettings
-    from formal_rope.training import RunConfig, run_training
+    from formal_rope.runs import run_training
+    from formal_rope.training import RunConfig
 
     config = RunConfig("(ab)*", pe="rope", steps=2, layers=1, d_model=8, heads=1, batch_size=4,
                        test_min_length=41, test_max_length=43, n_per_length=2, nnch_samples=0)

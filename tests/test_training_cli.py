@@ -239,7 +239,7 @@ def test_as_many_periods_as_pairs_train_and_fewer_are_repeated_over_the_pairs(ca
 
 def test_a_failed_run_has_no_n_star(monkeypatch, capsys):
     # Regression: a failed run showed `N* 0` and JSON "n_star": 0, as if it had been measured.
-    import formal_rope.training.train as training
+    import formal_rope.runs.pack as training
 
     def broken(*args, **kwargs):
         raise RuntimeError("evaluation exploded")

@@ -72,17 +72,17 @@ def test_workload_refuses_what_cannot_finish_or_fit_and_accepts_the_papers_scale
 def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would_be_dropped():
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
+    from formal_rope.training.checks import check_config
     from formal_rope.training.encodings.builders import PositionalSpec, build_positional
-    from formal_rope.training.encodings.periods import MAX_PERIOD, assign_periods, validate_periods
-    from formal_rope.training.setup import validate_config
+    from formal_rope.training.encodings.periods import MAX_PERIOD, assign_periods, check_periods
 
     tiny = RunConfig("(ab)*", pe="rope_p", layers=1, d_model=16, heads=2, steps=5, test_max_length=45,
                      n_per_length=4, periods=(2,))
     for huge in (10**11, 10**23, MAX_PERIOD + 1):
         for pe in ("rope_p", "sipe_p"):
             with pytest.raises(FormalRopeError, match="too large"):
-                validate_config(tiny.with_(pe=pe, periods=(2, huge)))
-    assert validate_periods((MAX_PERIOD,)) == (MAX_PERIOD,)  # allowed where memory allows its tables:
+                check_config(tiny.with_(pe=pe, periods=(2, huge)))
+    assert check_periods((MAX_PERIOD,)) == (MAX_PERIOD,)  # allowed where memory allows its tables:
     check_workload(tiny.with_(periods=(MAX_PERIOD,)), memory=1 << 40)
     table = estimate(tiny.with_(periods=(MAX_PERIOD,))).table_bytes
     assert table == pytest.approx(32 * 4 * MAX_PERIOD)  # 4 pairs per head, one entry per residue
@@ -90,14 +90,14 @@ def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would
         check_workload(tiny.with_(periods=(MAX_PERIOD,)), memory=table // 2)
     assert estimate(tiny).table_bytes == 32 * 4 * 2 and estimate(tiny.with_(pe="rope")).table_bytes == 0
     # Pairs: rope_p has (d_model / heads) / 2 per head, sipe_p d_model / 2.
-    validate_config(tiny.with_(periods=(2, 3, 5, 7)))
-    validate_config(tiny.with_(periods=(2, 3)))  # fewer periods than pairs are repeated round-robin
+    check_config(tiny.with_(periods=(2, 3, 5, 7)))
+    check_config(tiny.with_(periods=(2, 3)))  # fewer periods than pairs are repeated round-robin
     with pytest.raises(FormalRopeError, match=r"5 periods \(2,3,5,7,11\) but rope_p .* 4 rotary pairs per head.*"
                                               r"11 would never be used. Give at most 4 periods"):
-        validate_config(tiny.with_(periods=(2, 3, 5, 7, 11)))
-    validate_config(tiny.with_(pe="sipe_p", periods=(2, 3, 5, 7, 11, 13, 17, 19)))
+        check_config(tiny.with_(periods=(2, 3, 5, 7, 11)))
+    check_config(tiny.with_(pe="sipe_p", periods=(2, 3, 5, 7, 11, 13, 17, 19)))
     with pytest.raises(FormalRopeError, match="sipe_p with d_model 16 has 8 sin/cos pairs.*23 would never be used"):
-        validate_config(tiny.with_(pe="sipe_p", periods=(2, 3, 5, 7, 11, 13, 17, 19, 23)))
+        check_config(tiny.with_(pe="sipe_p", periods=(2, 3, 5, 7, 11, 13, 17, 19, 23)))
     # The library's own building blocks refuse it too, rather than spreading 5 periods over 4 pairs.
     with pytest.raises(FormalRopeError, match="would never be used"):
         assign_periods((2, 3, 5, 7, 11), 4)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from formal_rope.runs import run_training
 from formal_rope.training.config import RunConfig
 from formal_rope.training.init_from import InitFromError, init_checkpoint_path, is_run_id, load_init_weights
 from formal_rope.training.setup import build_pack
-from formal_rope.training.train import run_training
 from tests.cli_support import run_main
 
 
@@ -63,7 +63,7 @@ def test_a_continued_run_starts_from_the_source_weights(source):
     assert frozen.status == "ok"
     assert frozen.per_length == result.per_length and frozen.n_star == result.n_star
 
-    from formal_rope.training.train import run_pack
+    from formal_rope.runs import run_pack
 
     run_pack([continued.with_(steps=1)], on_step=lambda step, values: losses.append(values[0]))
     run_pack([continued.with_(steps=1, init_from=None)], on_step=lambda step, values: fresh.append(values[0]))

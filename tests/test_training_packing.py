@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.runs import run_pack, run_training
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.encodings import is_periodic
 from formal_rope.training.packing import check_packable, group_packs, pack_key, parse_pack
 from formal_rope.training.setup import build_model, build_pack
-from formal_rope.training.train import run_pack, run_training
 
 DATA = Path(__file__).parent / "data"
 
@@ -262,7 +262,7 @@ def test_checkpoints_that_name_more_periods_than_pairs_still_load(tmp_path):
 
 
 def test_a_pack_that_fails_in_evaluation_drops_its_state_and_its_runs_finish_alone(monkeypatch, tmp_path):
-    import formal_rope.training.train as training
+    import formal_rope.runs.pack as training
     from formal_rope.training.state import StateOptions, open_state_store
 
     good, bad = _tiny("rope_p", seed=0, steps=12), _tiny("rope_p", seed=1, periods=(3,), steps=12)

@@ -11,14 +11,15 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.runs import pack as training
+from formal_rope.runs import run_training
 from formal_rope.training import data as training_data
 from formal_rope.training import setup
-from formal_rope.training import train as training
 from formal_rope.training.checkpoint import load_checkpoint, read_metadata
+from formal_rope.training.checks import check_config
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale
-from formal_rope.training.train import run_training
 
 TINY = dict(layers=1, d_model=16, heads=2, batch_size=16, steps=20, lr=3e-3,
             test_min_length=41, test_max_length=44, n_per_length=6)
@@ -228,6 +229,6 @@ def test_test_near_miss_fraction_shapes_the_test_sets_and_is_validated(capsys):
     assert config.with_(test_near_miss_fraction=0.0).run_id() != config.run_id()
     for bad in (-0.1, 1.5, math.nan):
         with pytest.raises(FormalRopeError, match="test_near_miss_fraction"):
-            setup.validate_config(config.with_(test_near_miss_fraction=bad))
+            check_config(config.with_(test_near_miss_fraction=bad))
     code, _, err = run_main(capsys, ["train", "--lang", "(ab)*", "--steps", "1", "--set", "test_near_miss_fraction=2"])
     assert code == 2 and "test_near_miss_fraction must lie in [0, 1]" in err

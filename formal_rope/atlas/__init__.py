@@ -8,6 +8,9 @@ atlas's runs, `estimate` times them on this machine, `agreement` sets the verdic
 outcomes and `figure` draws them.
 """
 
+from formal_rope.atlas.agreement import Agreement, agreement_of, read_agreement
+from formal_rope.atlas.estimate import calibrate, estimate
+from formal_rope.atlas.figure import write_figure
 from formal_rope.atlas.generate import (
     FAMILIES,
     GeneratedLanguage,
@@ -36,8 +39,20 @@ from formal_rope.atlas.languages import (
     stratified_sample,
     with_per_cell,
 )
+from formal_rope.atlas.plan import atlas_configs, atlas_request, planned_runs
+from formal_rope.atlas.render import agreement_markdown
 
 __all__ = [
+    "Agreement",
+    "agreement_markdown",
+    "agreement_of",
+    "atlas_configs",
+    "atlas_request",
+    "calibrate",
+    "estimate",
+    "planned_runs",
+    "read_agreement",
+    "write_figure",
     "DEFAULT_SPEC",
     "FULL_SPEC",
     "NAMED_SPECS",

@@ -14,7 +14,7 @@ length". Failed runs measured nothing and are left out (counted apart). For each
   at every tested length, and one predicted `expressible` that no run learned, with the evidence.
 
 The prediction is the runs table's `predicted` column; rows written before it existed get it from
-their stored config (`atlas.predicted.run_prediction`: the decider, never the result). Everything is
+their stored config (`theory.runs.run_prediction`: the decider, never the result). Everything is
 computed from a results folder (`agreement_of(read_results(OUT))`), so a committed folder
 regenerates the tables without training.
 """
@@ -28,11 +28,11 @@ from pathlib import Path
 
 from formal_rope.atlas.languages import LOGIC_CLASSES, logic_class
 from formal_rope.atlas.plan import DEFAULT_ENCODINGS, encoding_label
-from formal_rope.atlas.predicted import classification_of, mlregtest_class_of, run_prediction
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, mean_interval
 from formal_rope.theory import BOUNDED, EXPRESSIBLE, NO_PREDICTION, NOT_EXPRESSIBLE, VERDICTS
+from formal_rope.theory.runs import classification_of, mlregtest_class_of, run_prediction
 from formal_rope.training.config import RunConfig
 
 NOT_LEARNED = "expressible, not learned"
@@ -101,6 +101,10 @@ class Disagreement:
 
 @dataclass(frozen=True)
 class Agreement:
+    """An atlas's agreement: per encoding and prediction, runs and languages that reached their
+    longest test length (`rows`, with intervals at `level`); per MLRegTest and logic class (`classes`);
+    the runs where prediction and outcome disagree, with their evidence (`disagreements`)."""
+
     level: float
     encodings: tuple[str, ...]
     rows: tuple[AgreementRow, ...]

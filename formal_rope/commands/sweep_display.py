@@ -10,11 +10,10 @@ from pathlib import Path
 
 from rich.markup import escape
 from rich.measure import Measurement
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from formal_rope.commands.terminal import json_ready
 from formal_rope.errors import Interrupted
-from formal_rope.progress import progress_display
+from formal_rope.progress import progress_display, work_columns
 
 # The module, not its functions: run_sweep is looked up when called (tests replace its trainer).
 from formal_rope.sweeps import runner
@@ -73,12 +72,7 @@ def run_with_progress(configs, out: Path, console, axes=(), **run_options):
     terminal (a log), a line per run as it starts and one as it finishes, and no bar."""
     live = console.is_terminal
     with progress_display(
-        TextColumn("[bold]sweep"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
+        *work_columns("sweep", "{task.description}"),
         console=console,
         label="sweep",
         lines=0,  # the lines below say what each run does

@@ -326,9 +326,8 @@ def train_command(
 
     Example: formalrope train --lang "(ab)*" --pe rope_p --periods auto --scale quick
     """
-    # function-local: training.setup and training.train import torch, which `train --help` does without
-    from formal_rope.training.setup import validate_config
-    from formal_rope.training.train import run_training
+    # function-local: the runs package imports torch, which `train --help` does without
+    from formal_rope.runs import run_training
 
     check_positive(threads=threads)
     if lang is None and data is None:
@@ -351,7 +350,6 @@ def train_command(
         config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
         for note in fitted:
             _note(note)
-    validate_config(config)
     if config.init_from is not None:
         check_init_source(config.init_from, TRAIN_CHECKPOINT_DIR)  # a compiled model or a typo costs nothing
     dfa = _resolve_with_notes(config)

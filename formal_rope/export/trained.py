@@ -15,7 +15,7 @@ import torch
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.checkpoint import load_checkpoint
-from formal_rope.training.config import period_pairs
+from formal_rope.training.checks import period_pairs
 from formal_rope.training.encodings import encoding
 from formal_rope.training.encodings.base import periodic_tables
 from formal_rope.training.encodings.periods import assign_periods

@@ -35,6 +35,7 @@ from formal_rope.training.config import (
 from formal_rope.training.context import context_notes, language_note
 from formal_rope.training.encodings import is_periodic
 from formal_rope.training.scales import SCALES
+from formal_rope.training.workload import check_workload
 
 BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_ENCODINGS)
 MAX_GRID_RUNS = 100_000  # a grid larger than this is refused before it is expanded
@@ -179,14 +180,13 @@ def validate_grid(configs: list[RunConfig], command: str = "sweep") -> list[str]
         check_trainable,
         resolve_dfa,
         resolve_periods,
-        validate_config,
     )
 
     dfas: dict = {}
     notes: list[str] = []
     checked: set = set()
     for config in configs:
-        validate_config(config)
+        check_workload(config)  # each config checked its own fields when built; whether it fits, here
         if config.init_from is not None and not is_run_id(config.init_from):
             check_init_source(config.init_from, None)  # a path: usable or refused now (run ids come from the sweep)
         language_key = (config.language, config.alphabet)

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from formal_rope.atlas.predicted import prediction_columns
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, write_bytes_atomically
+from formal_rope.theory.runs import prediction_columns
 from formal_rope.training.config import RunConfig, RunResult, field_kind
 
 RUNS = "runs"
@@ -87,7 +87,7 @@ def _column_value(value, name: str | None = None):
 def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
     """The `runs` row of one result: the SPEC §9 columns, every RunConfig field as its own column
     (None where the field does not apply to the run), the theory's prediction (PREDICTION_COLUMNS,
-    `atlas.predicted`), and the full config as JSON."""
+    `theory.runs`), and the full config as JSON."""
     # The alphabet and periods the run actually used (config None = the language's own alphabet /
     # periods "auto"); the config's values only when the run failed before resolving them.
     alphabet = result.alphabet if result.alphabet is not None else config.alphabet
@@ -328,7 +328,7 @@ def _check_column_types(path: Path, schema, column_types: dict, kind: str) -> No
 
 def _stored_config(path: Path, text) -> RunConfig:
     try:
-        return RunConfig.from_dict(json.loads(text))
+        return RunConfig.from_dict(json.loads(text), record=True)
     except (TypeError, ValueError, FormalRopeError) as error:
         raise FormalRopeError(f"{path}: its 'config' column does not hold a RunConfig ({error})") from None
 

@@ -43,7 +43,7 @@ def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads
     `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`).
     checkpoint_paths, init_dir: as for `run_pack` (a staged sweep's checkpoints, OUT/models).
     eval_threads: as for `run_pack` (the evaluation's threads, asked before each pass)."""
-    from formal_rope.training.train import run_pack  # function-local: torch, only where a unit trains
+    from formal_rope.runs.pack import run_pack  # function-local: torch, only where a unit trains
 
     return run_pack(configs, progress=False, device=device, threads=threads, threads_alone=threads_alone,
                     state=state, worst_case=worst_case, checkpoint_paths=checkpoint_paths, init_dir=init_dir,

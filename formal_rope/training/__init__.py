@@ -1,7 +1,9 @@
-"""Training stage: RunConfig -> trained classifier -> per-length accuracy and N* (what `formalrope train` does).
+"""Training stage: RunConfig -> trained classifier -> per-length accuracy and N*: the model, the
+positional encodings and the loop that trains a pack (a whole run, `formalrope train`, is
+`formal_rope.runs.run_training`).
 
     config = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
-    result, model = run_training(config, progress=False)   # result.n_star, result.per_length
+    result, model = runs.run_training(config, progress=False)   # result.n_star, result.per_length
     evaluate_model(model, config.with_(test_max_length=1000), resolve_dfa(config))   # re-evaluate
     load_checkpoint(path).classify(["abab"])                 # what `formalrope run` does for checkpoints
 
@@ -34,17 +36,15 @@ _LAZY = {
     "check_workload": "formal_rope.training.workload",
     "ENCODINGS": "formal_rope.training.encodings",
     "Encoding": "formal_rope.training.encodings",
-    "TrainingProgress": "formal_rope.training.train",
-    "validate_config": "formal_rope.training.setup",
-    "validate_device": "formal_rope.training.setup",
+    "TrainingProgress": "formal_rope.progress",
+    "check_config": "formal_rope.training.checks",
+    "check_device": "formal_rope.training.setup",
     "resolve_dfa": "formal_rope.training.setup",
     "resolve_periods": "formal_rope.training.setup",
     "check_trainable": "formal_rope.training.setup",
     "build_model": "formal_rope.training.setup",
     "train_model": "formal_rope.training.train",
-    "evaluate_model": "formal_rope.training.train",
-    "run_training": "formal_rope.training.train",
-    "run_pack": "formal_rope.training.train",
+    "evaluate_model": "formal_rope.training.evaluate",
     "EVAL_MODES": "formal_rope.training.length_generalization",
     "Evaluation": "formal_rope.training.length_generalization",
     "n_star": "formal_rope.training.length_generalization",

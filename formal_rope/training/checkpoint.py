@@ -26,7 +26,8 @@ from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, probe_output, read_zip_member
 from formal_rope.precision import native_dtype, parse_format
-from formal_rope.training.config import RunConfig, RunResult, period_pairs
+from formal_rope.training.checks import period_pairs
+from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import Classifier, encode_fixed_length
 from formal_rope.training.provenance import software_versions
 from formal_rope.training.setup import build_model
@@ -224,7 +225,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         kind = metadata.get("kind") if isinstance(metadata, dict) else None
         raise FormalRopeError(f"{str(path)!r} holds a {kind!r} model, not a trained classifier")
     with _checkpoint_problem(path, f"its {METADATA_NAME} does not describe a model (config, alphabet, periods)"):
-        config = RunConfig.from_dict(metadata["config"])
+        config = RunConfig.from_dict(metadata["config"], record=True)
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
         periodic = config.periodic_encoding()

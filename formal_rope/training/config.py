@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import parse_alphabet, resolve_language
 from formal_rope.numbers import float_text, int_text
+from formal_rope.training.checks import GLOBAL_WINDOW, MAX_LENGTH_LIST, check_config
 from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS: the config's public name)
     BASE_ENCODINGS,
     PERIODIC_ENCODINGS,
@@ -27,25 +29,6 @@ from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS
     encoding,
     primary_encoding,
 )
-
-
-def period_pairs(pe: str, d_model: int, heads: int) -> int:
-    """How many rotary pairs a periodic encoding spreads its periods over: rope_p rotates each head's
-    (d_model / heads) / 2 pairs (every head gets the same schedule), sipe_p (an additive encoding)
-    writes d_model / 2 sin/cos pairs into the embedding. A period tuple longer than this would leave
-    periods unused."""
-    return d_model // 2 if encoding(pe).additive else (d_model // heads) // 2
-
-
-def describe_period_pairs(pe: str, d_model: int, heads: int) -> str:
-    """'rope_p with d_model 16 and 2 heads has 4 rotary pairs per head (head dimension 8)': what an
-    error about too many periods names."""
-    pairs = period_pairs(pe, d_model, heads)
-    if encoding(pe).additive:
-        return f"{pe} with d_model {d_model} has {pairs} sin/cos pairs"
-    return (f"{pe} with d_model {d_model} and {heads} head{'s' if heads != 1 else ''} has {pairs} rotary "
-            f"pair{'s' if pairs != 1 else ''} per head (head dimension {d_model // heads})")
-
 
 # field -> the encodings it applies to (from the registry's rows); every other field applies to every run.
 FIELD_APPLIES_TO: dict[str, tuple[str, ...]] = {
@@ -75,6 +58,8 @@ DEFAULT_NNCH_SAMPLES = 2
 # RunConfig.language of a run whose strings come only from files (`train --data DIR` without --lang):
 # the language is whatever the labels say, and no DFA exists.
 DATA_LANGUAGE_PREFIX = "data:"
+# True while RunConfig.from_dict reads a run's record (`record=True`): built without `check_config`.
+_READING_RECORD: ContextVar[bool] = ContextVar("reading_run_record", default=False)
 
 
 @dataclass(frozen=True)
@@ -86,7 +71,7 @@ class RunConfig:
     run (see `applies`: to `pe`, or a sampling field of a run on data files) or is None gets its
     default, an alphabet equal to the language's own becomes None, and `test_lengths` is sorted,
     deduplicated, and replaced by the range test_min_length..test_max_length when it is contiguous.
-    Values of the wrong type raise FormalRopeError naming the field.
+    Values of the wrong type or that no run can use (`check_config`) raise FormalRopeError: built, it is valid.
     """
 
     language: str  # registry name, ltl:/re: expression, bare expression, or .att path
@@ -157,6 +142,8 @@ class RunConfig:
             object.__setattr__(self, "test_max_length", lengths[-1])
             contiguous = lengths[-1] - lengths[0] + 1 == len(lengths)
             object.__setattr__(self, "test_lengths", None if contiguous else lengths)
+        if not _READING_RECORD.get():
+            check_config(self)
 
     def _canonical_hybrid(self) -> None:
         """layer_pe and window in canonical form, before the other fields (their `applies` reads
@@ -231,9 +218,10 @@ class RunConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunConfig":
-        """Inverse of `to_dict` (lists become tuples, None means the default); unknown keys, a
-        missing language or a value of the wrong type are a FormalRopeError."""
+    def from_dict(cls, data: dict, *, record: bool = False) -> "RunConfig":
+        """Inverse of `to_dict` (lists become tuples, None means the default); unknown keys, a missing
+        language or a value of the wrong type are a FormalRopeError. record: a made run's config (a
+        checkpoint's, a result's), read without `check_config`, whose checks a file may predate."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -243,7 +231,11 @@ class RunConfig:
             )
         if "language" not in data:
             raise FormalRopeError("a RunConfig needs a 'language' (registry name, expression or .att path)")
-        return cls(**data)
+        reading = _READING_RECORD.set(record)
+        try:
+            return cls(**data)
+        finally:
+            _READING_RECORD.reset(reading)
 
     def id_fields(self) -> dict:
         """The fields the run id hashes: language, and every field that applies to the run and
@@ -315,11 +307,8 @@ def check_choices(config: RunConfig) -> None:
                               f"{', '.join(choices[:-1])} or {choices[-1]}{hint}")
 
 
-# A layer of a per-layer `window` tuple that attends globally (no sliding window).
-GLOBAL_WINDOW = -1
 # A layer_pe entry standing for the run's own `pe` (resolved at construction): `pe*5,nope`.
 LAYER_PE_SELF = "pe"
-
 
 
 @lru_cache(maxsize=1024)
@@ -535,9 +524,6 @@ def lengths_fields(text: str, option: str = "--test-lengths", prefix: str = "tes
     return {"test_lengths": tuple(lengths)}
 
 
-MAX_LENGTH_LIST = 1_000_000  # lengths an explicit list may hold (a single range is never expanded)
-
-
 @dataclass(frozen=True)
 class LengthResult:
     """The accuracy on the `n` (balanced) test strings of one length, and on the `nnch_n` uniformly
@@ -605,7 +591,7 @@ class RunResult:
     @classmethod
     def from_dict(cls, data: dict) -> "RunResult":
         data = dict(data)
-        data["config"] = RunConfig.from_dict(data["config"])
+        data["config"] = RunConfig.from_dict(data["config"], record=True)
         data["per_length"] = tuple(LengthResult(**r) for r in data.get("per_length", ()))
         for name in ("alphabet", "resolved_periods", "warnings"):
             if data.get(name) is not None:

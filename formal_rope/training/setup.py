@@ -1,7 +1,8 @@
 """Everything that turns RunConfigs into the pieces of a run, before the first training step.
 
-Validation (`validate_config`, `validate_device`, `validate_pack`, `check_trainable`: every user
-error is a FormalRopeError raised before any work, so the CLI can report it), resolution of the
+The checks of what a config alone cannot say (`check_device`, `check_pack`, `check_trainable`:
+every user error is a FormalRopeError raised before any work, so the CLI can report it; a config
+checks its own fields when built), resolution of the
 config's symbolic parts (`resolve_dfa`, `resolve_periods`; a pack's `pack_ingredients`), and the
 factories for a pack's model and optimizer (`build_pack`, `build_model`, `make_optimizer`). The
 training loop (`training.train`), the checkpoint loader and the sweeps' grid validation all take
@@ -10,7 +11,6 @@ their ingredients from here.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,123 +22,19 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import training_batch
-from formal_rope.training.config import (
-    GLOBAL_WINDOW,
-    MAX_LENGTH_LIST,
-    RunConfig,
-    describe_period_pairs,
-    period_pairs,
-)
+from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language, run_data
-from formal_rope.training.encodings import ENCODINGS, encoding
+from formal_rope.training.encodings.builders import PositionalSpec, build_positional
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.packing import check_packable
-from formal_rope.training.positional import (
-    HYBRID_ENCODINGS,
-    PositionalSpec,
-    build_positional,
-    check_partial_pairs,
-    check_period_count,
-    validate_periods,
-)
 from formal_rope.training.workload import check_workload
 
 # ----------------------------------------------------------------------------------------------
-# Validation and the config's symbolic parts
+# Checks and the config's symbolic parts
 
 
-def validate_config(config: RunConfig) -> None:
-    """Raise FormalRopeError for any option a run cannot use, and for a run that cannot finish or fit
-    (`formal_rope.training.workload.check_workload`)."""
-    validate_hybrid(config)
-    # pe, phase_precision, attention, eval_mode and lr_schedule were checked when the config was built.
-    if not (config.base > 0 and math.isfinite(config.base)):
-        raise FormalRopeError(f"the base must be a positive finite number, got {config.base!r}")
-    if config.periods is not None:
-        validate_periods(config.periods)
-    for name in ("steps", "train_min_length", "test_min_length", "warmup_steps", "seed", "eval_seed", "nnch_samples"):
-        if getattr(config, name) < 0:
-            raise FormalRopeError(f"{name} must be non-negative, got {getattr(config, name)}")
-    for name in ("batch_size", "layers", "d_model", "heads", "ffn_mult", "n_per_length"):
-        if getattr(config, name) <= 0:
-            raise FormalRopeError(f"{name} must be positive, got {getattr(config, name)}")
-    for name in ("lr", "weight_decay", "grad_clip", "rope_fraction", "train_near_miss_fraction",
-                 "test_near_miss_fraction"):
-        if not math.isfinite(getattr(config, name)):
-            raise FormalRopeError(f"{name} must be a finite number, got {getattr(config, name)}")
-    if not config.lr > 0:
-        raise FormalRopeError(f"the learning rate must be positive, got {config.lr}")
-    if config.weight_decay < 0 or config.grad_clip < 0:
-        raise FormalRopeError("weight_decay and grad_clip must be non-negative (grad_clip 0: no clipping)")
-    if not 0.0 <= config.train_near_miss_fraction <= 1.0:
-        raise FormalRopeError(f"train_near_miss_fraction must lie in [0, 1], got {config.train_near_miss_fraction}")
-    if not 0.0 <= config.test_near_miss_fraction <= 1.0:
-        raise FormalRopeError(f"test_near_miss_fraction must lie in [0, 1], got {config.test_near_miss_fraction}")
-    if config.train_min_length > config.train_max_length:
-        raise FormalRopeError("train_min_length must not exceed train_max_length")
-    if config.test_min_length > config.test_max_length:
-        raise FormalRopeError("test_min_length must not exceed test_max_length")
-    if config.test_lengths is not None and len(config.test_lengths) > MAX_LENGTH_LIST:
-        raise FormalRopeError(
-            f"test_lengths lists {len(config.test_lengths):,} lengths, more than {MAX_LENGTH_LIST:,}; "
-            "use a range (test_min_length..test_max_length) or fewer lengths"
-        )
-    if config.applies("rope_fraction") and not 0.0 <= config.rope_fraction <= 1.0:
-        raise FormalRopeError(f"{config.pe}: the rotated fraction must lie in [0, 1], got {config.rope_fraction}")
-    if config.d_model % config.heads or (config.d_model // config.heads) % 2:
-        raise FormalRopeError(
-            f"d_model ({config.d_model}) must split into {config.heads} heads of even dimension (rotary pairs)"
-        )
-    if config.applies("rope_fraction"):
-        check_partial_pairs(config.rope_fraction, config.d_model // config.heads // 2)
-    periodic = config.periodic_encoding()
-    if periodic is not None and config.periods is not None:
-        # Periods are given to pairs one each; a surplus would be dropped without a word.
-        check_period_count(config.periods, period_pairs(periodic, config.d_model, config.heads),
-                           describe_period_pairs(periodic, config.d_model, config.heads))
-    check_workload(config)
-
-
-def validate_hybrid(config: RunConfig) -> None:
-    """FormalRopeError naming layer_pe or window when a hybrid's per-layer settings cannot run: a
-    list whose length is not `layers`, an unknown encoding, an encoding a layer cannot hold alone
-    (`positional.HYBRID_ENCODINGS`), a window below 1 (per layer: -1 marks a global layer)."""
-    if config.layer_pe is not None:
-        if len(config.layer_pe) != config.layers:
-            raise FormalRopeError(
-                f"layer_pe names {len(config.layer_pe)} encoding{'s' if len(config.layer_pe) != 1 else ''} "
-                f"({','.join(config.layer_pe)}) for {config.layers} layers; give one per layer"
-            )
-        for name in dict.fromkeys(config.layer_pe):
-            if name not in ENCODINGS:
-                raise FormalRopeError(f"layer_pe: unknown positional encoding {name!r}; expected one of "
-                                      f"{', '.join(ENCODINGS)}")
-        refused = [name for name in dict.fromkeys(config.layer_pe) if name not in HYBRID_ENCODINGS]
-        if refused:
-            why = " ".join(
-                f"{name} is additive (a table added once to the embeddings, not a per-layer rotation): use it in "
-                "every layer (--pe) or not at all." if encoding(name).additive else
-                f"{name} learns per-layer state, which hybrids do not support yet."
-                for name in refused
-            )
-            raise FormalRopeError(f"layer_pe: {', '.join(refused)} cannot be one layer's encoding among others. {why} "
-                                  f"Layers of a hybrid take {', '.join(HYBRID_ENCODINGS)}")
-    window = config.window
-    if isinstance(window, int) and window < 1:
-        raise FormalRopeError(f"window must be at least 1 (keys each query sees), got {window}; "
-                              "none (the default) attends globally")
-    if isinstance(window, tuple):
-        if len(window) != config.layers:
-            raise FormalRopeError(f"window lists {len(window)} windows for {config.layers} layers; give one per "
-                                  f"layer ({GLOBAL_WINDOW} or global: a global layer) or a single window")
-        bad = [w for w in window if w < 1 and w != GLOBAL_WINDOW]
-        if bad:
-            raise FormalRopeError(f"window: {bad[0]} is no window; per layer give a window of at least 1, or "
-                                  f"{GLOBAL_WINDOW} (global) for a layer without one")
-
-
-def validate_device(config: RunConfig, device: str | torch.device) -> None:
+def check_device(config: RunConfig, device: str | torch.device) -> None:
     """Raise FormalRopeError when the torch device or the attention implementation cannot run here
     (checked before any work, so the CLI reports it as a user error rather than a failed run)."""
     try:
@@ -183,7 +79,7 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     if periodic is None:
         return None  # other encodings have no periods; never report ones given by mistake as used
     if config.periods is not None:
-        return validate_periods(config.periods)
+        return config.periods  # checked when the config was built
     if dfa is None:
         raise FormalRopeError(
             f"periods 'auto' come from the language's class, and {config.language!r} names none; "
@@ -204,12 +100,14 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     return (max(1, int(classification.mod_k)),)
 
 
-def validate_pack(configs, device: str | torch.device) -> None:
-    """Raise FormalRopeError for any run of a pack that cannot run here (`validate_config`,
-    `validate_device`) and for runs that cannot share a pack (`packing.check_packable`)."""
+def check_pack(configs, device: str | torch.device) -> None:
+    """Raise FormalRopeError for any run of a pack that cannot run here: one that cannot finish or
+    fit (`workload.check_workload`), a device or attention implementation this machine lacks
+    (`check_device`), runs that cannot share a pack (`packing.check_packable`). Each config checked
+    its own fields when it was built (`config.check_config`)."""
     for config in configs:
-        validate_config(config)
-        validate_device(config, device)
+        check_workload(config)
+        check_device(config, device)
     check_packable(configs)
 
 

@@ -4,7 +4,9 @@ A long run saves its whole training state every `StateOptions.every` steps under
 trains, see `formal_rope.training.packing.pack_key`) and loads it when it starts again — after a
 lost worker on another node, a rerun of the sweep, or `formalrope train --resume`. The folder is a
 local path or a URI `pyarrow.fs` opens (file://, s3://, gs://, hdfs://), so every node of a cluster
-can reach it. This module is torch-free: it stores bytes; the trainer serializes its state.
+can reach it. Importing this module does not import torch (sweep plans use the store without
+training); `save_pack_state` and `load_pack_state` turn a pack's whole training state (weights,
+optimizer moments, `PackTrainingState`) into those bytes and back.
 
     store = open_state_store("s3://bucket/runs/state")
     store.save("pack-1a2b", data)          # atomic: a reader sees the old bytes or the new, never a part
@@ -22,11 +24,13 @@ import time
 import uuid
 from dataclasses import dataclass
 
+import numpy as np
+
 from formal_rope import limits
 from formal_rope.errors import FormalRopeError
 
 SUFFIX = ".state"
-# The payload the trainer stores (formal_rope.training.train): this magic, the length of a JSON header
+# The payload a pack's state is stored as (`save_pack_state`): this magic, the length of a JSON header
 # (format, run ids, progress counters and generator states), the header, then the tensors (weights,
 # optimizer moments) as safetensors bytes. Neither part can run code when read, whoever wrote it;
 # states of earlier versions were torch pickles (a zip archive, "PK..."), which could, and are refused.
@@ -323,3 +327,107 @@ def _unframe(framed: bytes) -> bytes | None:
 def _first_line(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     return text.splitlines()[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# A pack's training state
+
+
+@dataclass
+class PackTrainingState:
+    """Everything that changes while a pack trains, besides weights and optimizer moments: what a
+    resumed pack restores to continue bit-identically (per run: generator, status, counters)."""
+
+    step: int
+    rngs: list
+    status: list[str]
+    steps_done: list[int]
+    final_loss: list
+    window_loss: list[float]
+    window_correct: list[int]
+    window_count: list[int]
+
+    @classmethod
+    def fresh(cls, configs) -> "PackTrainingState":
+        runs = len(configs)
+        return cls(
+            step=0,
+            rngs=[np.random.default_rng(np.random.SeedSequence([int(c.seed), 1])) for c in configs],
+            status=["ok"] * runs,
+            steps_done=[0] * runs,
+            final_loss=[None] * runs,
+            window_loss=[0.0] * runs,
+            window_correct=[0] * runs,
+            window_count=[0] * runs,
+        )
+
+    def to_dict(self) -> dict:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "rngs"}
+        data["rngs"] = [rng.bit_generator.state for rng in self.rngs]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PackTrainingState":
+        rngs = []
+        for saved in data["rngs"]:
+            rng = np.random.default_rng()
+            rng.bit_generator.state = saved
+            rngs.append(rng)
+        return cls(**{**{k: v for k, v in data.items() if k != "rngs"}, "rngs": rngs})
+
+
+def _safetensors():
+    import safetensors.torch  # function-local: it imports torch, and sweep plans open stores without it
+
+    return safetensors.torch
+
+
+def save_pack_state(store: StateStore, key: str, configs, model, optimizer, progress: PackTrainingState) -> None:
+    """The pack's whole training state in a format that cannot run code when read: the tensors
+    (weights of `model`, steps and moments of its `PackedAdamW`) as safetensors, everything else as JSON."""
+    moments = optimizer.state_dict()
+    tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()}
+    tensors["optimizer.steps"] = moments["steps"]
+    for name in ("exp_avg", "exp_avg_sq"):
+        tensors.update({f"optimizer.{name}.{index}": tensor for index, tensor in enumerate(moments[name])})
+    header = {
+        "format": STATE_FORMAT,
+        "run_ids": [c.run_id() for c in configs],
+        "moments": len(moments["exp_avg"]),
+        "progress": progress.to_dict(),
+    }
+    # Contiguous copies on the CPU: safetensors refuses views that share memory.
+    payload = _safetensors().save({name: tensor.detach().cpu().contiguous().clone() for name, tensor in
+                                   tensors.items()})
+    store.save(key, pack_payload(header, payload))
+
+
+def load_pack_state(store: StateStore, key: str, configs, model, optimizer) -> PackTrainingState | None:
+    """Restore the state saved under `key` into `model` and `optimizer` and return its progress, or
+    None when there is none. TrainingStateError (bad input: the caller must not record it as a failed
+    run) when it cannot be used; nothing in it is executed."""
+    saved = read_saved_state(store, key, [c.run_id() for c in configs])
+    if saved is None:
+        return None
+    header, payload = saved
+    where = store.location(key)
+    try:
+        tensors = _safetensors().load(payload)
+        moments = int(header["moments"])
+        model_state = {name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")}
+        model.load_state_dict(model_state)
+        optimizer.load_state_dict({
+            "steps": tensors["optimizer.steps"],
+            **{name: [tensors[f"optimizer.{name}.{index}"] for index in range(moments)]
+               for name in ("exp_avg", "exp_avg_sq")},
+        })
+        progress = PackTrainingState.from_dict(header["progress"])
+        runs = len(configs)
+        if not (isinstance(progress.step, int) and 0 <= progress.step <= configs[0].steps) or any(
+            len(getattr(progress, name)) != runs for name in PackTrainingState.__dataclass_fields__ if name != "step"
+        ):
+            raise ValueError(f"its progress is not that of {runs} run(s) of {configs[0].steps} steps")
+        return progress
+    except Exception as error:  # noqa: BLE001 - safetensors, torch and numpy raise many types for one bad file
+        detail = (str(error).strip().splitlines() or [""])[0][:300]
+        raise TrainingStateError(where, f"does not fit this pack ({type(error).__name__}: {detail})") from None

@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig, period_pairs
+from formal_rope.training.checks import period_pairs
+from formal_rope.training.config import RunConfig
 
 FLOP_LIMIT = 1e20  # ~300 years on one CPU core, ~10 days on a GPU sustaining 1e14 FLOP/s
 CPU_FLOPS = 1e10  # what one core of this project's CPU sustains on these models (measured, rounded)
@@ -89,7 +90,7 @@ def periodic_table_bytes(config: RunConfig) -> float:
     if not (periodic and config.periods):
         return 0.0
     pairs = period_pairs(periodic, config.d_model, config.heads)
-    # Capped before float(): an int beyond float range (validate_periods refuses it first) must not raise here.
+    # Capped before float(): an int beyond float range (check_periods refuses it first) must not raise here.
     largest = min(max(config.periods), 2**64)
     return float(_PERIODIC_TABLE_BYTES_PER_ENTRY) * max(1, pairs) * float(largest)
 

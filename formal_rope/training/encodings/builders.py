@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import describe_period_pairs, period_pairs
+from formal_rope.training.checks import describe_period_pairs, period_pairs
 from formal_rope.training.encodings import joformer, nope, rotary, sinusoidal
 from formal_rope.training.encodings.base import PositionalEncoding
 from formal_rope.training.encodings.composites import LayeredPositional, MixedPositional
-from formal_rope.training.encodings.periods import check_period_count, validate_periods
+from formal_rope.training.encodings.periods import check_period_count, check_periods
 from formal_rope.training.encodings.phases import PHASE_PRECISIONS, check_partial_pairs
 from formal_rope.training.encodings.registry import HYBRID_ENCODINGS, MIXABLE_ENCODINGS, Encoding, encoding
 
@@ -103,7 +103,7 @@ def build_positional(specs) -> PositionalEncoding:
 def _checked_periods(spec: PositionalSpec, pairs: int) -> tuple[int, ...]:
     """The spec's periods, validated; FormalRopeError when there are more than the `pairs` that carry
     them (the message says what has the pairs, worked out only then)."""
-    periods = validate_periods(spec.periods)
+    periods = check_periods(spec.periods)
     if len(periods) > pairs:
         check_period_count(periods, pairs, describe_period_pairs(spec.pe, spec.d_model, spec.heads))
     return periods

@@ -24,7 +24,7 @@ from formal_rope.training.encodings.phases import TWO_PI
 MAX_PERIOD = 2**27
 
 
-def validate_periods(periods) -> tuple[int, ...]:
+def check_periods(periods) -> tuple[int, ...]:
     """The periods as a tuple of ints; FormalRopeError unless each is an integer in 1..MAX_PERIOD."""
     if periods is None or len(periods) == 0:
         raise FormalRopeError("periodic encodings need at least one period (e.g. --periods 2 or --periods auto)")
@@ -48,7 +48,7 @@ def check_period_count(periods, n_pairs: int, pairs_text: str | None = None) -> 
     """The validated periods; FormalRopeError when there are more periods than pairs to carry them
     (each pair gets one period, so the surplus would never be used and the run would silently train
     the first `n_pairs` periods only). `pairs_text` says what has the pairs (`describe_period_pairs`)."""
-    periods = validate_periods(periods)
+    periods = check_periods(periods)
     if len(periods) > n_pairs:
         unused = ",".join(map(str, periods[n_pairs:]))
         raise FormalRopeError(

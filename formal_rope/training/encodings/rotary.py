@@ -12,7 +12,7 @@ from formal_rope.training.encodings.base import (
     phase_tables,
     run_bases,
 )
-from formal_rope.training.encodings.periods import assign_periods, validate_periods
+from formal_rope.training.encodings.periods import assign_periods, check_periods
 from formal_rope.training.encodings.phases import (
     float_turns,
     partial_frequencies,
@@ -52,7 +52,7 @@ class PeriodicRotary(CachedTables):
 
     def __init__(self, n_pairs: int, periods) -> None:
         super().__init__(len(periods))
-        self.periods = tuple(validate_periods(p) for p in periods)
+        self.periods = tuple(check_periods(p) for p in periods)
         self.n_pairs = n_pairs
 
     def _per_run_fields(self):

@@ -13,7 +13,7 @@ from formal_rope.training.encodings.base import (
     phase_tables,
     run_bases,
 )
-from formal_rope.training.encodings.periods import validate_periods
+from formal_rope.training.encodings.periods import check_periods
 from formal_rope.training.encodings.phases import rope_frequencies, rope_turns, rotary_phases
 
 
@@ -45,7 +45,7 @@ class PeriodicEmbedding(CachedTables):
 
     def __init__(self, d_model: int, periods) -> None:
         super().__init__(len(periods))
-        self.periods = tuple(validate_periods(p) for p in periods)
+        self.periods = tuple(check_periods(p) for p in periods)
         self.n_pairs = d_model // 2
 
     def _per_run_fields(self):
