@@ -15,6 +15,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
 DEFAULT_LINES = 10  # lines per task off a terminal: one per tenth of its total (and none for a total of 0)
 
 
@@ -23,7 +33,6 @@ def progress_display(*columns, console, label: str, lines: int = DEFAULT_LINES, 
     `LineProgress` printing `lines` plain lines per task, each starting with the task's description
     or `label`."""
     if console.is_terminal:
-        from rich.progress import Progress  # function-local: rich loads only where a bar is drawn
 
         return Progress(*columns, console=console, transient=transient)
     return LineProgress(console, label, lines)
@@ -32,13 +41,6 @@ def progress_display(*columns, console, label: str, lines: int = DEFAULT_LINES, 
 def work_columns(title: str, detail: str) -> tuple:
     """The columns of a bar over units of work: bold `title`, the bar, done/total, the text
     `detail` (a Rich format string over the task), elapsed time and the time left."""
-    from rich.progress import (  # function-local: rich loads only where a bar is drawn
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     return (TextColumn(f"[bold]{title}"), BarColumn(), MofNCompleteColumn(), TextColumn(detail),
             TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
@@ -67,7 +69,6 @@ class RunProgress:
         self.callback = progress if callable(progress) else None
         self.bar = None
         if progress is True:
-            from rich.console import Console  # function-local: rich loads only where a bar is drawn
 
             # stderr keeps stdout clean for --json output; off a terminal, a plain line per tenth of a stage.
             self.bar = progress_display(*work_columns("{task.description}", "{task.fields[info]}"),

@@ -53,7 +53,7 @@ CLI_TO_PYTHON = {
     "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
     "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "training:evaluate_model",
               "training:load_checkpoint"],
-    "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:validate_grid",
+    "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:check_grid",
               "sweeps:run_sweep"],
     "report": ["sweeps:load_results", "sweeps:aggregate", "sweeps:plot_n_star"],
     "reproduce": ["sweeps:paper_sweep_path", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:run_sweep",

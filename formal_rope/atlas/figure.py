@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
 from formal_rope.atlas.agreement import Agreement
 from formal_rope.files import atomic_file
 from formal_rope.theory import BOUNDED, EXPRESSIBLE, NO_PREDICTION, NOT_EXPRESSIBLE, VERDICTS
@@ -37,11 +41,8 @@ def figure_cells(agreement: Agreement) -> tuple[list[str], list[list[float]], li
 
 def write_figure(agreement: Agreement, path: str | Path, title: str = "") -> Path:
     """Draw the figure as a PNG at `path` (written atomically; folders created)."""
-    import matplotlib  # function-local: matplotlib loads only where a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
 
     labels, rates, texts = figure_cells(agreement)
     data = np.ma.masked_invalid(np.array(rates, dtype=float).reshape(len(labels), len(agreement.encodings)))

@@ -29,7 +29,7 @@ from formal_rope.commands.sweep_display import interrupted, run_with_progress
 from formal_rope.commands.terminal import json_ready
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import write_bytes_atomically
-from formal_rope.sweeps.grid import validate_grid
+from formal_rope.sweeps.checks import check_grid
 from formal_rope.sweeps.plan import swept_fields
 from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, ensure_results_dir, finished_run_ids
 
@@ -175,7 +175,7 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
     console = Console(stderr=True)
     languages = build_language_set(spec, seed)
     configs = atlas_configs(languages, request.encodings, request.recipe)
-    for note in validate_grid(configs, "atlas"):
+    for note in check_grid(configs, "atlas"):
         console.print(f"[dim]note: {note}[/]", highlight=False, soft_wrap=True)
     finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
     options = run.sweep_options(configs, out, workers=workers, note=lambda text: console.print(f"note: {text}"))

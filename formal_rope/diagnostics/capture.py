@@ -23,15 +23,21 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 
 from formal_rope.automata.membership import split_symbols
 from formal_rope.diagnostics.phases import HeadInputs, check_phases_memory
 from formal_rope.errors import FormalRopeError
+from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
 from formal_rope.model.certificate import model_certificate
 from formal_rope.model.forward import NativeForward, check_parameters_fit, rotary_cos_sin
 from formal_rope.model.io import load_model, read_metadata
 from formal_rope.model.ir import BOS, EOS, TransformerIR
 from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format, round_once
+from formal_rope.training.checkpoint import load_checkpoint
+from formal_rope.training.encodings import composites, joformer, rotary
+from formal_rope.training.encodings.periods import assign_periods
+from formal_rope.training.layout import special_tokens
 
 TWO_PI = 2.0 * math.pi
 
@@ -94,7 +100,6 @@ def _select_heads(
 
 
 def _angles(cos, sin) -> np.ndarray:
-    import torch
 
     return torch.atan2(sin.to(torch.float64), cos.to(torch.float64)).cpu().numpy()
 
@@ -105,8 +110,6 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np
     ((H, P) frequencies, a description tuple per head) for jof_learned. A hybrid's layer is read
     from its own encoding's module, at that layer's index among the module's layers."""
     # function-local: the encodings' modules import torch (trained models only)
-    from formal_rope.training.encodings import composites, joformer, rotary
-    from formal_rope.training.encodings.periods import assign_periods
 
     if isinstance(positional, composites.LayeredPositional):
         return _trained_pair_kinds(positional.layer_module(layer), positional.local_layer(layer), n_pairs)
@@ -136,7 +139,6 @@ def _trained_pair_kinds(positional, layer: int, n_pairs: int) -> tuple[tuple, np
 def _forward_with_hooks(model, tokens, length: int) -> tuple[dict[int, Any], dict[int, Any]]:
     """One forward pass of `model` in eval mode over `tokens` (1, T), capturing each block's input and
     its attention output (before the output projection): (block_inputs, attention_outputs) by layer."""
-    import torch  # function-local: torch for trained models only
 
     blocks = list(model.blocks)
     device = next(model.parameters()).device
@@ -168,9 +170,7 @@ def _trained_layer(model, layer: int, length: int, block_inputs: dict, attention
     """Layer `layer`'s q, k, angles and actual scores (every head), recomputed from its captured input
     through the model's own score path, with the error of that recomputation against the captured
     attention output."""
-    import torch  # function-local: torch for trained models only
 
-    from formal_rope.kernels.reference import apply_rotary, rotary_attention_reference
 
     blocks = list(model.blocks)
     positional = model.positional
@@ -241,7 +241,6 @@ def capture_trained(
     description: str = "",
 ) -> CapturedHeads:
     """Per-head inputs of a trainer `Classifier` on one token sequence (T,) (bos … eos)."""
-    import torch  # function-local: torch for trained models only
 
     if getattr(model, "runs", 1) != 1:
         raise FormalRopeError(
@@ -332,7 +331,6 @@ def _native_format(model: TransformerIR, fmt: FloatFormat | str | None) -> Float
 
 def _ir_tables(head, length: int, fmt: FloatFormat, dtype):
     """(cos, sin) (T, P) in `dtype` as the native evaluator realizes them; identity for 'none' pairs."""
-    import torch
 
     cos = torch.ones(length, len(head.rotary), dtype=dtype)
     sin = torch.zeros(length, len(head.rotary), dtype=dtype)
@@ -373,7 +371,6 @@ def capture_compiled(
 
     `fmt` defaults to the model's compile format when it has a torch dtype, else fp64.
     """
-    import torch
 
     fmt = _native_format(model, fmt)
     dtype = _torch_dtype(fmt)
@@ -469,7 +466,6 @@ def capture_heads(
         raise FormalRopeError(f"trained models are diagnosed in fp32 (their parameter dtype), not {fmt_name!r}")
     if len(alphabet) != classifier.n_symbols:
         raise FormalRopeError(f"the alphabet has {len(alphabet)} symbols but the model reads {classifier.n_symbols}")
-    from formal_rope.training.layout import special_tokens  # the trainer imports torch: trained models only
 
     symbols = _symbols(string, alphabet)
     index = {symbol: position for position, symbol in enumerate(alphabet)}
@@ -488,7 +484,6 @@ def load_model_any(path: str | Path):
     if metadata["kind"] == "compiled":
         return load_model(path)
     if metadata["kind"] == "trained":
-        from formal_rope.training.checkpoint import load_checkpoint  # the trainer imports torch
 
         return load_checkpoint(path)
     raise FormalRopeError(f"{path}: unknown model kind {metadata['kind']!r} (expected 'compiled' or 'trained')")

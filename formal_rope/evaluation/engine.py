@@ -435,28 +435,36 @@ def _search_length(scorer: Scorer, dfa, labelled, going: list[int], settings: Se
             new = score(pool.unseen(offspring)[:batch])
         spent += new
         stale = 0 if new else stale + 1
-    results = {}
-    for run in going:
-        entry = state[run]
-        correctness = pool.correctness(run)
-        closest = float(np.min(correctness)) if len(correctness) else math.nan
-        if entry.failures:
-            closest = min(closest, -(entry.failure_margin or 0.0))
-        results[run] = LengthSearch(
-            length=length,
-            tried=_scored_for(pool, run),
-            failures=entry.failures,
-            failure=entry.failure_row,
-            failure_margin=entry.failure_margin,
-            failure_label=entry.failure_label,
-            closest_margin=closest,
-            enumerated=tuple(enumerated),
-            neighbours_complete=neighbours_complete and not entry.failures,
-            start_failures=start_failures[run],
-            unscored=() if entry.failures else _unscored(exists, entry),
-            start_unscored=() if start_failures[run] else start_unscored[run],
-        )
-    return results
+    start = (start_failures, start_unscored)
+    return {run: _length_search(run, length, state[run], pool, (tuple(enumerated), neighbours_complete), start, exists)
+            for run in going}
+
+
+def _length_search(run: int, length: int, entry: _RunAtLength, pool: _Pool, enumeration: tuple, start: tuple,
+                   exists: tuple[bool, bool]) -> LengthSearch:
+    """Run `run`'s LengthSearch at `length` once the search there has ended. enumeration:
+    (classes enumerated, whether every one-edit neighbour was scored); start: (failures, unscored
+    classes) per run after the start strings alone."""
+    enumerated, neighbours_complete = enumeration
+    start_failures, start_unscored = start
+    correctness = pool.correctness(run)
+    closest = float(np.min(correctness)) if len(correctness) else math.nan
+    if entry.failures:
+        closest = min(closest, -(entry.failure_margin or 0.0))
+    return LengthSearch(
+        length=length,
+        tried=_scored_for(pool, run),
+        failures=entry.failures,
+        failure=entry.failure_row,
+        failure_margin=entry.failure_margin,
+        failure_label=entry.failure_label,
+        closest_margin=closest,
+        enumerated=enumerated,
+        neighbours_complete=neighbours_complete and not entry.failures,
+        start_failures=start_failures[run],
+        unscored=() if entry.failures else _unscored(exists, entry),
+        start_unscored=() if start_failures[run] else start_unscored[run],
+    )
 
 
 def _unscored(exists: tuple[bool, bool], entry: _RunAtLength) -> tuple[str, ...]:

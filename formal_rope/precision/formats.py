@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import mpmath
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
@@ -258,7 +259,6 @@ def round_mpf_to_format(value, fmt: FloatFormat | str, direction: str = "nearest
     direction: "nearest" (ties to even), "up" (toward +inf) or "down" (toward -inf). Overflow goes to
     ±inf for "nearest" and in the rounding direction; the result is a Python float.
     """
-    import mpmath
 
     fmt = parse_format(fmt)
     value = mpmath.mpf(value) if not isinstance(value, mpmath.mpf) else value
@@ -306,7 +306,6 @@ def f_large(fmt: FloatFormat | str) -> float:
     picks 0), i.e. when f >= T = -ln(min_subnormal / 2) = (bias + M) * ln 2. T is irrational, so the
     answer is T rounded up into the format. Raises FormalRopeError when that exceeds max_finite.
     """
-    import mpmath
 
     fmt = parse_format(fmt)
     with mpmath.workprec(256):

@@ -287,6 +287,18 @@ def _near_misses_by_rejection(
     return np.concatenate(found)[:count]
 
 
+def _check_test_set_request(lengths: list[int], n_per_length: int, near_miss_fraction: float, seed: int) -> None:
+    """FormalRopeError for a test-set request no sampler can serve (`test_sets`' arguments)."""
+    if any(length < 0 for length in lengths):
+        raise FormalRopeError(f"test lengths must be non-negative, got {min(lengths)}")
+    if n_per_length < 0:
+        raise FormalRopeError(f"n_per_length must be non-negative, got {n_per_length}")
+    if not 0.0 <= near_miss_fraction <= 1.0:
+        raise FormalRopeError(f"near_miss_fraction must lie in [0, 1], got {near_miss_fraction}")
+    if int(seed) < 0:  # numpy's SeedSequence takes non-negative integers only
+        raise FormalRopeError(f"seed must be non-negative, got {seed}")
+
+
 def test_sets(
     dfa: DFA,
     lengths: Sequence[int],
@@ -310,14 +322,7 @@ def test_sets(
     require_dfa(dfa, "test_sets", "dfa")
     positive_table = positive_distribution(distribution).table
     lengths = [int(length) for length in lengths]
-    if any(length < 0 for length in lengths):
-        raise FormalRopeError(f"test lengths must be non-negative, got {min(lengths)}")
-    if n_per_length < 0:
-        raise FormalRopeError(f"n_per_length must be non-negative, got {n_per_length}")
-    if not 0.0 <= near_miss_fraction <= 1.0:
-        raise FormalRopeError(f"near_miss_fraction must lie in [0, 1], got {near_miss_fraction}")
-    if int(seed) < 0:  # numpy's SeedSequence takes non-negative integers only
-        raise FormalRopeError(f"seed must be non-negative, got {seed}")
+    _check_test_set_request(lengths, n_per_length, near_miss_fraction, seed)
     if not lengths:
         return []
     longest = max(lengths)

@@ -12,8 +12,9 @@ from formal_rope._lazy import lazy_exports
 # name -> module it lives in, imported on first access.
 _LAZY = {
     **dict.fromkeys(("BASE_FREE_PES", "EXPERIMENTS", "MAX_GRID_RUNS", "PAPER_TABLES", "SweepSpec", "build_spec",
-                     "expand_grid", "load_sweep_file", "paper_sweep_path", "unused_settings", "validate_grid"),
+                     "expand_grid", "load_sweep_file", "paper_sweep_path", "unused_settings"),
                     "formal_rope.sweeps.grid"),
+    "check_grid": "formal_rope.sweeps.checks",
     **dict.fromkeys(("DEFAULT_GROUPING", "SORT_KEYS", "AggregateRow", "aggregate", "mixed_settings", "plot_n_star",
                      "sort_rows"), "formal_rope.sweeps.report"),
     **dict.fromkeys(("Results", "finished_run_ids", "load_results", "nnch_accuracy", "read_results", "write_run"),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps import grid
+from formal_rope.sweeps.checks import check_grid
 from formal_rope.sweeps.grid import (
     EXPERIMENTS,
     PAPER_TABLES,
@@ -22,7 +23,6 @@ from formal_rope.sweeps.grid import (
     expand_grid,
     load_sweep_file,
     unused_settings,
-    validate_grid,
 )
 from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig
 from formal_rope.training.data import data_settings, fit_to_data
@@ -107,7 +107,7 @@ def check_axes(axes: dict, settings: dict) -> dict:
 
 
 def plan_sweep(request: GridRequest) -> SweepPlan:
-    """The runs of `request`, each checked (`validate_grid`), with the notes to show before they run.
+    """The runs of `request`, each checked (`check_grid`), with the notes to show before they run.
 
     With `data`, the grid has one language (the given one, whose labels are checked, or data:PATH),
     the files' training and test lengths are every run's defaults (lengths given explicitly select
@@ -125,7 +125,7 @@ def plan_sweep(request: GridRequest) -> SweepPlan:
     given = given_options(request)
     given.update({f"the sweep file's [axes] {name}": name for name, _ in spec.axes
                   if name not in request.axes and name in MAYBE_UNUSED})
-    notes = unused_settings(configs, given) + fitted + validate_grid(configs)
+    notes = unused_settings(configs, given) + fitted + check_grid(configs)
     return SweepPlan(spec=spec, scale=scale, configs=tuple(configs), notes=tuple(notes))
 
 
@@ -201,7 +201,7 @@ def given_options(request: GridRequest) -> dict[str, str]:
 @dataclass(frozen=True)
 class TablePlan:
     """One table `reproduce` reruns: its name, spec and runs, the folder its results go to, the
-    folder of its training states (None: the default, OUT/state) and the notes `validate_grid` gave."""
+    folder of its training states (None: the default, OUT/state) and the notes `check_grid` gave."""
 
     name: str
     spec: SweepSpec
@@ -250,6 +250,6 @@ def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: in
         plans.append(TablePlan(
             name=name, spec=spec, out=target, configs=tuple(configs),
             state_dir=state_dir if state_dir is None or table != "all" else state_subfolder(state_dir, name),
-            notes=tuple(validate_grid(configs, "reproduce")),
+            notes=tuple(check_grid(configs, "reproduce")),
         ))
     return plans

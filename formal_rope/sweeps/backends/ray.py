@@ -14,6 +14,7 @@ start-up included), and only when a sweep runs with `backend="ray"`.
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -93,7 +94,6 @@ def probe_address(address: str, given: str) -> None:
     ray.init keeps retrying an address that does not answer for minutes; these two probes bound
     the wait to PROBE_TIMEOUT_S each.
     """
-    import socket  # function-local: only a sweep joining a cluster probes it; the CLI reads this module at start-up
 
     host, port = _host_port(address.removeprefix("ray://"))
     origin = "" if given == address else f" (from --address {given})"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import mpmath
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
@@ -51,7 +52,6 @@ def _turn_limbs(turns: int) -> tuple[int, int, int]:
 
 def _mp_turns(theta) -> int:
     """floor(frac(theta / 2pi) * 2^78) for an mpmath number theta computed at enough precision."""
-    import mpmath
 
     turns = theta / (2 * mpmath.pi)
     return int(mpmath.floor((turns - mpmath.floor(turns)) * mpmath.mpf(2) ** TURN_BITS))
@@ -59,7 +59,6 @@ def _mp_turns(theta) -> int:
 
 @lru_cache(maxsize=512)
 def _rope_turns(base: float, n_pairs: int) -> np.ndarray:
-    import mpmath
 
     rope_frequencies(base, n_pairs)  # the base's validation
     limbs = np.zeros((n_pairs, 3), dtype=np.int64)
@@ -85,7 +84,6 @@ _INV_TWO_PI_BITS = 1024 + TURN_BITS + 64 + 53
 
 @lru_cache(maxsize=1)
 def _inv_two_pi() -> int:
-    import mpmath  # function-local: computed once, on the first exact phase of a float64 frequency
 
     with mpmath.workprec(_INV_TWO_PI_BITS + 64):
         return int(mpmath.floor(mpmath.mpf(2) ** _INV_TWO_PI_BITS / (2 * mpmath.pi)))
@@ -172,7 +170,6 @@ def decimal_base_deviation(base: float, n_pairs: int, longest_position: int, dec
     number as written (default: repr(base), the shortest decimal that reads back as it). The phase gap
     grows linearly with the position, so this is its largest over offsets 0..longest_position;
     computed with mpmath at a precision well above the gap."""
-    import mpmath
 
     rope_frequencies(base, max(int(n_pairs), 1))  # the base's validation
     written = repr(float(base)) if decimal is None else decimal
