@@ -562,6 +562,13 @@ def register(app: typer.Typer) -> None:
             help="Also write a self-contained results page to this .html file (tables sortable and filterable, each "
             "language's classes, DFA, runs and failing strings, the figures; no server or network needed).",
         ),
+        plot_curves: Optional[Path] = typer.Option(
+            None, "--plot-curves",
+            help="Also draw every run's training curve (loss and accuracy against the step, OUT/curves) into this PNG.",
+        ),
+        color_by: str = typer.Option(
+            "pe", "--color-by", help="The runs column that colours the lines of --plot-curves (any column, e.g. "
+            "language, lr, seed)."),
     ) -> None:
         """Aggregate a results folder like the core paper's Tables 4–5: max/mean/std of accuracy, N* and NNCH's score (uniform strings, lengths 42..500)."""  # noqa: E501 (Typer lists the command by this line, breaks included)
         # function-local: rich and the report (numpy) stay off the start-up path
@@ -586,6 +593,11 @@ def register(app: typer.Typer) -> None:
             written = write_results_page(results, html, by=grouping, sort=sort, reference=reference_table(reference),
                                          level=confidence, comparison=compare, metric=metric)
             print(f"results page written to {written}", file=sys.stderr if json_output else sys.stdout)
+        if plot_curves is not None:
+            from formal_rope.sweeps.curves_plot import plot_curves as draw_curves  # function-local: matplotlib
+
+            drawn = draw_curves(results, plot_curves, color_by)
+            print(f"training curves written to {drawn}", file=sys.stderr if json_output else sys.stdout)
 
     @app.command()
     @ro.with_option_groups

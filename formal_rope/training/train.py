@@ -39,6 +39,8 @@ from formal_rope.progress import progress_display
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
+from formal_rope.training.curve_log import open_pack_log
+from formal_rope.training.curves import CurveOptions
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
 from formal_rope.training.layout import TokenLayout, ragged_layout
@@ -261,7 +263,7 @@ class PackTrainingState:
 
 
 def _save_state(
-    store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState
+    store, key: str, configs, model: Classifier, optimizer: PackedAdamW, progress: PackTrainingState, curves=None
 ) -> None:
     """The pack's whole training state in a format that cannot run code when read: the tensors
     (weights, optimizer steps and moments) as safetensors, everything else as JSON."""
@@ -276,13 +278,16 @@ def _save_state(
         "moments": len(moments["exp_avg"]),
         "progress": progress.to_dict(),
     }
+    if curves is not None:  # [curves hook c] the curves so far, so a resumed run continues them
+        header["curves"] = curves.state_dict()
     # Contiguous copies on the CPU: safetensors refuses views that share memory.
     payload = safetensors.torch.save({name: tensor.detach().cpu().contiguous().clone() for name, tensor in
                                       tensors.items()})
     store.save(key, pack_payload(header, payload))
 
 
-def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW) -> PackTrainingState | None:
+def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAdamW,
+                curves=None) -> PackTrainingState | None:
     """Restore the state saved under `key`, or None when there is none. TrainingStateError (bad input:
     the caller must not record it as a failed run) when it cannot be used; nothing in it is executed."""
     saved = read_saved_state(store, key, [c.run_id() for c in configs])
@@ -306,6 +311,8 @@ def _load_state(store, key: str, configs, model: Classifier, optimizer: PackedAd
             len(getattr(progress, name)) != runs for name in PackTrainingState.__dataclass_fields__ if name != "step"
         ):
             raise ValueError(f"its progress is not that of {runs} run(s) of {configs[0].steps} steps")
+        if curves is not None:  # [curves hook c] continue the curves the state holds
+            curves.load_state_dict(header.get("curves"))
         return progress
     except Exception as error:  # noqa: BLE001 - safetensors, torch and numpy raise many types for one bad file
         detail = (str(error).strip().splitlines() or [""])[0][:300]
@@ -323,6 +330,7 @@ def train_pack(
     state=None,
     state_key: str | None = None,
     on_step: Callable[[int, list[float]], None] | None = None,
+    curves=None,
 ) -> list[tuple[str, float | None, int]]:
     """Optimise every run of the pack in place. Returns per run (status "ok" | "diverged", final mean
     loss, steps done).
@@ -331,6 +339,7 @@ def train_pack(
     whose loss turns NaN/inf is recorded diverged at that step and frozen; the others go on.
     state: StateOptions (save every state.every steps to state.uri under state_key, resume from there).
     on_step(step, losses) sees every step's per-run losses (NaN for frozen runs).
+    curves: a `curves.PackCurves` that records each run's training curve from the step's losses.
     """
     configs = list(configs)
     runs = len(configs)
@@ -344,7 +353,7 @@ def train_pack(
     progress = None
     if state is not None:
         store = open_state_store(state.uri)
-        progress = _load_state(store, state_key, configs, model, optimizer)
+        progress = _load_state(store, state_key, configs, model, optimizer, curves)
     if progress is None:
         progress = PackTrainingState.fresh(configs)
     model.train()
@@ -369,6 +378,8 @@ def train_pack(
         active = torch.tensor([status == "ok" for status in progress.status])
         if on_step is not None:
             on_step(step, [loss_values[r] if r in active_runs else math.nan for r in range(runs)])
+        if curves is not None:  # [curves hook a] from this step's losses: no extra forward pass
+            curves.add(step, active_runs, loss_values, correct_values, progress.status)
         if not bool(active.any()):
             break
         optimizer.zero_grad()
@@ -402,7 +413,7 @@ def train_pack(
             for run in going:
                 progress.window_loss[run], progress.window_correct[run], progress.window_count[run] = 0.0, 0, 0
         if store is not None and (step + 1) % state.every == 0 and step + 1 < steps:
-            _save_state(store, state_key, configs, model, optimizer, progress)
+            _save_state(store, state_key, configs, model, optimizer, progress, curves)
     for run in range(runs):
         if progress.status[run] == "ok":
             progress.steps_done[run] = steps
@@ -541,6 +552,7 @@ def run_pack(
     worst_case: SearchSettings | None = None,
     init_dir: str | Path | None = None,
     eval_threads: Callable[[], int] | None = None,
+    curve_options: CurveOptions | None = CurveOptions(),
 ) -> tuple[list[RunResult], Classifier | None]:
     """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
 
@@ -566,6 +578,8 @@ def run_pack(
     each (None: `threads`). Evaluation gives the same bits at any thread count
     (`length_generalization`), so a sweep worker uses the cores of workers that have finished
     (`sweeps.backends.cores`); training keeps `threads`, part of its numbers.
+    curve_options: each run's training curve (`training.curves`: every log_every steps, the result's
+    `curve`) and TensorBoard event files (None or log_every 0: no curve); neither changes a result.
     """
     configs = list(configs)
     if not configs:
@@ -603,13 +617,15 @@ def run_pack(
     error: str | None = None
     pack_failed = False
     init_notes: list[list[str]] = [[] for _ in configs]
+    log = open_pack_log(configs, curve_options, learning_rate)  # [curves hook b] None: no curves
     try:
         model = build_pack(configs, len(ingredients.alphabet), ingredients.periods).to(device)
         if any(config.init_from is not None for config in configs):
             init_notes = load_init_weights(model, configs, ingredients.alphabet, init_dir)
         reporter.stage("train", first.steps)
         outcomes = train_pack(
-            model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step
+            model, configs, data, report=reporter.update, device=device, state=state, state_key=key, on_step=on_step,
+            curves=None if log is None else log.recorder,
         )
         ok = [run for run in range(runs) if outcomes[run][0] == "ok"]
         if ok:
@@ -644,18 +660,22 @@ def run_pack(
         error = f"{type(exception).__name__}: {exception}"
     finally:
         reporter.close()
+        if log is not None:  # [curves hook b] logged points on disk (a pack that raised: its runs log alone)
+            log.flush(close=pack_failed)
     if pack_failed:
         model = None  # the pack's half-trained weights are no run's result; free them first
         alone = threads if threads_alone is None else threads_alone
         return _run_alone(configs, paths, key, progress=progress, device=device, threads=alone,
                           dfa=ingredients.dfa, state=state, on_step=on_step, worst_case=worst_case,
-                          init_dir=init_dir, eval_threads=eval_threads), None
+                          init_dir=init_dir, eval_threads=eval_threads, curve_options=curve_options), None
     results = _pack_results(configs, outcomes, evaluations, ingredients, key=key, wall=time.perf_counter() - started,
                             error=error)
     if worst_case is not None:
         results = [with_worst_case(result, found) for result, found in zip(results, searches)]
     results = [replace(result, warnings=(*result.warnings, *notes)) if notes else result
                for result, notes in zip(results, init_notes)]
+    if log is not None:  # [curves hook b] each run's curve on its result (and in its checkpoint below)
+        results = log.attach(results)
     if model is not None:
         for run, path in enumerate(paths):
             if path is not None and not (results[run].status == "failed" and results[run].steps_done == 0):
@@ -725,7 +745,7 @@ def with_worst_case(result: RunResult, found: WorstCase | None) -> RunResult:
 
 
 def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, state, on_step,
-               worst_case=None, init_dir=None, eval_threads=None) -> list[RunResult]:
+               worst_case=None, init_dir=None, eval_threads=None, curve_options=None) -> list[RunResult]:
     """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
     outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
     own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
@@ -739,7 +759,7 @@ def _run_alone(configs, paths, key: str, *, progress, device, threads, dfa, stat
                 on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
         (result,), _ = run_pack([config], progress=progress, checkpoint_paths=[path], device=device, threads=threads,
                                 dfa=dfa, state=state, on_step=step, worst_case=worst_case, init_dir=init_dir,
-                                eval_threads=eval_threads)
+                                eval_threads=eval_threads, curve_options=curve_options)
         results.append(result)
     if state is not None and not state.keep:
         open_state_store(state.uri).delete(key)
@@ -757,6 +777,7 @@ def run_training(
     state=None,
     worst_case: SearchSettings | None = None,
     init_dir: str | Path | None = None,
+    curve_options: CurveOptions | None = CurveOptions(),
 ) -> tuple[RunResult, Classifier | None]:
     """Train, evaluate and (optionally) checkpoint one run (a pack of one). Returns (result, model).
 
@@ -767,10 +788,11 @@ def run_training(
     state: StateOptions to checkpoint the training state and resume from it (`train --resume`).
     worst_case: also search the run for misclassified strings (`SearchSettings`; `train --eval worst-case`).
     init_dir: where a run id in config.init_from is looked up (`run_pack`).
+    curve_options: the training curve and TensorBoard files (`run_pack`).
     The model is None only when the run failed before it was built.
     """
     results, model = run_pack(
         [config], progress=progress, checkpoint_paths=[checkpoint_path], device=device, threads=threads, dfa=dfa,
-        state=state, worst_case=worst_case, init_dir=init_dir,
+        state=state, worst_case=worst_case, init_dir=init_dir, curve_options=curve_options,
     )
     return results[0], model
