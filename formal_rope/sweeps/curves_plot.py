@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
+import pandas as pd
+
+matplotlib.use("Agg")  # files only: this module is loaded to draw one (`report --plot-curves`), never at start-up
+import matplotlib.pyplot as plt  # noqa: E402 (after choosing the backend)
+from matplotlib.lines import Line2D  # noqa: E402
+
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, output_path
 from formal_rope.sweeps.curve_table import read_curves
@@ -44,10 +51,6 @@ def plot_curves(results: str | Path, path: str | Path, color_by: str = DEFAULT_C
 
 def _colours(values: dict, color_by: str):
     """(colour of each run id, legend handles or None, a scalar mappable for a colour bar or None)."""
-    import matplotlib  # function-local: matplotlib loads only when a plot is drawn
-    import pandas as pd
-    from matplotlib.lines import Line2D
-
     distinct = sorted({str(v) for v in values.values()})
     numeric = pd.api.types.is_numeric_dtype(pd.Series(list(values.values())).dropna())
     if numeric and len(distinct) > MAX_LEGEND_VALUES:
@@ -62,11 +65,6 @@ def _colours(values: dict, color_by: str):
 
 
 def _draw(curves, values: dict, color_by: str, title: str):
-    import matplotlib  # function-local: matplotlib loads only when a plot is drawn
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     colour_of, handles, mapper = _colours(values, color_by)
     figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(12, 4.5))
     alpha = 0.9 if len(values) <= 20 else 0.5
@@ -86,8 +84,6 @@ def _draw(curves, values: dict, color_by: str, title: str):
 
 
 def _save(figure, path: Path) -> Path:
-    import matplotlib.pyplot as plt  # function-local: matplotlib loads only when a plot is drawn
-
     try:
         with atomic_file(path, "the plot") as temporary:  # the temporary keeps the suffix: the format
             figure.savefig(temporary, dpi=120)
