@@ -82,8 +82,8 @@ LogEvery = Annotated[Optional[int], typer.Option(
     "1,000). Changes no run id and no result.")]
 TensorBoard = Annotated[Optional[str], typer.Option(
     "--tensorboard", help="Also write TensorBoard event files into this folder as runs train, one sub-folder per "
-    "run (label and run id); watch with `tensorboard --logdir DIR`. Needs the tensorboard package "
-    "(pip install 'formal-rope[tensorboard]'); on a cluster, a folder every node reaches.")]
+    "run (label and run id); watch with `tensorboard --logdir DIR`. Needs the tensorboard package (pip install "
+    "tensorboard; docs/training.md); on a cluster, a folder every node reaches.")]
 EvalMode = Annotated[Optional[str], typer.Option(
     "--eval", help="full: every test length (the default); nstar: stop at the first imperfect length; worst-case: "
     "also search each run for misclassified strings (n_star_worst beside n_star; docs/evaluation.md). Combine as "
