@@ -73,6 +73,13 @@ class ReportFlags(NamedTuple):
         help="Also write a self-contained results page to this .html file (tables sortable and filterable, each "
         "language's classes, DFA, runs and failing strings, the figures; no server or network needed).",
     )
+    plot_curves: Optional[Path] = typer.Option(
+        None, "--plot-curves",
+        help="Also draw every run's training curve (loss and accuracy against the step, OUT/curves) into this PNG.",
+    )
+    color_by: str = typer.Option(
+        "pe", "--color-by", help="The runs column that colours the lines of --plot-curves (any column, e.g. "
+        "language, lr, seed).")
 
     def request(self, results: Path):
         """What to report of `results`, a `ReportRequest` (FormalRopeError for a malformed option; a
@@ -105,3 +112,9 @@ def report(
                                      reference=request.reference, level=request.level,
                                      comparison=request.comparison, metric=request.metric)
         print(f"results page written to {written}", file=sys.stderr if options.json_output else sys.stdout)
+    if options.plot_curves is not None:
+        # function-local: matplotlib loads only when curves are drawn
+        from formal_rope.sweeps.curves_plot import plot_curves as draw_curves
+
+        drawn = draw_curves(results, options.plot_curves, options.color_by)
+        print(f"training curves written to {drawn}", file=sys.stderr if options.json_output else sys.stdout)

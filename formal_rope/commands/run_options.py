@@ -23,6 +23,8 @@ from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings
 from formal_rope.numbers import float_text, int_text
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
 from formal_rope.training.config import field_kind, lengths_fields, parse_field_text
+from formal_rope.training.curve_log import check_tensorboard
+from formal_rope.training.curves import CurveOptions
 from formal_rope.training.packing import pack_key, parse_pack
 from formal_rope.training.state import StateOptions, check_state_dir, open_state_store
 from formal_rope.training.state import checkpoint_every as interval
@@ -74,6 +76,14 @@ TrainStateDir = Annotated[Optional[str], typer.Option(
 Resume = Annotated[bool, typer.Option(
     "--resume", help="Continue from the training state this run saved in --state-dir (a killed run); without a "
     "saved state, start at step 0 (a note says where it looked).")]
+LogEvery = Annotated[Optional[int], typer.Option(
+    "--log-every", help="Log each run's training loss and accuracy every N steps (OUT/curves, the checkpoint, "
+    "--tensorboard; 0: no curves). Default: steps/50, at most 1,000 (a quick run logs 50 points, a paper run "
+    "1,000). Changes no run id and no result.")]
+TensorBoard = Annotated[Optional[str], typer.Option(
+    "--tensorboard", help="Also write TensorBoard event files into this folder as runs train, one sub-folder per "
+    "run (label and run id); watch with `tensorboard --logdir DIR`. Needs the tensorboard package (pip install "
+    "tensorboard; docs/training.md); on a cluster, a folder every node reaches.")]
 EvalMode = Annotated[Optional[str], typer.Option(
     "--eval", help="full: every test length (the default); nstar: stop at the first imperfect length; worst-case: "
     "also search each run for misclassified strings (n_star_worst beside n_star; docs/evaluation.md). Combine as "
@@ -293,6 +303,12 @@ class RunFlags(NamedTuple):
     checkpoint_every: CheckpointEvery = None
     state_dir: StateDir = None
     keep_state: KeepState = False
+    log_every: LogEvery = None
+    tensorboard: TensorBoard = None
+
+    def curves(self) -> CurveOptions:
+        """The runs' training curves and TensorBoard files (FormalRopeError: no tensorboard package)."""
+        return curve_options(self.log_every, self.tensorboard)
 
     def check(self, workers: int = 1) -> tuple[BackendOptions, int | str]:
         """(The backend's options, the parsed --pack); FormalRopeError for run options no sweep can
@@ -304,6 +320,7 @@ class RunFlags(NamedTuple):
                                   gpus_per_run=self.gpus_per_run, max_retries=self.max_retries)
         parsed = parse_pack(self.pack)
         options.check_available()  # e.g. Ray not installed: exit 2 with the install command, after the flags
+        self.curves()
         return options, parsed
 
     def sweep_options(self, configs, out: Path, *, workers: int, note: Callable[[str], None],
@@ -315,7 +332,24 @@ class RunFlags(NamedTuple):
         steps = max((config.steps for config in configs), default=0)
         state = state_options(self.checkpoint_every, steps, state_dir or out / "state", self.keep_state, note,
                               state_dir is not None)
-        return dict(backend=options, state=state, pack=pack)
+        return dict(backend=options, state=state, pack=pack, curves=self.curves())
+
+
+class CurveFlags(NamedTuple):
+    """The training curve of `train` (`--log-every`) and its TensorBoard files."""
+
+    log_every: LogEvery = None
+    tensorboard: TensorBoard = None
+
+    def curves(self) -> CurveOptions:
+        return curve_options(self.log_every, self.tensorboard)
+
+
+def curve_options(log_every: int | None, tensorboard: str | None) -> CurveOptions:
+    """CurveOptions of --log-every and --tensorboard, checked (the tensorboard package is installed)."""
+    options = CurveOptions(log_every=log_every, tensorboard=tensorboard)
+    check_tensorboard(options)
+    return options
 
 
 class TrainStateFlags(NamedTuple):

@@ -319,6 +319,7 @@ def train_command(
     ),
     device: str = typer.Option("cpu", "--device", help="torch device, e.g. cpu or cuda."),
     state_flags: ro.TrainStateFlags = None,
+    curve_flags: ro.CurveFlags = None,
     json_output: bool = typer.Option(False, "--json", help="Print the run result as one JSON object."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
@@ -355,6 +356,7 @@ def train_command(
     dfa = _resolve_with_notes(config)
     checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
     state = state_flags.state(config, note=_note)
+    curves = curve_flags.curves()
     worst_case = ro.worst_case_settings(ro.parse_eval(settings.eval_mode)[1], settings.worst_case_budget)
     if worst_case is not None and dfa is None:
         raise FormalRopeError("--eval worst-case labels its strings with the language's DFA; a run on data files "
@@ -363,7 +365,7 @@ def train_command(
         result, _ = run_training(
             config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
             threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
-            init_dir=TRAIN_CHECKPOINT_DIR,
+            init_dir=TRAIN_CHECKPOINT_DIR, curve_options=curves,
         )
     except KeyboardInterrupt:
         kept = ("no checkpoint was written" if state is None else

@@ -29,6 +29,8 @@ from formal_rope.runs.search import search_pack, with_worst_case
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
+from formal_rope.training.curve_log import PackLog, open_pack_log
+from formal_rope.training.curves import CurveOptions
 from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
 from formal_rope.training.length_generalization import Evaluation
@@ -37,7 +39,7 @@ from formal_rope.training.packing import pack_key
 from formal_rope.training.provenance import software_versions, source_commit
 from formal_rope.training.setup import PackIngredients, build_pack, check_pack, pack_ingredients
 from formal_rope.training.state import StateOptions, TrainingStateError, check_state_dir, open_state_store
-from formal_rope.training.train import train_pack
+from formal_rope.training.train import learning_rate, train_pack
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class PackOptions:
     each (None: `threads`). Evaluation gives the same bits at any thread count
     (`length_generalization`), so a sweep worker uses the cores of workers that have finished
     (`sweeps.backends.cores`); training keeps `threads`, part of its numbers.
+    curve_options: each run's training curve (`training.curves`: every log_every steps, the result's
+    `curve`) and TensorBoard event files (None or log_every 0: no curve); neither changes a result.
     """
 
     progress: ProgressArg = False
@@ -76,6 +80,7 @@ class PackOptions:
     worst_case: SearchSettings | None = None
     init_dir: str | Path | None = None
     eval_threads: Callable[[], int] | None = None
+    curve_options: CurveOptions | None = CurveOptions()
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,7 @@ class _Measured:
     searches: list
     init_notes: list
     error: str | None = None
+    log: PackLog | None = None  # the runs' training curves (None: not logged)
 
 
 def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=None,
@@ -123,6 +129,8 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
         results = [with_worst_case(result, found) for result, found in zip(results, measured.searches)]
     results = [replace(result, warnings=(*result.warnings, *notes)) if notes else result
                for result, notes in zip(results, measured.init_notes)]
+    if measured.log is not None:  # each run's curve on its result (and in its checkpoint below)
+        results = measured.log.attach(results)
     if measured.model is not None:
         for run, path in enumerate(paths):
             if path is not None and not (results[run].status == "failed" and results[run].steps_done == 0):
@@ -170,26 +178,32 @@ def _measure(configs: list[RunConfig], ingredients: PackIngredients, key: str, o
     model: Classifier | None = None
     outcomes: list[tuple[str, float | None, int]] = [("failed", None, 0)] * runs
     init_notes: list[list[str]] = [[] for _ in configs]
+    log = open_pack_log(configs, options.curve_options, learning_rate)
+    failed = False
     try:
         model = build_pack(configs, len(ingredients.alphabet), ingredients.periods).to(options.device)
         if any(config.init_from is not None for config in configs):
             init_notes = load_init_weights(model, configs, ingredients.alphabet, options.init_dir)
         reporter.stage("train", first.steps)
         outcomes = train_pack(model, configs, ingredients.data, report=reporter.update, device=options.device,
-                              state=options.state, state_key=key, on_step=options.on_step)
+                              state=options.state, state_key=key, on_step=options.on_step,
+                              curves=None if log is None else log.recorder)
         evaluations, searches = _evaluate(model, configs, ingredients, outcomes, options, reporter)
-        return _Measured(model, outcomes, evaluations, searches, init_notes)
+        return _Measured(model, outcomes, evaluations, searches, init_notes, log=log)
     except (TrainingStateError, InitFromError):
         raise  # a saved state or init checkpoint that cannot be used is the user's input, not this pack's failure
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
         # The exception belongs to the pack's computation, not to a known run: with pack-mates it may
         # come from any one of them (or from the pack's size), so it is no run's result; each run is
         # then trained alone (run_pack) and gets its own outcome.
-        failed = [("failed", outcome[1], outcome[2]) for outcome in outcomes]
-        return _Measured(model, failed, [None] * runs, [None] * runs, init_notes,
-                         error=f"{type(exception).__name__}: {exception}")
+        failed = runs > 1  # its runs train again alone, each with its own log
+        return _Measured(model, [("failed", outcome[1], outcome[2]) for outcome in outcomes], [None] * runs,
+                         [None] * runs, init_notes, error=f"{type(exception).__name__}: {exception}",
+                         log=None if failed else log)
     finally:
         reporter.close()
+        if log is not None:  # logged points on disk (a pack that raised: closed, its runs log again alone)
+            log.flush(close=failed)
 
 
 def _evaluate(model: Classifier, configs, ingredients: PackIngredients, outcomes, options: PackOptions,

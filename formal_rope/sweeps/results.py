@@ -1,4 +1,5 @@
-"""Results on disk: one Parquet file per finished run under OUT/runs and OUT/evals.
+"""Results on disk: one Parquet file per finished run under OUT/runs and OUT/evals (and OUT/curves,
+`formal_rope.sweeps.curve_table`).
 
 Each run's rows are written to a hidden temporary file and renamed into place, so a crash or
 Ctrl-C never leaves a half-written file, and pandas.read_parquet(OUT / "runs") (which ignores
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, write_bytes_atomically
+from formal_rope.sweeps.curve_table import write_curve
 from formal_rope.theory.runs import prediction_columns
 from formal_rope.training.config import RunConfig, RunResult, field_kind
 
@@ -190,7 +192,7 @@ def _atomic_parquet(columns: dict, column_types: dict, path: Path) -> None:
 
 
 def write_run(out: str | Path, config: RunConfig, result: RunResult) -> None:
-    """Persist one finished run: evals first, then the run row (its presence marks 'finished')."""
+    """Persist one finished run: evals and curve first, then the run row (its presence marks 'finished')."""
     out = ensure_results_dir(out)
     run_id = config.run_id()
     evals = {
@@ -200,6 +202,7 @@ def write_run(out: str | Path, config: RunConfig, result: RunResult) -> None:
         "n": [int(r.n) for r in result.per_length],
     }
     _atomic_parquet(evals, EVAL_COLUMN_TYPES, out / EVALS / f"{run_id}.parquet")
+    write_curve(out, run_id, result.curve, _atomic_parquet)  # OUT/curves (sweeps.curve_table)
     row = run_row(config, result, run_id)
     _atomic_parquet({key: [row[key]] for key in RUN_COLUMN_TYPES}, RUN_COLUMN_TYPES, out / RUNS / f"{run_id}.parquet")
 

@@ -30,6 +30,8 @@ from formal_rope.sweeps.units import (
     unit_key,
 )
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.curve_log import check_tensorboard
+from formal_rope.training.curves import CurveOptions
 from formal_rope.training.init_from import SWEEP_MODELS_DIR, is_run_id
 from formal_rope.training.provenance import source_commit
 from formal_rope.training.state import (
@@ -96,6 +98,7 @@ def run_sweep(
     on_event: EventCallback | None = None,
     on_note: Callable[[str], None] | None = None,
     worst_case=None,
+    curves: CurveOptions = CurveOptions(),
 ) -> SweepSummary:
     """Run every config not already finished in `out`; each result is written as soon as it ends.
 
@@ -124,6 +127,8 @@ def run_sweep(
     worst-case`): every run is also searched for misclassified strings, and a finished run without
     a worst-case result counts as unfinished (it is trained again; the packs OUT/packs.json records
     are reused, so its numbers are the same). A custom pack_runner then gets worst_case= too.
+    curves: each run's training curve (OUT/curves, `--log-every`) and TensorBoard event files
+    (`--tensorboard`, written by the worker that trains the run), with the default pack runner.
     """
     start = time.perf_counter()
     options = resolve_backend(backend, workers=workers, address=address, cpus_per_run=cpus_per_run,
@@ -135,16 +140,20 @@ def run_sweep(
         check_state_dir(state.uri)
     out = ensure_results_dir(out)
     # One sweep at a time in a results folder: a second one would train every pending run again.
+    if curves.tensorboard is not None:
+        check_tensorboard()  # before any run starts, as a missing package is the user's to fix
+        curves = replace(curves, tensorboard=absolute_location(curves.tensorboard))  # workers may run elsewhere
     lock = acquire_lock(out / SWEEP_LOCK, "the results folder", out)
     try:
         return _run_locked(configs, out, options, state=state, runner=runner, pack_runner=pack_runner,
-                           on_event=on_event, on_note=on_note, pack=pack, start=start, worst_case=worst_case)
+                           on_event=on_event, on_note=on_note, pack=pack, start=start, worst_case=worst_case,
+                           curves=curves)
     finally:
         lock.release()
 
 
 def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, pack_runner, on_event, on_note, pack,
-                start: float, worst_case) -> SweepSummary:
+                start: float, worst_case, curves: CurveOptions = CurveOptions()) -> SweepSummary:
     done = finished_run_ids(out, worst_case=worst_case is not None)
     pending = [c for c in configs if c.run_id() not in done]
     notify = on_event or (lambda *_: None)
@@ -154,7 +163,7 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
         if config.run_id() in done:
             notify("skip", config, None)
     task = UnitTask(runner=runner, pack_runner=pack_runner, threads=options.threads, workers=options.workers,
-                    state=state, worst_case=worst_case, models_dir=models_dir, keep_models=sources)
+                    state=state, worst_case=worst_case, models_dir=models_dir, keep_models=sources, curves=curves)
     commit = source_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()

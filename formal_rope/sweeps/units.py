@@ -15,6 +15,7 @@ from formal_rope.files import read_bounded, write_bytes_atomically
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.sweeps.backends.cores import CoreShare
 from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.curves import CurveOptions
 from formal_rope.training.init_from import is_run_id
 from formal_rope.training.packing import default_threads, group_packs, pack_key
 from formal_rope.training.state import StateOptions
@@ -37,17 +38,18 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
 def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
                            state: StateOptions | None, threads_alone: int | None = None,
                            worst_case=None, checkpoint_paths=None, init_dir: str | None = None,
-                           eval_threads=None) -> list[RunResult]:
+                           eval_threads=None, curve_options: CurveOptions | None = None) -> list[RunResult]:
     """Train and evaluate a pack of compatible runs in this process (the default pack runner).
     threads_alone: the threads of each run trained again alone when the pack raises (default
     `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`).
     checkpoint_paths, init_dir: as for `run_pack` (a staged sweep's checkpoints, OUT/models).
-    eval_threads: as for `run_pack` (the evaluation's threads, asked before each pass)."""
+    eval_threads: as for `run_pack` (the evaluation's threads, asked before each pass).
+    curve_options: the runs' training curves and TensorBoard files (None: the default curves)."""
     from formal_rope.runs.pack import run_pack  # function-local: torch, only where a unit trains
 
     return run_pack(configs, progress=False, device=device, threads=threads, threads_alone=threads_alone,
                     state=state, worst_case=worst_case, checkpoint_paths=checkpoint_paths, init_dir=init_dir,
-                    eval_threads=eval_threads)[0]
+                    eval_threads=eval_threads, curve_options=curve_options or CurveOptions())[0]
 
 
 def default_runner(config: RunConfig) -> RunResult:
@@ -82,6 +84,8 @@ class UnitTask:
     # A local pool's count of units in flight (`backends.cores`): the default pack runner's
     # evaluation then takes the threads of idle workers too (same results at any thread count).
     cores: CoreShare | None = None
+    # Each run's training curve and TensorBoard files (`training.curves`), written where it trains.
+    curves: CurveOptions = CurveOptions()
 
     def sharing_cores(self, share: CoreShare) -> "UnitTask":
         """This task, its evaluations sharing the pool's idle cores through `share`."""
@@ -135,7 +139,7 @@ class UnitTask:
         if self.cores is not None and str(device).startswith("cpu"):
             extra["eval_threads"] = partial(self.cores.evaluation_threads, threads)
         return pack_runner_in_process(unit, device=device, threads=threads, threads_alone=self.threads_for(1),
-                                      state=self.state, **extra)
+                                      state=self.state, curve_options=self.curves, **extra)
 
     def _run_one(self, config: RunConfig) -> RunResult:
         start = time.perf_counter()

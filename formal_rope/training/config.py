@@ -21,6 +21,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import parse_alphabet, resolve_language
 from formal_rope.numbers import float_text, int_text
 from formal_rope.training.checks import GLOBAL_WINDOW, MAX_LENGTH_LIST, check_config
+from formal_rope.training.curves import TrainingCurve
 from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS: the config's public name)
     BASE_ENCODINGS,
     PERIODIC_ENCODINGS,
@@ -577,6 +578,8 @@ class RunResult:
     # What the run's settings are known to cost (training.context.run_warnings: fp32 phases far off at
     # this base, a partial_rope that rotates every pair); also printed on stderr before training.
     warnings: tuple[str, ...] = ()
+    # The training curve (training.curves: loss and accuracy every log_every steps); None: not logged.
+    curve: TrainingCurve | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""
@@ -586,6 +589,7 @@ class RunResult:
         data["alphabet"] = list(self.alphabet) if self.alphabet is not None else None
         data["resolved_periods"] = list(self.resolved_periods) if self.resolved_periods is not None else None
         data["warnings"] = list(self.warnings)
+        data["curve"] = self.curve.to_dict() if self.curve is not None else None
         return data
 
     @classmethod
@@ -596,5 +600,7 @@ class RunResult:
         for name in ("alphabet", "resolved_periods", "warnings"):
             if data.get(name) is not None:
                 data[name] = tuple(data[name])
+        if data.get("curve") is not None:
+            data["curve"] = TrainingCurve.from_dict(data["curve"])
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})

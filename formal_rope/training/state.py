@@ -382,9 +382,11 @@ def _safetensors():
     return safetensors.torch
 
 
-def save_pack_state(store: StateStore, key: str, configs, model, optimizer, progress: PackTrainingState) -> None:
+def save_pack_state(store: StateStore, key: str, configs, model, optimizer, progress: PackTrainingState,
+                    curves=None) -> None:
     """The pack's whole training state in a format that cannot run code when read: the tensors
-    (weights of `model`, steps and moments of its `PackedAdamW`) as safetensors, everything else as JSON."""
+    (weights of `model`, steps and moments of its `PackedAdamW`) as safetensors, everything else
+    (progress, and the training curves so far when `curves` records them) as JSON."""
     moments = optimizer.state_dict()
     tensors = {f"model.{name}": tensor for name, tensor in model.state_dict().items()}
     tensors["optimizer.steps"] = moments["steps"]
@@ -396,13 +398,16 @@ def save_pack_state(store: StateStore, key: str, configs, model, optimizer, prog
         "moments": len(moments["exp_avg"]),
         "progress": progress.to_dict(),
     }
+    if curves is not None:  # the training curves so far (`curves.PackCurves`), so a resumed run continues them
+        header["curves"] = curves.state_dict()
     # Contiguous copies on the CPU: safetensors refuses views that share memory.
     payload = _safetensors().save({name: tensor.detach().cpu().contiguous().clone() for name, tensor in
                                    tensors.items()})
     store.save(key, pack_payload(header, payload))
 
 
-def load_pack_state(store: StateStore, key: str, configs, model, optimizer) -> PackTrainingState | None:
+def load_pack_state(store: StateStore, key: str, configs, model, optimizer,
+                    curves=None) -> PackTrainingState | None:
     """Restore the state saved under `key` into `model` and `optimizer` and return its progress, or
     None when there is none. TrainingStateError (bad input: the caller must not record it as a failed
     run) when it cannot be used; nothing in it is executed."""
@@ -427,6 +432,8 @@ def load_pack_state(store: StateStore, key: str, configs, model, optimizer) -> P
             len(getattr(progress, name)) != runs for name in PackTrainingState.__dataclass_fields__ if name != "step"
         ):
             raise ValueError(f"its progress is not that of {runs} run(s) of {configs[0].steps} steps")
+        if curves is not None:  # continue the curves the state holds
+            curves.load_state_dict(header.get("curves"))
         return progress
     except Exception as error:  # noqa: BLE001 - safetensors, torch and numpy raise many types for one bad file
         detail = (str(error).strip().splitlines() or [""])[0][:300]

@@ -109,6 +109,7 @@ def train_pack(
     state=None,
     state_key: str | None = None,
     on_step: Callable[[int, list[float]], None] | None = None,
+    curves=None,
 ) -> list[tuple[str, float | None, int]]:
     """Optimise every run of the pack in place. Returns per run (status "ok" | "diverged", final mean
     loss, steps done).
@@ -117,6 +118,7 @@ def train_pack(
     whose loss turns NaN/inf is recorded diverged at that step and frozen; the others go on.
     state: StateOptions (save every state.every steps to state.uri under state_key, resume from there).
     on_step(step, losses) sees every step's per-run losses (NaN for frozen runs).
+    curves: a `curves.PackCurves` that records each run's training curve from the step's losses.
     """
     configs = list(configs)
     runs = len(configs)
@@ -130,7 +132,7 @@ def train_pack(
     progress = None
     if state is not None:
         store = open_state_store(state.uri)
-        progress = load_pack_state(store, state_key, configs, model, optimizer)
+        progress = load_pack_state(store, state_key, configs, model, optimizer, curves)
     if progress is None:
         progress = PackTrainingState.fresh(configs)
     model.train()
@@ -155,6 +157,8 @@ def train_pack(
         active = torch.tensor([status == "ok" for status in progress.status])
         if on_step is not None:
             on_step(step, [loss_values[r] if r in active_runs else math.nan for r in range(runs)])
+        if curves is not None:  # from this step's losses: no extra forward pass
+            curves.add(step, active_runs, loss_values, correct_values, progress.status)
         if not bool(active.any()):
             break
         optimizer.zero_grad()
@@ -188,7 +192,7 @@ def train_pack(
             for run in going:
                 progress.window_loss[run], progress.window_correct[run], progress.window_count[run] = 0.0, 0, 0
         if store is not None and (step + 1) % state.every == 0 and step + 1 < steps:
-            save_pack_state(store, state_key, configs, model, optimizer, progress)
+            save_pack_state(store, state_key, configs, model, optimizer, progress, curves)
     for run in range(runs):
         if progress.status[run] == "ok":
             progress.steps_done[run] = steps
