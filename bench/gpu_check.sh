@@ -28,6 +28,7 @@ PY=${PYTHON:-python3}
 PARALLEL_TIMEOUT=${PARALLEL_TIMEOUT:-140}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-90}
 PACK_TIMEOUT=${PACK_TIMEOUT:-60}
+ATLAS_TIMEOUT=${ATLAS_TIMEOUT:-90}
 BENCH_DTYPES=${BENCH_DTYPES:-float32,bfloat16}
 XDIST_WORKERS=${XDIST_WORKERS:-8}
 ALLOW_CPU=${GPU_CHECK_ALLOW_CPU:-0}
@@ -192,7 +193,19 @@ report ""
 report "== bench/packed_training.py --device cuda (paper dims, R = 1, 16, 64, 256; target >= 20x at R = 64), rc=$PACK_RC$(timed_out $PACK_RC)"
 grep -E 'pack|Error' "$LOGS/gpu_packed.log" | tail -8 | tee -a "$REPORT"
 
+# ---- 7. an atlas slice on the GPU (issue 37): generated LTL[P,MOD] languages, NoPE vs RoPE_P, Ray tasks sharing the GPU
+log "atlas slice"
+ATLAS_BACKEND=(--backend ray --gpus-per-run 0.25 --workers 4)
+[ "$ALLOW_CPU" = 1 ] && ! "$PY" -c "import torch,sys; sys.exit(not torch.cuda.is_available())" && ATLAS_BACKEND=(--workers 2)
+timeout "$ATLAS_TIMEOUT" "$PY" -m formal_rope.cli atlas --set "generated:family=ltl_p_mod,period=2/3,count=1" \
+  --pe nope,rope_p --seeds 1 --steps 300 --worst-case-budget 16 "${ATLAS_BACKEND[@]}" --out "$LOGS/atlas_slice" \
+  >"$LOGS/gpu_atlas.log" 2>&1
+ATLAS_RC=$?
 report ""
-report "total: $((SECONDS - START)) s; logs: gpu_smoke.log gpu_tests.log gpu_warmup.log gpu_bench.log gpu_bench.json gpu_packed.log in $LOGS"
+report "== atlas slice (2 generated LTL[P,MOD] languages x NoPE, RoPE_P; 300 steps; agreement table), rc=$ATLAS_RC$(timed_out $ATLAS_RC)"
+grep -E 'run\(s\) finished|\| (nope|rope_p) |Error' "$LOGS/gpu_atlas.log" | head -12 | tee -a "$REPORT"
+
+report ""
+report "total: $((SECONDS - START)) s; logs: gpu_smoke.log gpu_tests.log gpu_warmup.log gpu_bench.log gpu_bench.json gpu_packed.log gpu_atlas.log in $LOGS"
 rm -rf "$SMOKE_PY" "$WARM_DIR"
-[ $SMOKE_RC = 0 ] && [ $TEST_RC = 0 ] && [ $WARM_RC = 0 ] && [ $BENCH_RC = 0 ] && [ $PACK_RC = 0 ]
+[ $SMOKE_RC = 0 ] && [ $TEST_RC = 0 ] && [ $WARM_RC = 0 ] && [ $BENCH_RC = 0 ] && [ $PACK_RC = 0 ] && [ $ATLAS_RC = 0 ]
