@@ -94,7 +94,9 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
 
     Returns one list of notes per run (what was new in it and kept its initialisation, what the
     checkpoint held that this run has not); runs without init_from get []. InitFromError for a
-    missing checkpoint, another alphabet, or a tensor whose shape differs (named).
+    missing checkpoint, another alphabet, or a tensor whose shape differs (named). `alphabet`: the
+    symbols every run reads, or one alphabet per run (a mixed-language pack: each run's checkpoint
+    fills the first rows of its embedding table, its own vocabulary).
     """
     import torch  # function-local: the sweeps runner reads this module's names without torch
 
