@@ -17,6 +17,7 @@ from formal_rope.evaluation.engine import SearchSettings
 from formal_rope.runs import run_pack
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.config import RunConfig
+from formal_rope.training.init_from import load_init_weights
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.packing import check_packable, group_packs, pack_mixing, parse_pack
 from formal_rope.training.setup import build_pack, pack_ingredients
@@ -110,6 +111,16 @@ def test_a_checkpoint_from_a_mixed_pack_holds_the_run_alone(tmp_path):
         assert loaded.classify(strings) == load_checkpoint(tmp_path / f"alone{run}.zip").classify(strings)
         assert alone.n_star == results[run].n_star
         assert abs(alone.final_loss - results[run].final_loss) < 1e-4
+    # A run of a mixed pack continues from a run's checkpoint: its own rows take the saved table.
+    continued = [TWO_ALPHABETS[0].with_(init_from=str(paths[0])), TWO_ALPHABETS[1]]
+    ingredients = pack_ingredients(continued)
+    fresh = build_pack(continued, ingredients.symbol_counts, ingredients.periods)
+    notes = load_init_weights(fresh, continued, ingredients.alphabets)
+    assert notes == [[], []]
+    saved = load_checkpoint(paths[0]).model.state_dict()
+    assert torch.equal(fresh.embedding.weight[0, :5], saved["embedding.weight"][0])
+    assert not fresh.embedding.weight[0, 5:].any()
+    assert torch.equal(fresh.readout.weight[0], saved["readout.weight"][0])
 
 
 def test_group_packs_mixes_languages_only_when_asked():
