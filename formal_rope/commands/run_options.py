@@ -46,7 +46,8 @@ Pack = Annotated[str, typer.Option(
     "to the workers and the memory; the default) or N (packs of at most N compatible runs; 1 trains every "
     "run alone). Runs of NoPE, SiPE, SiPE_P, RoPE, RoPE_P and partial RoPE share packs; add /by-pe "
     "(auto/by-pe, 4/by-pe) to keep each encoding in its own packs, as before mixed packs (their results "
-    "bit for bit). docs/packing.md.")]
+    "bit for bit); add /languages (auto/languages) to let runs of different languages and alphabets share "
+    "packs (fewer packs for many small languages). docs/packing.md.")]
 Backend = Annotated[str, typer.Option(
     "--backend", help=_markup_escaped(
         f"Where runs execute: {one_of(f'{name} ({row.help})' for name, row in BACKENDS.items())}."))]

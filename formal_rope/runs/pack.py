@@ -54,7 +54,8 @@ class PackOptions:
     whose runs alone get other threads than its packs (a sweep: `packing.default_threads`) passes
     threads_alone: the threads of each run trained again alone after the pack raised (None:
     `threads`); such a run ends bit-identical to the same run trained alone.
-    dfa: a pre-resolved DFA for the configs' language (skips resolution; the configs still name it).
+    dfa: a pre-resolved DFA for the configs' language (skips resolution; the configs still name it;
+    only for runs of one language).
     state: save the training state every `state.every` steps and resume from it (deleted at the end
     unless `state.keep`; `train --resume`). on_step(step, losses) sees every step's per-run losses.
     worst_case: also search each evaluated run for misclassified strings (`runs.search`; the
@@ -121,9 +122,9 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
     if measured.error is not None and len(configs) > 1:
         # The pack's half-trained weights are no run's result: each run is trained again alone.
         alone = options.threads if options.threads_alone is None else options.threads_alone
-        options = replace(options, threads=alone, threads_alone=None, dfa=ingredients.dfa)
+        options = replace(options, threads=alone, threads_alone=None)
         measured = None  # free the pack's model first
-        return _run_alone(configs, paths, key, options), None
+        return _run_alone(configs, paths, key, options, ingredients.dfas), None
     results = _pack_results(configs, measured, ingredients, key, wall=time.perf_counter() - started)
     if options.worst_case is not None:
         results = [with_worst_case(result, found) for result, found in zip(results, measured.searches)]
@@ -159,10 +160,10 @@ def _prepare(configs: list[RunConfig], options: PackOptions, checkpoint_paths) -
     # A language without balanced batches, unreadable or mislabelled data files are the user's
     # error, not a failed run.
     ingredients = pack_ingredients(configs, options.dfa)
-    if options.worst_case is not None and ingredients.dfa is None:
+    if options.worst_case is not None and any(dfa is None for dfa in ingredients.dfas):
         raise FormalRopeError(f"--eval worst-case labels its strings with the language's DFA, and "
                               f"{configs[0].language} has none (data files without a language): give --lang too")
-    check_init_sources(configs, ingredients.alphabet, options.init_dir)  # a checkpoint that cannot be used costs no run
+    check_init_sources(configs, ingredients.alphabets, options.init_dir)  # an unusable checkpoint costs no run
     return paths, ingredients
 
 
@@ -181,9 +182,9 @@ def _measure(configs: list[RunConfig], ingredients: PackIngredients, key: str, o
     log = open_pack_log(configs, options.curve_options, learning_rate)
     failed = False
     try:
-        model = build_pack(configs, len(ingredients.alphabet), ingredients.periods).to(options.device)
+        model = build_pack(configs, ingredients.symbol_counts, ingredients.periods).to(options.device)
         if any(config.init_from is not None for config in configs):
-            init_notes = load_init_weights(model, configs, ingredients.alphabet, options.init_dir)
+            init_notes = load_init_weights(model, configs, ingredients.alphabets, options.init_dir)
         reporter.stage("train", first.steps)
         outcomes = train_pack(model, configs, ingredients.data, report=reporter.update, device=options.device,
                               state=options.state, state_key=key, on_step=options.on_step,
@@ -226,7 +227,7 @@ def _evaluate(model: Classifier, configs, ingredients: PackIngredients, outcomes
     if options.worst_case is not None:
         reporter.stage("worst case", tested)
         for run, found in zip(ok, search_pack(
-            evaluated, ok_configs, ok_data, ingredients.dfa, [evaluations[r] for r in ok],
+            evaluated, ok_configs, ok_data, [ingredients.dfas[r] for r in ok], [evaluations[r] for r in ok],
             settings=options.worst_case, report=reporter.update, device=options.device, threads=options.eval_threads,
         )):
             searches[run] = found
@@ -259,7 +260,7 @@ def _pack_results(configs, measured: _Measured, ingredients: PackIngredients, ke
                 versions=versions,
                 commit=commit,
                 error=measured.error,
-                alphabet=ingredients.alphabet,
+                alphabet=ingredients.alphabets[run],
                 resolved_periods=ingredients.periods[run],
                 eval_complete=evaluation.complete if evaluation else False,
                 nnch_accuracy=evaluation.nnch_accuracy if evaluation else math.nan,
@@ -271,11 +272,12 @@ def _pack_results(configs, measured: _Measured, ingredients: PackIngredients, ke
     return results
 
 
-def _run_alone(configs, paths, key: str, options: PackOptions) -> list[RunResult]:
+def _run_alone(configs, paths, key: str, options: PackOptions, dfas) -> list[RunResult]:
     """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
     outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
     own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
-    train as that pack. on_step still sees one loss per run of the pack (NaN for the others)."""
+    train as that pack. on_step still sees one loss per run of the pack (NaN for the others).
+    dfas: each run's resolved DFA (not resolved again)."""
     runs = len(configs)
     results = []
     for run, (config, path) in enumerate(zip(configs, paths)):
@@ -283,7 +285,7 @@ def _run_alone(configs, paths, key: str, options: PackOptions) -> list[RunResult
         if options.on_step is not None:
             def step(index, losses, run=run):
                 options.on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
-        (result,), _ = run_pack([config], replace(options, on_step=step), checkpoint_paths=[path])
+        (result,), _ = run_pack([config], replace(options, on_step=step, dfa=dfas[run]), checkpoint_paths=[path])
         results.append(result)
     if options.state is not None and not options.state.keep:
         open_state_store(options.state.uri).delete(key)

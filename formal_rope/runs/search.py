@@ -14,14 +14,16 @@ from formal_rope.training.model import Classifier
 
 
 def search_pack(
-    model: Classifier, configs, data, dfa, evaluations, *, settings: SearchSettings, report=None, device="cpu",
+    model: Classifier, configs, data, dfas, evaluations, *, settings: SearchSettings, report=None, device="cpu",
     threads=None,
 ) -> list[WorstCase]:
     """The worst-case search (`formal_rope.evaluation`) of every run of an evaluated pack, run by
     run so that a run's search depends on its own weights only: it starts from the run's sampled
     test sets and stops at its first sampled failure (its N* cannot be beaten there), or earlier at
-    the first failure it finds. threads: as for `training.evaluate.evaluate_pack`."""
+    the first failure it finds. dfas: each run's language's DFA (the strings it labels; one DFA
+    for every run is also taken). threads: as for `training.evaluate.evaluate_pack`."""
     configs = list(configs)
+    dfas = list(dfas) if isinstance(dfas, (list, tuple)) else [dfas] * len(configs)
     total = len(configs[0].tested_lengths())
     searches = []
     for run, evaluation in enumerate(evaluations):
@@ -40,7 +42,7 @@ def search_pack(
 
         single = model if model.runs == 1 else model.select_runs([run])
         searches.append(worst_case_pack(
-            model=single, dfa=dfa, start_sets=data[run].test_sets(), settings=settings,
+            model=single, dfa=dfas[run], start_sets=data[run].test_sets(), settings=settings,
             last_lengths=[first_failing_length(evaluation)], device=device, on_length=on_length, threads=threads,
         )[0])
     return searches

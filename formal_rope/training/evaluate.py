@@ -12,22 +12,35 @@ from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data
 from formal_rope.training.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets, passed
 from formal_rope.training.model import Classifier
+from formal_rope.training.packing import language_key
 
 
 def evaluate_pack(
     model: Classifier, configs, data, *, report=None, device="cpu", modes=None, threads=None
 ) -> list[Evaluation]:
     """Per-length accuracy, N* and NNCH's score of every run of `model` on the seeded test sets of its
-    config (and NNCH's uniform strings), all runs in the same forward passes (the runs of a pack share
-    their test sets: data[0]'s).
+    config (and NNCH's uniform strings), all runs of one language in the same forward passes (they
+    share their test sets: the first such run's; the runs of each language of a mixed-language pack
+    are evaluated apart, each group cut out of the pack with `Classifier.select_runs`).
 
     `modes` overrides each config's eval_mode. A run in nstar mode stops costing compute at its
     first imperfect length. threads(): the torch threads of each length's passes (None: torch's
     setting; the results do not depend on it, `length_generalization`).
     """
     configs = list(configs)
-    total = len(configs[0].tested_lengths())
     modes = list(modes) if modes is not None else [c.eval_mode for c in configs]
+    groups: dict[tuple, list[int]] = {}
+    for run, config in enumerate(configs):
+        groups.setdefault(language_key(config), []).append(run)
+    if len(groups) > 1:  # a mixed-language pack: each language's runs on their own test sets
+        evaluations: list = [None] * len(configs)
+        for members in groups.values():
+            found = evaluate_pack(model.select_runs(members), [configs[r] for r in members], [data[r] for r in members],
+                                  report=report, device=device, modes=[modes[r] for r in members], threads=threads)
+            for run, evaluation in zip(members, found):
+                evaluations[run] = evaluation
+        return evaluations
+    total = len(configs[0].tested_lengths())
     seen: dict = {"lengths": set(), "n_star": [0] * len(configs), "perfect": [True] * len(configs)}
 
     def on_length(run: int, result) -> None:

@@ -77,10 +77,11 @@ def check_init_source(value: str, folder: str | Path | None, alphabet=None) -> P
 
 
 def check_init_sources(configs, alphabet, folder: str | Path | None = None) -> None:
-    """`check_init_source` for every run of a pack that has an init_from: before a run is built."""
-    for config in configs:
+    """`check_init_source` for every run of a pack that has an init_from: before a run is built.
+    `alphabet`: the symbols every run reads, or one alphabet per run."""
+    for config, symbols in zip(configs, per_run_alphabets(alphabet, len(configs))):
         if config.init_from is not None:
-            check_init_source(config.init_from, folder, alphabet)
+            check_init_source(config.init_from, folder, symbols)
 
 
 def _alphabet_message(path: Path, saved, alphabet) -> str:
@@ -93,7 +94,9 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
 
     Returns one list of notes per run (what was new in it and kept its initialisation, what the
     checkpoint held that this run has not); runs without init_from get []. InitFromError for a
-    missing checkpoint, another alphabet, or a tensor whose shape differs (named).
+    missing checkpoint, another alphabet, or a tensor whose shape differs (named). `alphabet`: the
+    symbols every run reads, or one alphabet per run (a mixed-language pack: each run's checkpoint
+    fills the first rows of its embedding table, its own vocabulary).
     """
     import torch  # function-local: the sweeps runner reads this module's names without torch
 
@@ -101,9 +104,11 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
 
     notes: list[list[str]] = [[] for _ in configs]
     target = model.state_dict()
+    alphabets = per_run_alphabets(alphabet, len(configs))
     for run, config in enumerate(configs):
         if config.init_from is None:
             continue
+        alphabet = alphabets[run]
         path = check_init_source(config.init_from, folder, alphabet)
         try:
             loaded = load_checkpoint(path)
@@ -115,7 +120,7 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
         for name, tensor in source.items():
             if name not in target:
                 continue
-            have, want = tuple(tensor.shape[1:]), tuple(target[name].shape[1:])  # without the run axis
+            have, want = tuple(tensor.shape[1:]), tuple(_own_slot(model, target, name, run).shape)  # no run axis
             if have != want:
                 raise InitFromError(
                     f"init_from: parameter {name!r} has shape {have} in the checkpoint {str(path)!r} and {want} in "
@@ -125,7 +130,7 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
         with torch.no_grad():
             for name, tensor in source.items():
                 if name in target:
-                    target[name][run].copy_(tensor[0].to(target[name].device, target[name].dtype))
+                    _own_slot(model, target, name, run).copy_(tensor[0].to(target[name].device, target[name].dtype))
         new = [name for name in target if name not in source]
         dropped = [name for name in source if name not in target]
         if new:
@@ -135,6 +140,23 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
             notes[run].append(f"init_from {config.init_from}: {len(dropped)} tensor(s) of the checkpoint have no "
                               f"place in this run and were left out ({_listed(dropped)})")
     return notes
+
+
+def per_run_alphabets(alphabet, runs: int) -> list[tuple[str, ...]]:
+    """`alphabet` (the symbols every run reads) or one alphabet per run, as one per run."""
+    alphabet = list(alphabet)
+    if alphabet and not isinstance(alphabet[0], str):
+        return [tuple(symbols) for symbols in alphabet]
+    return [tuple(alphabet)] * runs
+
+
+def _own_slot(model, target: dict, name: str, run: int):
+    """Run `run`'s part of tensor `name`: its embedding rows are its own vocabulary's (a run of a
+    mixed-language pack reads the first rows of the pack's table)."""
+    slot = target[name][run]
+    if name == "embedding.weight":
+        return slot[: model.symbol_counts[run] + 3]
+    return slot
 
 
 def _listed(names: list[str], shown: int = 4) -> str:

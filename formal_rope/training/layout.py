@@ -155,13 +155,15 @@ def rectangular_layout(tokens: torch.Tensor, readout: torch.Tensor) -> TokenLayo
     )
 
 
-def ragged_layout(symbols, lengths, n_symbols: int, widths, device="cpu") -> TokenLayout:
+def ragged_layout(symbols, lengths, n_symbols, widths, device="cpu") -> TokenLayout:
     """The layout of a training step: run r's strings `symbols[r]` ((B, >= its longest), padded) of
     `lengths[r]` (B,), each in the first bucket of `widths` (token widths, increasing) that holds
-    it. Every run has B strings; empty buckets are left out."""
-    bos, eos, pad = special_tokens(n_symbols)
+    it. Every run has B strings; empty buckets are left out. `n_symbols`: the alphabet size of
+    every run, or one per run (each run's bos, eos and pad are its own: `special_tokens`)."""
     lengths = np.asarray(lengths, dtype=np.int64)  # (R, B)
     runs, batch = lengths.shape
+    # (R,) per run: bos, eos, pad
+    bos, eos, pad = special_tokens(np.broadcast_to(np.asarray(n_symbols, dtype=np.int64), (runs,)))
     widths = np.asarray(widths, dtype=np.int64)
     bucket = np.searchsorted(widths - 2, lengths)  # (R, B): first bucket that holds each string
     if (bucket >= len(widths)).any():
@@ -191,12 +193,13 @@ def ragged_layout(symbols, lengths, n_symbols: int, widths, device="cpu") -> Tok
         usable = min(longest, run_symbols.shape[1]) if run_symbols.ndim == 2 else 0
         flat_symbols[index * batch : (index + 1) * batch, :usable] = run_symbols[:, :usable]
     string_length = lengths.reshape(-1)[token_string]
-    ids = np.full(token_string.size, pad, dtype=np.int64)
+    ids = pad[run].copy()
     inside = (position >= 1) & (position <= string_length)
     ids[inside] = flat_symbols[token_string[inside], position[inside] - 1]
-    ids[position == 0] = bos
-    ids[position == string_length + 1] = eos
-    tokens = np.full(runs * columns, pad, dtype=np.int64)
+    ids[position == 0] = bos[run[position == 0]]
+    ends = position == string_length + 1
+    ids[ends] = eos[run[ends]]
+    tokens = np.repeat(pad, columns)
     tokens[flat_row] = ids
     positions = np.zeros(runs * columns, dtype=np.int64)
     positions[flat_row] = position

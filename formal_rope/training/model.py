@@ -1,6 +1,7 @@
 """The classifier transformer (SPEC §8), in one readable nanoGPT-style file — with a run axis.
 
-Input `bos w1 .. wN eos` (SPEC §1), token ids: alphabet symbols 0..|Σ|-1, then bos, eos, pad.
+Input `bos w1 .. wN eos` (SPEC §1), token ids: alphabet symbols 0..|Σ|-1, then bos, eos, pad (per
+run: runs of a pack may read alphabets of different sizes, `symbol_counts`).
 Pre-LN blocks (strict-causal rotary attention + 4x GELU FFN), readout at each example's eos, two
 logits (reject, accept). Batches of different lengths are right-padded after eos: the strict causal
 mask means no position <= eos ever sees a pad, so padding cannot change the prediction.
@@ -230,10 +231,16 @@ class Classifier(nn.Module):
         if len(windows) != layers:
             raise ValueError(f"need one window per layer ({layers}), got {len(windows)}")
         runs = positional.runs
-        self.n_symbols = n_symbols
+        counts = (int(n_symbols),) * runs if isinstance(n_symbols, (int, np.integer)) else tuple(map(int, n_symbols))
+        if len(counts) != runs:
+            raise ValueError(f"need one alphabet size per run ({runs}), got {len(counts)}")
+        # Runs over alphabets of different sizes (a mixed-language pack) share one table of the
+        # largest vocabulary; each run reads its own token ids (`symbol_counts`), its rows first.
+        self.symbol_counts = counts
+        self.n_symbols = max(counts)
         self.runs = runs
         self.attention_impl = attention
-        self.embedding = PackedEmbedding(runs, n_symbols + 3, d_model)
+        self.embedding = PackedEmbedding(runs, self.n_symbols + 3, d_model)
         self.positional = positional
         self.blocks = nn.ModuleList(Block(runs, d_model, heads, ffn_mult, window) for window in windows)
         self.final_norm = PackedLayerNorm(runs, d_model)
@@ -251,7 +258,7 @@ class Classifier(nn.Module):
         """Initialise run `run` from `generator` with the draws (and order) of the equivalent unpacked
         torch modules: the positional encoding's, the embedding, each block, the readout."""
         self.positional.reset_run(run, generator)
-        self.embedding.reset_run(run, generator)
+        self.embedding.reset_run(run, generator, self.symbol_counts[run] + 3)
         for block in self.blocks:
             block.reset_run(run, generator)
         self.final_norm.reset_run(run, generator)
@@ -304,15 +311,21 @@ class Classifier(nn.Module):
         return self.readout(self.final_norm(x))
 
     def select_runs(self, indices) -> "Classifier":
-        """A new Classifier holding copies of runs `indices` of this pack (in that order)."""
+        """A new Classifier holding copies of runs `indices` of this pack (in that order), its embedding
+        table cut back to the largest vocabulary among them: a run selected alone from a
+        mixed-language pack is the model it would be trained alone (its own vocabulary)."""
         index = torch.tensor([int(i) for i in indices], dtype=torch.long)
         positional = self.positional.select(index.tolist())
         selected = Classifier.__new__(Classifier)
         nn.Module.__init__(selected)
-        selected.n_symbols = self.n_symbols
+        selected.symbol_counts = tuple(self.symbol_counts[i] for i in index.tolist())
+        selected.n_symbols = max(selected.symbol_counts)
         selected.runs = len(index)
         selected.attention_impl = self.attention_impl
-        selected.embedding = select_runs_of(self.embedding, index)
+        embedding = select_runs_of(self.embedding, index)
+        if selected.n_symbols != self.n_symbols:
+            embedding = embedding.keep_rows(selected.n_symbols + 3)
+        selected.embedding = embedding
         selected.positional = positional
         selected.blocks = select_runs_of(self.blocks, index)
         selected.final_norm = select_runs_of(self.final_norm, index)

@@ -136,9 +136,20 @@ class PackedEmbedding(nn.Module):
         return F.embedding(tokens + offsets, self.weight.reshape(-1, self.features))
 
     @torch.no_grad()
-    def reset_run(self, run: int, generator: torch.Generator) -> None:
-        """nn.Embedding's default initialisation (standard normal) of run `run`."""
-        self.weight[run].normal_(generator=generator)
+    def reset_run(self, run: int, generator: torch.Generator, rows: int | None = None) -> None:
+        """nn.Embedding's default initialisation (standard normal) of run `run`'s first `rows` rows
+        (None: all), the draws a table of `rows` rows alone makes (its rows are contiguous); the
+        rows past them, which a run with a smaller vocabulary never reads, are zeros."""
+        rows = self.vocabulary if rows is None else rows
+        self.weight[run, :rows].normal_(generator=generator)
+        self.weight[run, rows:].zero_()
+
+    def keep_rows(self, rows: int) -> "PackedEmbedding":
+        """A copy holding each run's first `rows` rows (a table cut back to a smaller vocabulary)."""
+        kept = PackedEmbedding(self.weight.shape[0], rows, self.features)
+        with torch.no_grad():
+            kept.weight = nn.Parameter(self.weight[:, :rows].clone(), self.weight.requires_grad)
+        return kept
 
 
 def select_runs_of(module: nn.Module, index: torch.Tensor) -> nn.Module:

@@ -21,9 +21,12 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.training.config import RunConfig
 from formal_rope.training.encodings import ENCODINGS
 
+# A run's language and alphabet: its own in a pack (its own DFA, data, vocabulary and evaluation),
+# but `group_packs` keeps languages apart unless the pack value ends in LANGUAGES.
+LANGUAGE_FIELDS = ("language", "alphabet")
 PER_RUN_FIELDS = frozenset(
     {"seed", "lr", "lr_schedule", "warmup_steps", "weight_decay", "grad_clip", "base", "periods",
-     "train_near_miss_fraction", "eval_mode", "init_from"}
+     "train_near_miss_fraction", "eval_mode", "init_from", *LANGUAGE_FIELDS}
 )
 SHARED_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in PER_RUN_FIELDS)
 MAX_AUTO_PACK = 64  # beyond this a CPU pack gains nothing and one failure costs too many runs
@@ -43,11 +46,19 @@ def _shared_value(config: RunConfig, name: str, mix: bool = True):
     return getattr(config, name)
 
 
-def pack_signature(config: RunConfig, mix: bool = True) -> tuple:
-    """What runs of one pack must share: the values of SHARED_FIELDS, except that runs of different
-    mixable encodings (`encodings.Encoding.mixable`: NoPE, SiPE, SiPE_P, RoPE, RoPE_P, partial RoPE)
-    may share a pack (unless `mix` is False)."""
-    return tuple(_shared_value(config, name, mix) for name in SHARED_FIELDS)
+def language_key(config: RunConfig) -> tuple:
+    """What decides a run's DFA and strings (`LANGUAGE_FIELDS` and its data files): runs with equal
+    keys read the same strings, and a pack evaluates them in the same passes."""
+    return (config.language, config.alphabet, config.data)
+
+
+def pack_signature(config: RunConfig, mix: bool = True, languages: bool = False) -> tuple:
+    """What runs of one pack share when `group_packs` cuts them: the values of SHARED_FIELDS, except
+    that runs of different mixable encodings (`encodings.Encoding.mixable`: NoPE, SiPE, SiPE_P,
+    RoPE, RoPE_P, partial RoPE) may share a pack (unless `mix` is False); also the language and
+    alphabet unless `languages` (runs of different languages then share packs)."""
+    shared = tuple(_shared_value(config, name, mix) for name in SHARED_FIELDS)
+    return shared if languages else shared + tuple(getattr(config, name) for name in LANGUAGE_FIELDS)
 
 
 def check_packable(configs) -> None:
@@ -104,37 +115,67 @@ def available_memory_bytes() -> int:
 
 
 APART = "/by-pe"  # a --pack suffix: runs of different encodings never share a pack (the packs before mixing)
+LANGUAGES = "/languages"  # a --pack suffix: runs of different languages and alphabets share packs
+SUFFIXES = (APART, LANGUAGES)  # in the order a parsed value writes them
+
+
+def _without_suffixes(text: str) -> tuple[str, tuple[str, ...]]:
+    """(`text` without its trailing SUFFIXES, those suffixes in SUFFIXES' order); a repeated one is
+    left in the text (and makes it invalid)."""
+    found: list[str] = []
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in SUFFIXES:
+            if text.endswith(suffix) and suffix not in found:
+                text, stripped = text[: -len(suffix)], True
+                found.append(suffix)
+    return text, tuple(suffix for suffix in SUFFIXES if suffix in found)
 
 
 def parse_pack(value) -> int | str:
-    """`auto` or a positive integer (what `--pack` takes), either optionally followed by `/by-pe`:
-    runs of different encodings then never share a pack (how packs were cut before mixed packs;
-    it reproduces results of that time bit for bit). The suffixed form is returned as text
-    (`auto/by-pe`, `4/by-pe`)."""
+    """`auto` or a positive integer (what `--pack` takes), either optionally followed by `/by-pe`
+    (runs of different encodings then never share a pack: how packs were cut before mixed packs;
+    it reproduces results of that time bit for bit) and/or `/languages` (runs of different
+    languages and alphabets share packs, each with its own vocabulary). A suffixed form is
+    returned as text (`auto/by-pe`, `4/languages`, `auto/by-pe/languages`)."""
     if value is None or value == "auto":
         return "auto"
+    base, suffixes = _without_suffixes(str(value).strip())
+    return f"{_parse_size(base or '-')}{''.join(suffixes)}" if suffixes else _parse_size(value)
+
+
+def _parse_size(value) -> int | str:
+    """`auto` or a positive integer, without suffixes."""
+    if value == "auto":
+        return "auto"
     text = str(value).strip()
-    if text.endswith(APART) and not text[: -len(APART)].endswith(APART):
-        size = parse_pack(text[: -len(APART)] or "-")
-        return f"{size}{APART}"
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, optionally followed by {APART}, "
-                              f"got {value!r}") from None
+        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, optionally followed by {APART} "
+                              f"and/or {LANGUAGES}, got {value!r}") from None
     if number < 1 or text not in (str(number), f"+{number}"):
-        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, optionally followed by {APART}, "
-                              f"got {value!r}")
+        raise FormalRopeError(f"--pack must be 'auto' or a positive integer, optionally followed by {APART} "
+                              f"and/or {LANGUAGES}, got {value!r}")
     return number
 
 
 def split_pack(pack) -> tuple[int | str, bool]:
     """(`auto` or the size, whether runs of different mixable encodings may share a pack) of a
     parsed --pack value."""
+    size, mix, _ = pack_mixing(pack)
+    return size, mix
+
+
+def pack_mixing(pack) -> tuple[int | str, bool, bool]:
+    """(`auto` or the size, whether runs of different mixable encodings may share a pack, whether
+    runs of different languages may) of a --pack value."""
     pack = parse_pack(pack)
-    if isinstance(pack, str) and pack.endswith(APART):
-        return parse_pack(pack[: -len(APART)]), False
-    return pack, True
+    if not isinstance(pack, str) or pack == "auto":
+        return pack, True, False
+    base, suffixes = _without_suffixes(pack)
+    return _parse_size(base), APART not in suffixes, LANGUAGES in suffixes
 
 
 def pack_cost(runs: int) -> float:
@@ -187,7 +228,8 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
     the largest packs come first (the order a pool of workers should take them in).
 
     Compatible runs share the architecture and training shape (`pack_signature`), their encodings
-    may differ when each is mixable; with a pack value ending in `/by-pe` (`split_pack`) they may not.
+    may differ when each is mixable; with a pack value ending in `/by-pe` (`pack_mixing`) they may not.
+    Their languages and alphabets differ only with a pack value ending in `/languages`.
     pack N: packs of at most N compatible runs; pack 1 trains every run alone. A fixed N whose
     estimated memory (`estimate_pack_bytes`) exceeds what is available raises FormalRopeError naming
     the need, before anything trains.
@@ -196,12 +238,12 @@ def group_packs(configs, pack: int | str = "auto", *, workers: int = 1, memory_b
     over every worker; at most MAX_AUTO_PACK runs per pack and within MEMORY_SHARE of the
     available memory.
     """
-    pack, mix = split_pack(pack)
+    pack, mix, languages = pack_mixing(pack)
     workers = max(1, int(workers))
     memory = available_memory_bytes() if memory_bytes is None else memory_bytes
     groups: dict[tuple, list[RunConfig]] = {}
     for config in configs:
-        groups.setdefault(pack_signature(config, mix), []).append(config)
+        groups.setdefault(pack_signature(config, mix, languages), []).append(config)
     members_list = list(groups.values())
     if pack == "auto":
         fits = [

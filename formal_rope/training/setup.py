@@ -27,7 +27,7 @@ from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings.builders import PositionalSpec, build_positional
 from formal_rope.training.model import Classifier
 from formal_rope.training.optim import PackedAdamW
-from formal_rope.training.packing import check_packable
+from formal_rope.training.packing import check_packable, language_key
 from formal_rope.training.workload import check_workload
 
 # ----------------------------------------------------------------------------------------------
@@ -113,27 +113,50 @@ def check_pack(configs, device: str | torch.device) -> None:
 
 @dataclass(frozen=True, eq=False)
 class PackIngredients:
-    """What a pack's runs are built and trained from, resolved from their configs before any work."""
+    """What a pack's runs are built and trained from, resolved from their configs before any work.
 
-    dfa: object  # the language's DFA; None for runs on data files without a language
+    Runs of one language share one DFA object (their training walks then run as one,
+    `data.training_batches`); a mixed-language pack (`packing.group_packs` with `+languages`)
+    has one per language."""
+
+    dfas: list  # per run: its language's DFA; None for runs on data files without a language
     periods: list  # per run: its resolved periods (`resolve_periods`; None for other encodings)
     data: list  # per run: its RunData (`training.data.run_data`)
 
     @property
+    def dfa(self):
+        """The first run's DFA (every run's, in a pack of one language)."""
+        return self.dfas[0]
+
+    @property
+    def alphabets(self) -> list[tuple[str, ...]]:
+        """Per run: the symbols it reads."""
+        return [tuple(data.alphabet) for data in self.data]
+
+    @property
     def alphabet(self) -> tuple[str, ...]:
-        """The symbols the runs read (their shared alphabet)."""
+        """The symbols the first run reads (every run's, in a pack of one language)."""
         return tuple(self.data[0].alphabet)
+
+    @property
+    def symbol_counts(self) -> list[int]:
+        """Per run: the size of its alphabet (`Classifier`'s per-run vocabularies)."""
+        return [len(alphabet) for alphabet in self.alphabets]
 
 
 def pack_ingredients(configs, dfa=None) -> PackIngredients:
-    """The DFA (`dfa`, or resolved from the first config), each run's periods and data; a
-    FormalRopeError when the language has no balanced training batches (`check_trainable`), its
-    periods cannot be resolved, or its data files cannot be read."""
-    if dfa is None:
-        dfa = resolve_dfa(configs[0])
-    check_trainable(configs[0], dfa)
-    periods = [resolve_periods(config, dfa) for config in configs]
-    return PackIngredients(dfa, periods, [run_data(config, dfa) for config in configs])
+    """Each run's DFA (`dfa` for every run when given, else resolved once per language), periods
+    and data; a FormalRopeError when a language has no balanced training batches
+    (`check_trainable`), its periods cannot be resolved, or its data files cannot be read."""
+    resolved: dict = {}
+    for config in configs:
+        key = language_key(config)
+        if key not in resolved:
+            resolved[key] = resolve_dfa(config) if dfa is None else dfa
+            check_trainable(config, resolved[key])
+    dfas = [resolved[language_key(config)] for config in configs]
+    periods = [resolve_periods(config, run_dfa) for config, run_dfa in zip(configs, dfas)]
+    return PackIngredients(dfas, periods, [run_data(config, run_dfa) for config, run_dfa in zip(configs, dfas)])
 
 
 def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> PositionalSpec:
@@ -151,9 +174,11 @@ def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> Posit
     )
 
 
-def build_pack(configs, n_symbols: int, periods) -> Classifier:
+def build_pack(configs, n_symbols, periods) -> Classifier:
     """A classifier holding one freshly initialised run per config (run r seeded with configs[r].seed).
 
+    `n_symbols`: the alphabet size of every run, or one per run (`PackIngredients.symbol_counts`:
+    each run's weights are then those it has alone, its table padded to the pack's largest).
     `periods[r]` are run r's resolved rope_p / sipe_p periods (`resolve_periods`); other encodings
     ignore them. The configs must share the architecture (`packing.check_packable`).
     """

@@ -80,9 +80,10 @@ class PackInputs:
     labels: torch.Tensor
 
 
-def pack_inputs(batches, n_symbols: int, widths, device="cpu") -> PackInputs:
+def pack_inputs(batches, n_symbols, widths, device="cpu") -> PackInputs:
     """The runs' batches (one TrainingBatch per run, equal sizes) as one step's inputs: strings in
-    the length buckets of `widths`, no run padded to another's strings."""
+    the length buckets of `widths`, no run padded to another's strings. n_symbols: the alphabet
+    size of every run, or one per run (`Classifier.symbol_counts`)."""
     lengths = np.stack([np.asarray(b.lengths, dtype=np.int64) for b in batches])  # (R, B)
     layout = ragged_layout([b.symbols for b in batches], lengths, n_symbols, widths, device)
     labels = torch.from_numpy(np.stack([np.asarray(b.labels, dtype=np.int64) for b in batches])).to(device)
@@ -125,7 +126,7 @@ def train_pack(
     steps = configs[0].steps
     batch_size = configs[0].batch_size
     widths = bucket_widths(configs[0].train_min_length, configs[0].train_max_length, step_buckets(runs * batch_size))
-    n_symbols = model.n_symbols
+    n_symbols = model.symbol_counts  # each run's own token ids (a mixed-language pack)
     optimizer = make_optimizer(model, configs)
     max_norms = torch.tensor([float(c.grad_clip) for c in configs], dtype=torch.float64)
     store = None
