@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import multiprocessing
 import os
 import signal
 import sys
@@ -58,6 +57,7 @@ def become_worker(parent: int) -> None:
 def stop_children(timeout: float = 5.0) -> None:
     """Terminate this process's multiprocessing children (a pool's workers) and wait up to `timeout`
     seconds for them, killing those that are still there: after Ctrl-C, the work in flight is dropped."""
+    import multiprocessing  # function-local: loaded with a pool of workers, not on the command line's start-up
 
     children = multiprocessing.active_children()
     for child in children:

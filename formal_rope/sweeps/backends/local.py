@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
 from formal_rope import limits
@@ -60,6 +57,9 @@ class LocalBackend:
     def _run_in_pool(self, units: Sequence[Unit], task: UnitRunner, on_unit: Callable[..., None]) -> None:
         # function-local: the pool (multiprocessing, logging) loads only for a pool of workers; the
         # command line reads this module (LocalOptions) at start-up.
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
 
         attempts = {id(unit): 0 for unit in units}
         queue = list(units)
