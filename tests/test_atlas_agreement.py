@@ -187,3 +187,27 @@ def test_make_atlas_regenerates_the_page(synthetic, tmp_path):
     assert "### Agreement per encoding" in text and "![Success rate" in text and (tmp_path / "atlas.png").is_file()
     assert module.regenerate(text, synthetic, None) == text  # stable: --check sees no change
     assert (REPO / "docs" / "atlas.md").read_text().count("<!-- atlas results -->") == 1
+
+
+def test_atlas_trains_languages_together_unless_told_otherwise(capsys, monkeypatch, tmp_path):
+    # The atlas is hundreds of small runs: its `--pack auto` (the default) mixes languages
+    # (auto/languages); a size without /languages keeps them apart. The sweep itself is replaced
+    # here: what matters is the pack it is asked for.
+    from formal_rope.commands import atlas as atlas_command
+    from formal_rope.training.packing import parse_pack
+    from tests.cli_support import run_main
+
+    asked = []
+
+    def stop(configs, out, console, **options):
+        asked.append(options["pack"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atlas_command, "run_with_progress", stop)
+    listed = tmp_path / "languages.txt"
+    listed.write_text("(ab)*\n(aa)*\n")
+    argv = ["atlas", "--set", f"file:{listed}", "--pe", "nope", "--seeds", "1", "--out", str(tmp_path / "out")]
+    for extra in ([], ["--pack", "auto"], ["--pack", "4"]):
+        code, _, _ = run_main(capsys, argv + extra)
+        assert code == 130
+    assert asked == [parse_pack("auto/languages")] * 2 + [parse_pack("4")]

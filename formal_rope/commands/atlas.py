@@ -36,6 +36,7 @@ from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, ensure_results_dir,
 DEFAULT_OUT = Path("results/atlas")
 LANGUAGES_FILE = ATLAS_LANGUAGES_FILE  # the set's entries, beside runs/ and evals/
 FIGURE_FILE = "atlas.png"
+ATLAS_PACK = "auto/languages"  # the atlas's --pack unless one is given: packs mix languages
 
 _ESTIMATE_HELP = (
     "With --dry-run: the run count and an estimate of core-hours measured on this machine: a warm-up and "
@@ -178,6 +179,8 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
     for note in check_grid(configs, "atlas"):
         console.print(f"[dim]note: {note}[/]", highlight=False, soft_wrap=True)
     finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
+    if run.pack == "auto":  # many small languages: the atlas's auto packs mix them (docs/packing.md)
+        run = run._replace(pack=ATLAS_PACK)
     options = run.sweep_options(configs, out, workers=workers, note=lambda text: console.print(f"note: {text}"))
     ensure_results_dir(out)
     write_bytes_atomically(out / LANGUAGES_FILE, (json.dumps(languages.to_json(), ensure_ascii=False, indent=1)
