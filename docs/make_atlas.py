@@ -47,10 +47,24 @@ def claim_sentence(agreement, encoding: str, claim: str) -> str:
             f"but learned at every tested length, {missed} predicted expressible but learned by no seed.")
 
 
-def verdict_paragraph(agreement) -> str:
+def planned_languages(results: Path) -> int | None:
+    """How many languages the atlas in `results` set out to cover (its atlas-languages.json), or None."""
+    import json
+
+    listed = results / "atlas-languages.json"
+    if not listed.is_file():
+        return None
+    entries = json.loads(listed.read_text())
+    return len(entries.get("entries", entries) if isinstance(entries, dict) else entries)
+
+
+def verdict_paragraph(agreement, planned: int | None = None) -> str:
     sentences = [claim_sentence(agreement, encoding, claim) for encoding, claim in CLAIMS.items()]
-    return (f"**At this breadth and scale** ({agreement.languages} languages, {agreement.runs} runs): "
-            + " ".join(sentences))
+    scope = f"{agreement.languages} languages, {agreement.runs} runs"
+    if planned is not None and agreement.languages < planned:
+        return (f"**A partial atlas so far** ({scope}; {planned} languages planned: the same command resumes it, "
+                "and no claim is settled until it has run): " + " ".join(sentences))
+    return f"**At this breadth and scale** ({scope}): " + " ".join(sentences)
 
 
 def results_markdown(agreement, figure: str | None) -> str:
@@ -79,7 +93,7 @@ def regenerate(text: str, results: Path, figure: Path | None, figure_link: str =
     agreement = read_agreement(results)
     if figure is not None:
         write_figure(agreement, figure, title="the atlas: success rate by class and encoding")
-    text = replaced(text, "atlas verdict", verdict_paragraph(agreement))
+    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results)))
     return replaced(text, "atlas results", results_markdown(agreement, figure_link))
 
 
