@@ -108,6 +108,14 @@ def _paper_markdown(row, context) -> str:
             + ("" if math.isnan(values["n_star_mean"]) else f" ({values['n_star_mean']:.1f})"))
 
 
+def _predictions(group) -> str:
+    """The theory's verdicts on a row's runs (`theory.runs`; '–' for runs written before predictions)."""
+    if "predicted" not in group.columns:
+        return "–"
+    verdicts = [str(value) for value in dict.fromkeys(group["predicted"]) if isinstance(value, str) and value]
+    return ", ".join(verdicts) or "–"
+
+
 # In table order; each printer shows its own columns in this order, after the grouping columns.
 COLUMNS: tuple[Column, ...] = (
     Column("runs", _runs),
@@ -134,6 +142,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("reached max, worst case",
            lambda row, context: f"{row.successes_worst}/{row.runs_searched}" if row.runs_searched else "–",
            printers=(MARKDOWN,), shown=_searched),
+    Column("predicted", lambda row, context: row.statistic("predicted"), printers=(RICH,),
+           statistic=("predicted", _predictions)),
     Column("NNCH max", _nnch(lambda row: f"{row.nnch_max:.3f}"), printers=(RICH,)),
     Column("NNCH mean±std", _nnch(lambda row: f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"), printers=(RICH,)),
     Column("paper: acc max / N* max (mean)", _paper_rich, printers=(RICH,), shown=_paper_beside_rich, style="dim"),
