@@ -136,6 +136,12 @@ def test_sweep_runs_carry_the_prediction(tmp_path):
         expected = predict_run(classification, config, (int(periods),) if isinstance(periods, str) else None)
         assert {name: runs.loc[config.pe, name] for name in PREDICTION_COLUMNS} == expected.columns()
     assert runs.loc["nope", "predicted"] == NOT_EXPRESSIBLE and runs.loc["rope_p", "predicted"] == EXPRESSIBLE
+    # `report` shows each row's verdict (a column of its own, in the terminal table and --json)
+    from formal_rope.sweeps.report import build_report
+
+    rows = {row.pe: row for row in build_report(tmp_path / "sweep").rows}
+    assert rows["nope"].statistic("predicted") == NOT_EXPRESSIBLE
+    assert rows["rope_p"].to_dict()["predicted"] == EXPRESSIBLE
 
 
 def test_prediction_reads_the_language_text():
