@@ -252,3 +252,18 @@ def test_checkpoint_interval_defaults_and_options():
         checkpoint_every(-5, 1000)
     with pytest.raises(FormalRopeError, match="positive number of steps"):
         StateOptions("x", every=0)
+
+
+def test_the_writability_probe_never_shows_as_a_state(tmp_path, monkeypatch):
+    # A watcher that waits for a run's first state (or `keys()`) must not take the probe for one.
+    seen: list[list[str]] = []
+    original = StateStore._save_at
+
+    def save_and_look(self, path, name, data):
+        original(self, path, name, data)
+        seen.append(self.keys() + [p.name for p in tmp_path.glob("[!.]*")])
+
+    monkeypatch.setattr(StateStore, "_save_at", save_and_look)
+    check_state_dir(tmp_path)
+    assert seen == [[]]
+    assert list(tmp_path.iterdir()) == []

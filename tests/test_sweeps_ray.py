@@ -344,7 +344,7 @@ def test_ctrl_c_stops_the_sweep_shuts_its_ray_down_and_a_rerun_finishes_it(tmp_p
                               stderr=subprocess.PIPE, text=True, start_new_session=True,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as test_hardening's
     deadline = time.monotonic() + 180
-    while not list((tmp_path / "state").glob("*.state")) and driver.poll() is None and time.monotonic() < deadline:
+    while not list((tmp_path / "state").glob("[!.]*.state")) and driver.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert driver.poll() is None, driver.communicate()[1]
     os.killpg(driver.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
@@ -360,12 +360,12 @@ def test_ctrl_c_stops_the_sweep_shuts_its_ray_down_and_a_rerun_finishes_it(tmp_p
             break
         time.sleep(0.2)
     assert not _session_processes(driver.pid)  # no Ray process of that sweep outlives it
-    assert list((tmp_path / "state").glob("*.state"))  # its progress is kept
+    assert list((tmp_path / "state").glob("[!.]*.state"))  # its progress is kept
     assert not list((tmp_path / "out" / "runs").glob("*.parquet"))
     rerun = cli(args, env)
     assert rerun.returncode == 0, rerun.stderr
     assert list(load_results(tmp_path / "out")[0]["status"]) == ["ok"]
-    assert not list((tmp_path / "state").glob("*.state"))
+    assert not list((tmp_path / "state").glob("[!.]*.state"))
 
 
 def test_a_dying_node_ends_the_sweep_with_one_paragraph_naming_the_kept_runs(tmp_path):

@@ -119,7 +119,7 @@ def test_formalrope_train_resume_after_sigkill_matches_the_run_left_alone(tmp_pa
     victim = subprocess.Popen([*command, "--state-dir", str(state_dir)], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 240
-    while not list(state_dir.glob("*.state")) and victim.poll() is None and time.monotonic() < deadline:
+    while not list(state_dir.glob("[!.]*.state")) and victim.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     victim.send_signal(signal.SIGKILL)
     assert victim.wait(timeout=30) == -signal.SIGKILL  # killed mid-run, not finished
@@ -130,7 +130,7 @@ def test_formalrope_train_resume_after_sigkill_matches_the_run_left_alone(tmp_pa
     keys = ("status", "n_star", "accuracy", "final_loss", "steps_done", "per_length", "first_failure")
     first, second = json.loads(alone.stdout), json.loads(resumed.stdout)
     assert {key: first[key] for key in keys} == {key: second[key] for key in keys}
-    assert list(state_dir.glob("*.state")) == []
+    assert list(state_dir.glob("[!.]*.state")) == []
 
 
 def interrupting_pack_runner(configs, *, device, threads, state, log: str, kill_step: int | None):

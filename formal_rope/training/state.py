@@ -175,8 +175,10 @@ class StateStore:
         not replace an existing file: the old state is renamed aside first and `load` falls back to
         it until the new one is in place.
         """
-        path = self._path(key)
-        temporary = f"{self.root}/{TEMP_PREFIX}{key}.{uuid.uuid4().hex}"
+        self._save_at(self._path(key), key, data)
+
+    def _save_at(self, path: str, name: str, data: bytes) -> None:
+        temporary = f"{self.root}/{TEMP_PREFIX}{name}.{uuid.uuid4().hex}"
         try:
             with self.filesystem.open_output_stream(temporary) as stream:
                 stream.write(_frame(bytes(data)))
@@ -191,6 +193,19 @@ class StateStore:
         except BaseException:
             self._remove(temporary)
             raise
+
+    def probe(self) -> bool:
+        """Save, read back and delete a probe the way a state is saved; True if it came back whole.
+        The probe is hidden like a half-written state, so a listing (or anyone watching the folder
+        for a run's first state) never takes it for one."""
+        name = f"{TEMP_PREFIX}probe-{uuid.uuid4().hex[:12]}"
+        path = f"{self.root}/{name}{SUFFIX}"
+        payload = b"formal-rope state probe"
+        try:
+            self._save_at(path, name, payload)
+            return self._read(path) == payload
+        finally:
+            self._remove(path)
 
     def _remove(self, path: str) -> None:
         try:
@@ -249,12 +264,8 @@ def check_state_dir(uri: str | os.PathLike) -> StateStore:
     """Open the state folder and prove it writable (save, read back, delete a probe), before any run
     starts: a folder that cannot take a state must not cost a run its progress. FormalRopeError if not."""
     store = open_state_store(uri)
-    key = f"probe-{uuid.uuid4().hex[:12]}"
-    payload = b"formal-rope state probe"
     try:
-        store.save(key, payload)
-        readable = store.load(key) == payload
-        store.delete(key)
+        readable = store.probe()
     except Exception as error:
         raise FormalRopeError(f"cannot write the state folder {store.uri!r}: {_first_line(error)}") from None
     if not readable:
