@@ -50,7 +50,7 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     target = output_path(path if path.suffix else path.with_name(path.name + ".html"), "the results page")
     report = build_report(ReportRequest(out=out, by=by, sort=sort, reference=reference, title=title, level=level,
                                         comparison=comparison, metric=metric, languages=languages))
-    page = render_page(report, read_results(out).evals, title=title or f"results in {Path(out).name}",
+    page = render_page(report, read_results(out).evals, title=title or f"results in {out}",
                        reference=reference, atlas=(Path(out) / ATLAS_LANGUAGES_FILE).is_file())
     try:
         with atomic_file(target, "the results page") as temporary:
