@@ -9,7 +9,9 @@ It rewrites two blocks of docs/atlas.md: between `<!-- atlas verdict -->` and `<
 verdict -->` (in the first paragraph: whether NoPE = LTL[P] and RoPE_P = LTL[P,MOD] held at this
 breadth and scale) and between `<!-- atlas results -->` and `<!-- end atlas results -->` (the
 agreement tables, per-class tables, disagreements and the figure, docs/img/atlas.png), all from
-`formal_rope.atlas.agreement` (what `formalrope atlas --report-only` prints). `--check` only says
+`formal_rope.atlas.agreement` (what `formalrope atlas --report-only` prints), and between `<!-- atlas
+follow-up -->` and its end the follow-up of the disagreements (`formal_rope.atlas.follow_up`: what
+`formalrope atlas --follow-up` prints). `--check` only says
 whether the page would change (exit 1 if it would).
 """
 
@@ -58,8 +60,27 @@ def planned_languages(results: Path) -> int | None:
     return len(entries.get("entries", entries) if isinstance(entries, dict) else entries)
 
 
-def verdict_paragraph(agreement, planned: int | None = None) -> str:
+def follow_up_sentence(outcomes) -> str:
+    """What the follow-up of the disagreements found, in one sentence ("" without a measured one)."""
+    from formal_rope.atlas.follow_up import SCALED, SEARCHED, follow_up_summary
+
+    summary = follow_up_summary(outcomes)
+    searched, scaled = summary[SEARCHED], summary[SCALED]
+    parts = []
+    if searched["measured"]:
+        parts.append(f"searched further (longer lengths, a larger budget), {searched['failure_found_pairs']} of the "
+                     f"{searched['pairs']} learned-but-not-expressible (language, encoding) pairs showed a failure")
+    if scaled["measured"]:
+        parts.append(f"trained again at a larger scale, {scaled['closed_pairs']} of {scaled['pairs']} sampled "
+                     "expressible-but-not-learned pairs were learned by some seed")
+    return ("Followed up: " + "; ".join(parts) + " (below).") if parts else ""
+
+
+def verdict_paragraph(agreement, planned: int | None = None, outcomes=()) -> str:
     sentences = [claim_sentence(agreement, encoding, claim) for encoding, claim in CLAIMS.items()]
+    followed = follow_up_sentence(list(outcomes)) if outcomes else ""
+    if followed:
+        sentences.append(followed)
     scope = f"{agreement.languages} languages, {agreement.runs} runs"
     if planned is not None and agreement.languages < planned:
         return (f"**A partial atlas so far** ({scope}; {planned} languages planned: the same command resumes it, "
@@ -89,12 +110,18 @@ def regenerate(text: str, results: Path, figure: Path | None, figure_link: str =
     drawn, as with --check) and linked as `figure_link`."""
     from formal_rope.atlas.agreement import read_agreement
     from formal_rope.atlas.figure import write_figure
+    from formal_rope.atlas.follow_up import follow_up_of
+    from formal_rope.atlas.render import follow_up_markdown
 
     agreement = read_agreement(results)
+    outcomes = follow_up_of(results, agreement)
     if figure is not None:
         write_figure(agreement, figure, title="the atlas: success rate by class and encoding")
-    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results)))
-    return replaced(text, "atlas results", results_markdown(agreement, figure_link))
+    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results), outcomes))
+    text = replaced(text, "atlas results", results_markdown(agreement, figure_link))
+    if "<!-- atlas follow-up -->" in text:  # a page without the block (an older one) keeps its shape
+        text = replaced(text, "atlas follow-up", follow_up_markdown(outcomes))
+    return text
 
 
 def main() -> int:

@@ -96,7 +96,7 @@ class Disagreement:
     predicted_by: str
     logic_class: str | None
     mlregtest_class: str | None
-    runs: tuple  # ({seed, n_star, n_star_worst, longest, worst_failure}, ...)
+    runs: tuple  # ({run_id, seed, n_star, n_star_worst, longest, worst_failure}, ...)
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class Agreement:
                 "disagreements": [asdict(item) for item in self.disagreements]}
 
 
-def _cell(value):
+def cell_value(value):
     """A DataFrame cell as a Python value (None for NaN / pandas' NA)."""
     if value is None:
         return None
@@ -147,13 +147,13 @@ def run_outcomes(runs) -> list[RunOutcome]:
     outcomes = []
     for row in runs.to_dict("records"):
         config = RunConfig.from_dict(json.loads(row["config"]))
-        predicted, predicted_by = _cell(row.get("predicted")), _cell(row.get("predicted_by"))
+        predicted, predicted_by = cell_value(row.get("predicted")), cell_value(row.get("predicted_by"))
         if predicted is None:  # written before the prediction columns: computed from the config
-            periods = _cell(row.get("periods"))
+            periods = cell_value(row.get("periods"))
             resolved = tuple(int(p) for p in periods.split(",")) if periods else None
             columns = run_prediction(config, resolved).columns()
             predicted, predicted_by = columns["predicted"], columns["predicted_by"]
-        n_star, worst = _cell(row.get("n_star")), _cell(row.get("n_star_worst"))
+        n_star, worst = cell_value(row.get("n_star")), cell_value(row.get("n_star_worst"))
         longest = max(config.tested_lengths())
         measured = worst if worst is not None else n_star
         failed = row["status"] == "failed" or measured is None
@@ -163,7 +163,7 @@ def run_outcomes(runs) -> list[RunOutcome]:
             predicted=predicted, predicted_by=predicted_by, status=row["status"],
             n_star=None if n_star is None else int(n_star), n_star_worst=None if worst is None else int(worst),
             longest=int(longest), learned=None if failed else int(measured) >= longest,
-            worst_failure=_cell(row.get("worst_failure")), mlregtest_class=mlregtest, logic_class=logic,
+            worst_failure=cell_value(row.get("worst_failure")), mlregtest_class=mlregtest, logic_class=logic,
         ))
     return outcomes
 
@@ -242,8 +242,9 @@ def _disagreements(outcomes) -> list[Disagreement]:
             kind = NOT_LEARNED
         else:
             continue
-        evidence = tuple({"seed": o.seed, "n_star": o.n_star, "n_star_worst": o.n_star_worst, "longest": o.longest,
-                          "worst_failure": o.worst_failure} for o in sorted(measured, key=lambda o: o.seed))
+        evidence = tuple({"run_id": o.run_id, "seed": o.seed, "n_star": o.n_star, "n_star_worst": o.n_star_worst,
+                          "longest": o.longest, "worst_failure": o.worst_failure}
+                         for o in sorted(measured, key=lambda o: o.seed))
         found.append(Disagreement(kind, encoding, language, cell[0].predicted_by, cell[0].logic_class,
                                   cell[0].mlregtest_class, evidence))
     return sorted(found, key=lambda d: (d.kind, d.encoding, d.language))

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, replace
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.sweeps.units import pack_runner_in_process
 from formal_rope.training.config import RunConfig
 
 CALIBRATION_STEPS = (10, 40)
@@ -83,8 +84,6 @@ def spread_lengths(config: RunConfig, count: int) -> tuple[int, ...]:
 
 def _timed(config: RunConfig, worst_case, repeats: int = REPEATS) -> float:
     """The fastest of `repeats` timings of one run trained and evaluated in this process."""
-    from formal_rope.sweeps.units import pack_runner_in_process  # function-local: torch, only when calibrating
-
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

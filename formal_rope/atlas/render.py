@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED, Agreement
+from formal_rope.atlas.follow_up import SCALED, SEARCHED, FollowUpOutcome, follow_up_summary
 from formal_rope.theory import VERDICTS
 
 
@@ -87,3 +88,49 @@ def agreement_markdown(agreement: Agreement, limit: int | None = 20) -> str:
         parts += ["", "### Per MLRegTest class", "", *class_table(agreement, "MLRegTest")]
     parts += ["", "### Disagreements", "", *disagreement_lines(agreement, limit)]
     return "\n".join(parts) + "\n"
+
+
+def _measure(value) -> str:
+    return "–" if value is None else str(value)
+
+
+def _follow_up_row(outcome: FollowUpOutcome) -> list[str]:
+    if outcome.learned is None:
+        found = "failed" if outcome.status == "failed" else "not run yet"
+    elif outcome.kind == SEARCHED:
+        found = "none" if outcome.learned else f"at {len(outcome.worst_failure)}: {outcome.worst_failure[:40]!r}" \
+            if outcome.worst_failure else f"N* {outcome.n_star_worst}"
+    else:
+        found = "learned" if outcome.learned else (f"fails on {outcome.worst_failure[:40]!r}"
+                                                   if outcome.worst_failure else "not learned")
+    return [outcome.encoding, f"`{outcome.language}`", str(outcome.seed),
+            f"{_measure(outcome.source_n_star_worst)} of {outcome.source_longest}",
+            f"{_measure(outcome.n_star)}/{_measure(outcome.n_star_worst)} of {outcome.longest}",
+            _measure(outcome.strings_tried), found]
+
+
+def follow_up_markdown(outcomes: list[FollowUpOutcome]) -> str:
+    """The follow-up of the disagreements: per kind a sentence of counts and a table of runs."""
+    if not outcomes:
+        return "No follow-up has been planned (`formalrope atlas --follow-up`).\n"
+    summary = follow_up_summary(outcomes)
+    parts = []
+    searched, scaled = summary[SEARCHED], summary[SCALED]
+    if searched["runs"]:
+        longest = max(o.longest for o in outcomes if o.kind == SEARCHED)
+        parts += [f"**{LEARNED}, {SEARCHED}** (trained again, tested up to {longest} with a larger search): "
+                  f"{searched['measured']} of {searched['runs']} runs measured; a failure found on "
+                  f"{searched['failure_found_runs']} runs, {searched['failure_found_pairs']} of {searched['pairs']} "
+                  "(language, encoding) pairs.", ""]
+        parts += _table(["encoding", "language", "seed", "atlas worst-case N*", "follow-up N* (sampled/worst)",
+                         "strings searched", "failure found"],
+                        [_follow_up_row(o) for o in outcomes if o.kind == SEARCHED]) + [""]
+    if scaled["runs"]:
+        models = ", ".join(sorted({o.model for o in outcomes if o.kind == SCALED}))
+        parts += [f"**{NOT_LEARNED}, {SCALED}** (a sample trained again at a larger scale: {models}): "
+                  f"{scaled['measured']} of {scaled['runs']} runs measured; {scaled['learned_runs']} learned; the gap "
+                  f"closed on {scaled['closed_pairs']} of {scaled['pairs']} (language, encoding) pairs.", ""]
+        parts += _table(["encoding", "language", "seed", "atlas worst-case N*", "follow-up N* (sampled/worst)",
+                         "strings searched", "outcome"],
+                        [_follow_up_row(o) for o in outcomes if o.kind == SCALED]) + [""]
+    return "\n".join(parts)

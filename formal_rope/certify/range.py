@@ -20,6 +20,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+import mpmath
+
 from formal_rope.certify.ideal import first_violation
 from formal_rope.errors import FormalRopeError
 from formal_rope.precision.formats import FloatFormat, f_large, parse_format, round_to_format
@@ -179,8 +181,6 @@ def certified_range(
 
 def _ideal_gap(freq: float, scale: float, competitor_offset: int) -> float:
     """C·(1 − cos(g·n)) evaluated accurately (mpmath) as a float."""
-    import mpmath
-
     bits = 128 + abs(competitor_offset).bit_length()
     with mpmath.workprec(bits):
         n = mpmath.mpf(competitor_offset)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
@@ -20,9 +21,20 @@ from formal_rope.atlas.agreement import read_agreement
 from formal_rope.atlas.estimate import calibrate
 from formal_rope.atlas.estimate import estimate as estimate_of
 from formal_rope.atlas.figure import write_figure
+from formal_rope.atlas.follow_up import DEFAULT_BUDGET as FOLLOW_UP_BUDGET
+from formal_rope.atlas.follow_up import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_SAMPLE,
+    FOLLOW_UP_DIR,
+    FollowUpRequest,
+    follow_up_of,
+    plan_follow_up,
+    write_plan,
+)
+from formal_rope.atlas.follow_up import DEFAULT_SCALE as FOLLOW_UP_SCALE
 from formal_rope.atlas.languages import build_language_set, language_set_size, with_per_cell
 from formal_rope.atlas.plan import atlas_configs, atlas_request, calibration_config, planned_runs
-from formal_rope.atlas.render import agreement_markdown
+from formal_rope.atlas.render import agreement_markdown, follow_up_markdown
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.run_options import check_positive
 from formal_rope.commands.sweep_display import interrupted, run_with_progress
@@ -31,7 +43,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.files import write_bytes_atomically
 from formal_rope.sweeps.checks import check_grid
 from formal_rope.sweeps.plan import swept_fields
-from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, ensure_results_dir, finished_run_ids
+from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, ensure_results_dir, finished_run_ids, read_results
 
 DEFAULT_OUT = Path("results/atlas")
 LANGUAGES_FILE = ATLAS_LANGUAGES_FILE  # the set's entries, beside runs/ and evals/
@@ -115,7 +127,9 @@ def atlas(
     per_cell: Optional[int] = typer.Option(
         None, "--per-cell", help="MLRegTest languages per (alphabet size, class) cell (replaces the set's per_cell)."
     ),
-    seed: int = typer.Option(0, "--seed", help="The language set's seed (sampling and generation)."),
+    seed: int = typer.Option(
+        0, "--seed", help="The language set's seed (sampling and generation), and the follow-up's sample."
+    ),
     pe: str = typer.Option(
         "nope,rope_p,rope,rope_w8+nope", "--pe", show_default=False,
         help="Encodings, comma-separated: registry encodings or windowed hybrids ENC_wW+nope (every layer but the "
@@ -127,7 +141,9 @@ def atlas(
     ),
     seeds: int = typer.Option(2, "--seeds", help="Training seeds per language and encoding."),
     scale: str = typer.Option("quick", "--scale", help="quick, medium or paper (docs/training.md)."),
-    steps: Optional[int] = typer.Option(None, "--steps", help="Training steps per run (default: the scale's)."),
+    steps: Optional[int] = typer.Option(
+        None, "--steps", help="Training steps per run (default: the scale's); with --follow-up, of the scaled reruns."
+    ),
     eval_mode: str = typer.Option(
         "worst-case", "--eval",
         help="worst-case (the default: the outcome is the worst-case N*) or full (sampled N* only).",
@@ -148,6 +164,26 @@ def atlas(
         None, "--report-only", help="Print the agreement tables of this results folder (and draw its figure); train "
         "nothing.",
     ),
+    follow_up: bool = typer.Option(
+        False, "--follow-up",
+        help="Rerun the disagreements of the atlas in --out into OUT/follow-up (resumable): every 'not expressible, "
+        "learned' run tested to --follow-up-max-length with --follow-up-budget strings per length, and a sample of "
+        "'expressible, not learned' languages (every seed) at --follow-up-scale; prints what each found.",
+    ),
+    follow_up_budget: int = typer.Option(
+        FOLLOW_UP_BUDGET, "--follow-up-budget", help="With --follow-up: the search's strings per test length."
+    ),
+    follow_up_max_length: int = typer.Option(
+        DEFAULT_MAX_LENGTH, "--follow-up-max-length",
+        help="With --follow-up: the longest test length of the runs searched further.",
+    ),
+    follow_up_sample: int = typer.Option(
+        DEFAULT_SAMPLE, "--follow-up-sample",
+        help="With --follow-up: how many 'expressible, not learned' (language, encoding) pairs to train again.",
+    ),
+    follow_up_scale: str = typer.Option(
+        FOLLOW_UP_SCALE, "--follow-up-scale", help="With --follow-up: the scale of the sampled pairs' reruns."
+    ),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
@@ -159,6 +195,13 @@ def atlas(
         _report(report_only, json_output, report_only / FIGURE_FILE, confidence)
         return
 
+    if follow_up:
+        request = FollowUpRequest(budget=follow_up_budget, max_length=follow_up_max_length, sample=follow_up_sample,
+                                  scale=follow_up_scale, seed=seed, steps=steps)
+        if dry_run:
+            run.check(workers)
+        _run_follow_up(request, out, workers, run, json_output, dry_run)
+        return
     spec = set_spec if per_cell is None else with_per_cell(set_spec, per_cell)
     request = atlas_request(_split(pe), scale=scale, seeds=seeds, periods=_periods(periods), eval_mode=eval_mode,
                             budget=worst_case_budget, steps=steps)
@@ -197,3 +240,41 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
+
+
+def _run_follow_up(request: FollowUpRequest, out: Path, workers: int, run, json_output: bool, dry_run: bool) -> None:
+    """Plan the follow-up of the atlas in `out`, run it into OUT/follow-up (unless `dry_run`), print it."""
+    console = Console(stderr=True)
+    results = read_results(out)
+    planned = plan_follow_up(results, read_agreement(out), request)
+    folder = out / FOLLOW_UP_DIR
+    kinds = {}
+    for item in planned:
+        kinds[item.kind] = kinds.get(item.kind, 0) + 1
+    console.print(f"[bold]atlas follow-up[/] of {out}: {len(planned)} runs "
+                  f"({', '.join(f'{count} {kind}' for kind, count in kinds.items()) or 'no disagreement'}) → {folder}")
+    if dry_run or not planned:
+        if json_output:
+            _print_json({"results": str(out), "follow_up": str(folder), "runs": len(planned), "kinds": kinds})
+        return
+    configs = [item.config for item in planned]
+    if folder.is_dir():
+        finished_run_ids(folder)  # a damaged or foreign file: an error before any training
+    if run.pack == "auto":
+        run = run._replace(pack=ATLAS_PACK)
+    options = run.sweep_options(configs, folder, workers=workers, note=lambda text: console.print(f"note: {text}"))
+    ensure_results_dir(folder)
+    write_plan(folder, planned, request)
+    try:
+        summary = run_with_progress(configs, folder, console, axes=swept_fields(configs),
+                                    worst_case=request.worst_case, **options)
+    except KeyboardInterrupt:
+        raise interrupted(configs, folder) from None
+    console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
+                  f"{summary.statuses}, {summary.wall_s:.0f}s")
+    outcomes = follow_up_of(out)
+    if json_output:
+        _print_json({"results": str(out), "follow_up": str(folder), "sweep": summary.to_dict(),
+                     "outcomes": [asdict(item) for item in outcomes]})
+    else:
+        print(follow_up_markdown(outcomes))

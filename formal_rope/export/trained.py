@@ -16,7 +16,6 @@ import torch
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.checks import period_pairs
-from formal_rope.training.encodings import encoding
 from formal_rope.training.encodings.base import periodic_tables
 from formal_rope.training.encodings.periods import assign_periods
 from formal_rope.training.encodings.phases import float_turns
@@ -95,11 +94,11 @@ def trained_export(path) -> tuple[dict, dict]:
     loaded = load_checkpoint(path)
     config = loaded.config
     model = loaded.model
-    row = encoding(config.pe)
+    row = config.encoding_row
     tensors = _network_state(model)
     periods = loaded.metadata.get("periods")
     if row.periodic and config.layer_pe is None:
-        cos, sin, pair_periods = _periodic_tables(periods, period_pairs(config.pe, config.d_model, config.heads))
+        cos, sin, pair_periods = _periodic_tables(periods, period_pairs(row, config.d_model, config.heads))
         tensors.update(
             {"positional.cos_table": cos, "positional.sin_table": sin, "positional.pair_periods": pair_periods}
         )
@@ -114,9 +113,10 @@ def trained_export(path) -> tuple[dict, dict]:
         layers = []
         for layer, name in enumerate(config.layer_encodings()):
             prefix = f"positional.layers.{layer}"
-            layer_row = encoding(name)
+            layer_row = config.row_of(name)
             if layer_row.periodic:
-                cos, sin, pair_periods = _periodic_tables(periods, period_pairs(name, config.d_model, config.heads))
+                pairs = period_pairs(layer_row, config.d_model, config.heads)
+                cos, sin, pair_periods = _periodic_tables(periods, pairs)
                 tensors.update({f"{prefix}.cos_table": cos, f"{prefix}.sin_table": sin,
                                 f"{prefix}.pair_periods": pair_periods})
             layers.append({"pe": name, "kind": layer_row.export_kind, "prefix": prefix,

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from formal_rope.errors import FormalRopeError
 from formal_rope.training.curves import TrainingCurve
 
@@ -37,10 +41,6 @@ def read_curves(out: str | Path, runs=None):
     """Every curve of the results folder as one DataFrame (columns of CURVE_COLUMN_TYPES, sorted by run
     and step). With `runs` (`read_results(out).runs`), only the kept runs' curves, keyed by today's run
     ids (as their evals are). FormalRopeError naming a file that is not a readable curve file."""
-    import pandas as pd  # function-local: pandas loads where results are read
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     folder = Path(out) / CURVES
     frames = []
     for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:

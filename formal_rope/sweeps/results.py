@@ -12,6 +12,11 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyarrow.types as types
+
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, write_bytes_atomically
 from formal_rope.sweeps.curve_table import write_curve
@@ -71,8 +76,6 @@ def finished_run_ids(out: str | Path, worst_case: bool = False) -> set[str]:
 
 
 def _column_names(path: Path) -> list[str]:
-    import pyarrow.parquet as pq  # function-local: pyarrow loads where results are read or written
-
     return list(pq.read_schema(path).names)
 
 
@@ -176,16 +179,11 @@ EVAL_REQUIRED = tuple(EVAL_COLUMN_TYPES)
 
 
 def _arrow_schema(column_types: dict):
-    import pyarrow as pa  # function-local (here and below): pyarrow and pandas load where results are read or written
-
     kinds = {"string": pa.string(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
     return pa.schema([(name, kinds[kind]) for name, kind in column_types.items()])
 
 
 def _atomic_parquet(columns: dict, column_types: dict, path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     table = pa.Table.from_pydict(columns, schema=_arrow_schema(column_types))
     with atomic_file(path, "the results file") as temporary:  # hidden, unique to this process
         pq.write_table(table, temporary)
@@ -231,8 +229,6 @@ def read_results(out: str | Path) -> Results:
     fields added since get their values, and runs whose configs are now equal (NoPE trained at two
     bases) are one run, kept once (the ok/diverged row before a failed one) with a note.
     A file that is not a readable formal-rope run/eval file is a FormalRopeError naming it."""
-    import pandas as pd
-
     out = Path(out)
     if not out.is_dir():
         raise FormalRopeError(f"{out} is not a results folder: it does not exist or is not a directory")
@@ -270,9 +266,6 @@ def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: lis
     """The Arrow table of one results file; FormalRopeError naming the file when it is unreadable
     (garbage, truncated), lacks the columns a formal-rope `kind` file has (a foreign Parquet file) or
     holds a known column with another type than formal-rope writes (n_star as strings)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     folder = RUNS if kind == "run" else EVALS
     try:
         schema = pq.read_schema(path)
@@ -299,8 +292,6 @@ def _read_parquet(path: Path, required: tuple[str, ...], kind: str, columns: lis
 def _arrow_type_fits(arrow_type, kind: str) -> bool:
     """Whether a column of `arrow_type` converts to formal-rope's `kind` without a value-level
     failure: null columns (a field no run of the file had) always do, integers widen to floats."""
-    import pyarrow.types as types
-
     if types.is_null(arrow_type):
         return True
     if kind == "string":
@@ -391,8 +382,6 @@ def _deduplicated(runs):
 
 def _read_evals(folder: Path, runs):
     """The eval rows of the kept runs, keyed by today's run ids."""
-    import pandas as pd
-
     stored_to_current = dict(zip(runs["stored_run_id"], runs["run_id"]))
     frames = [_read_parquet(path, EVAL_REQUIRED, "eval", columns=list(EVAL_COLUMN_TYPES)).to_pandas()
               for path in (_parquet_files(folder) if folder.is_dir() else [])]

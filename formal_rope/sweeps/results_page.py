@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from formal_rope.automata import language_dfa
 from formal_rope.automata.render import to_table
 from formal_rope.classes import classify
@@ -260,8 +262,6 @@ def _figures_section(report: Report, reference: dict | None) -> str:
 
 def _present(value) -> bool:
     """A cell holds a value (not None, NaN or pandas' NA)."""
-    import pandas as pd  # function-local: pandas, as in the report module (loaded there when results are read)
-
     try:
         return not bool(pd.isna(value))
     except (TypeError, ValueError):  # a sequence: present

@@ -228,7 +228,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
         config = RunConfig.from_dict(metadata["config"], record=True)
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
-        periodic = config.periodic_encoding()
+        periodic = config.periodic_row()
         if periodic is not None and periods is not None:
             # Files written before more periods than pairs became an error trained the first
             # `pairs` periods only (pair p got period p); those are the tables the weights belong to.

@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.encodings import HYBRID_ENCODINGS, encoding
+from formal_rope.training.encodings import HYBRID_ENCODINGS, Encoding
 from formal_rope.training.encodings.periods import MAX_PERIOD, check_period_count, check_periods
 from formal_rope.training.encodings.phases import check_partial_pairs, partial_rotated_pairs
 
@@ -22,21 +22,21 @@ GLOBAL_WINDOW = -1
 MAX_LENGTH_LIST = 1_000_000  # lengths an explicit list may hold (a single range is never expanded)
 
 
-def period_pairs(pe: str, d_model: int, heads: int) -> int:
-    """How many rotary pairs a periodic encoding spreads its periods over: rope_p rotates each head's
-    (d_model / heads) / 2 pairs (every head gets the same schedule), sipe_p (an additive encoding)
-    writes d_model / 2 sin/cos pairs into the embedding. A period tuple longer than this would leave
-    periods unused."""
-    return d_model // 2 if encoding(pe).additive else (d_model // heads) // 2
+def period_pairs(row: Encoding, d_model: int, heads: int) -> int:
+    """How many rotary pairs a periodic encoding (its registry `row`) spreads its periods over:
+    rope_p rotates each head's (d_model / heads) / 2 pairs (every head gets the same schedule),
+    sipe_p (an additive encoding) writes d_model / 2 sin/cos pairs into the embedding. A period
+    tuple longer than this would leave periods unused."""
+    return d_model // 2 if row.additive else (d_model // heads) // 2
 
 
-def describe_period_pairs(pe: str, d_model: int, heads: int) -> str:
+def describe_period_pairs(row: Encoding, d_model: int, heads: int) -> str:
     """'rope_p with d_model 16 and 2 heads has 4 rotary pairs per head (head dimension 8)': what an
     error about too many periods names."""
-    pairs = period_pairs(pe, d_model, heads)
-    if encoding(pe).additive:
-        return f"{pe} with d_model {d_model} has {pairs} sin/cos pairs"
-    return (f"{pe} with d_model {d_model} and {heads} head{'s' if heads != 1 else ''} has {pairs} rotary "
+    pairs = period_pairs(row, d_model, heads)
+    if row.additive:
+        return f"{row.name} with d_model {d_model} has {pairs} sin/cos pairs"
+    return (f"{row.name} with d_model {d_model} and {heads} head{'s' if heads != 1 else ''} has {pairs} rotary "
             f"pair{'s' if pairs != 1 else ''} per head (head dimension {d_model // heads})")
 
 
@@ -87,7 +87,7 @@ def check_config(config: RunConfig) -> None:
         )
     if config.applies("rope_fraction"):
         check_partial_pairs(config.rope_fraction, config.d_model // config.heads // 2)
-    periodic = config.periodic_encoding()
+    periodic = config.periodic_row()
     if periodic is not None and config.periods is not None:
         # Periods are given to pairs one each; a surplus would be dropped without a word.
         check_period_count(config.periods, period_pairs(periodic, config.d_model, config.heads),

@@ -27,6 +27,7 @@ from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS
     PERIODIC_ENCODINGS,
     POSITIONAL_ENCODINGS,
     ROPE_FRACTION_ENCODINGS,
+    Encoding,
     encoding,
     primary_encoding,
 )
@@ -182,6 +183,26 @@ class RunConfig:
             return (self.window,) * self.layers
         return tuple(None if w == GLOBAL_WINDOW else w for w in self.window)
 
+    def row_of(self, pe: str) -> Encoding:
+        """The registry row of `pe`, one of this run's encodings (looked up when the config was built)."""
+        rows = self.__dict__.get("_encoding_rows")
+        if rows is None:  # a run's stored record, read without checks: looked up now, once
+            rows = {}
+            object.__setattr__(self, "_encoding_rows", rows)
+        if pe not in rows:
+            rows[pe] = encoding(pe)
+        return rows[pe]
+
+    @property
+    def encoding_row(self) -> Encoding:
+        """The registry row of `pe` (`encodings.Encoding`: additive, periodic, takes_base, ...)."""
+        return self.row_of(self.pe)
+
+    def periodic_row(self) -> Encoding | None:
+        """The registry row of `periodic_encoding()`, or None when no layer is periodic."""
+        periodic = self.periodic_encoding()
+        return None if periodic is None else self.row_of(periodic)
+
     def periodic_encoding(self) -> str | None:
         """The periodic encoding (rope_p, sipe_p) some layer uses, whose periods the run resolves;
         None when no layer is periodic."""
@@ -290,13 +311,15 @@ _CHOICE_WORDS = {"phase_precision": "phase precision", "attention": "attention i
 def check_choices(config: RunConfig) -> None:
     """FormalRopeError when `pe` or a field of FIELD_CHOICES holds a value no run can use (the
     worst-case search is no eval_mode: `run_training(config, worst_case=SearchSettings(...))`)."""
-    if config.layer_pe is None:
-        encoding(config.pe)
-    else:
+    if config.layer_pe is not None:
         for name in dict.fromkeys(config.layer_pe):
             if name not in POSITIONAL_ENCODINGS:
                 raise FormalRopeError(f"layer_pe: unknown positional encoding {name!r}; expected one of "
                                       f"{', '.join(POSITIONAL_ENCODINGS)}")
+    # The registry rows of the run's encodings, looked up here once: every later use reads them from
+    # the config (`RunConfig.encoding_row`, `row_of`), so a run consults the registry once per encoding.
+    rows = {name: encoding(name) for name in dict.fromkeys((config.pe, *(config.layer_pe or ())))}
+    object.__setattr__(config, "_encoding_rows", rows)
     for name, choices in FIELD_CHOICES.items():
         value = getattr(config, name)
         if value in choices:

@@ -12,7 +12,7 @@ from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import count_table
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
-from formal_rope.training.encodings import encoding, phases
+from formal_rope.training.encodings import phases
 
 # How each command that prints these notes sets a RunConfig field: the fields with an option of their
 # own, by command; any other field is `--set FIELD=VALUE` (train and sweep) or, for a command without
@@ -99,7 +99,7 @@ def _schedule_frequencies(config: RunConfig) -> np.ndarray | None:
     for encodings that form no phases from a base."""
     if not config.applies("phase_precision"):
         return None
-    row = encoding(config.pe)
+    row = config.encoding_row
     if row.additive:
         return phases.rope_frequencies(config.base, config.d_model // 2)
     pairs = config.d_model // config.heads // 2
@@ -115,7 +115,7 @@ def decimal_base_note(config: RunConfig) -> str | None:
     try:
         if not config.applies("base"):
             return None
-        row = encoding(config.pe)
+        row = config.encoding_row
         if not row.takes_base:
             return None
         if row.additive:

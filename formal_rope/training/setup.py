@@ -171,6 +171,7 @@ def positional_spec(config: RunConfig, periods: tuple[int, ...] | None) -> Posit
         rope_fraction=config.rope_fraction,
         phase_precision=config.phase_precision,
         layer_pe=config.layer_pe,
+        rows=tuple(config.row_of(name) for name in dict.fromkeys(config.layer_encodings())),
     )
 
 

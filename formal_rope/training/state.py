@@ -25,6 +25,8 @@ import uuid
 from dataclasses import dataclass
 
 import numpy as np
+from pyarrow import fs
+from pyarrow.fs import FileSelector, FileType
 
 from formal_rope import limits
 from formal_rope.errors import FormalRopeError
@@ -122,8 +124,6 @@ class StateStore:
         return f"{self.root}/{key}{SUFFIX}"
 
     def _exists(self, path: str) -> bool:
-        from pyarrow.fs import FileType  # pyarrow loads with a store, not on the sweeps import
-
         return self.filesystem.get_file_info(path).type != FileType.NotFound
 
     def location(self, key: str) -> str:
@@ -215,8 +215,6 @@ class StateStore:
 
     def delete(self, key: str) -> None:
         """Remove the state under `key` and any temporary objects a killed save left (no error if absent)."""
-        from pyarrow.fs import FileSelector  # pyarrow loads with a store, not on the sweeps import
-
         path = self._path(key)
         self._remove(path)
         self._remove(path + ".old")
@@ -231,8 +229,6 @@ class StateStore:
 
     def keys(self) -> list[str]:
         """The keys that hold a saved state, sorted."""
-        from pyarrow.fs import FileSelector  # pyarrow loads with a store, not on the sweeps import
-
         infos = self.filesystem.get_file_info(FileSelector(self.root, allow_not_found=True))
         names = {info.base_name for info in infos}
         return sorted({
@@ -246,8 +242,6 @@ def open_state_store(uri: str | os.PathLike) -> StateStore:
     """The state folder at `uri`: a local path, or a URI pyarrow.fs opens (file://, s3://, gs://, hdfs://;
     S3 options such as ?endpoint_override=host:port&scheme=http&region=... go in the query string).
     The folder is created when missing. FormalRopeError when the URI cannot be opened."""
-    from pyarrow import fs  # pyarrow loads with a store, not on the torch-free sweeps import
-
     location = absolute_location(uri)
     try:
         if is_uri(location):

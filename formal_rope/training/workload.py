@@ -86,7 +86,7 @@ def estimate(config: RunConfig) -> Workload:
 def periodic_table_bytes(config: RunConfig) -> float:
     """Memory of the rope_p / sipe_p lookup tables while they are built: one entry per residue of the
     largest period for each pair (0 for other encodings and for periods auto, resolved later and small)."""
-    periodic = config.periodic_encoding()
+    periodic = config.periodic_row()
     if not (periodic and config.periods):
         return 0.0
     pairs = period_pairs(periodic, config.d_model, config.heads)

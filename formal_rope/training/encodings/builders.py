@@ -29,6 +29,14 @@ class PositionalSpec:
     rope_fraction: float = 0.5
     phase_precision: str = "fp64"
     layer_pe: tuple[str, ...] | None = None  # a hybrid's encoding per layer (None: `pe` in every layer)
+    # The registry rows of the run's encodings (`RunConfig.row_of`, looked up once when its config was
+    # built); a spec made without them looks its row up.
+    rows: tuple[Encoding, ...] = ()
+
+    @property
+    def row(self) -> Encoding:
+        """The registry row of `pe`."""
+        return next((row for row in self.rows if row.name == self.pe), None) or encoding(self.pe)
 
 
 # The builder of each registry row: (the pack's specs, rotary pairs per head) -> its module. The specs
@@ -90,29 +98,29 @@ def build_positional(specs) -> PositionalEncoding:
     if len({spec.pe for spec in specs}) > 1:
         return _build_mixed(specs)
     first = specs[0]
-    row = encoding(first.pe)
+    row = first.row
     n_pairs = _rotary_pairs(first, row)
     if any(_shared(spec) != _shared(first) for spec in specs[1:]):
         raise FormalRopeError("runs of one pack must share the encoding, its shape, rope_fraction and phase precision")
     if row.periodic:
-        pairs = period_pairs(first.pe, first.d_model, first.heads)
-        specs = tuple(replace(spec, periods=_checked_periods(spec, pairs)) for spec in specs)
+        pairs = period_pairs(row, first.d_model, first.heads)
+        specs = tuple(replace(spec, periods=_checked_periods(spec, row, pairs)) for spec in specs)
     return BUILDERS[row.name](specs, n_pairs)
 
 
-def _checked_periods(spec: PositionalSpec, pairs: int) -> tuple[int, ...]:
+def _checked_periods(spec: PositionalSpec, row: Encoding, pairs: int) -> tuple[int, ...]:
     """The spec's periods, validated; FormalRopeError when there are more than the `pairs` that carry
     them (the message says what has the pairs, worked out only then)."""
     periods = check_periods(spec.periods)
     if len(periods) > pairs:
-        check_period_count(periods, pairs, describe_period_pairs(spec.pe, spec.d_model, spec.heads))
+        check_period_count(periods, pairs, describe_period_pairs(row, spec.d_model, spec.heads))
     return periods
 
 
 def _build_mixed(specs) -> MixedPositional:
     """A pack of runs with different mixable encodings (`encodings.Encoding.mixable`): each
     encoding's module is built from its own runs' specs, in the order the runs first name it."""
-    refused = [spec.pe for spec in specs if not encoding(spec.pe).mixable]
+    refused = [spec.pe for spec in specs if not spec.row.mixable]
     if refused:
         raise FormalRopeError(
             f"runs of one pack must share the encoding unless each is one of {', '.join(MIXABLE_ENCODINGS)} "
