@@ -522,3 +522,26 @@ def test_reproduce_checks_and_gives_every_table_its_state_folder(tmp_path, capsy
     code, _, stderr = run_main(capsys, ["reproduce", "table2", "--seeds", "1", "--out", str(tmp_path / "q"),
                                         "--state-dir", str(state)])
     assert code == 0 and seen["q"]["state"] is None and "have no effect" in " ".join(_.split())
+
+
+def test_ray_workers_write_each_runs_tensorboard_files(ray_instance, tmp_path):
+    """--tensorboard on Ray: each task writes its own runs' event files into the shared folder, and
+    they hold the same curve the results folder records (OUT/curves)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from formal_rope.sweeps.curve_table import read_curves
+    from formal_rope.training.curve_log import run_folder_name
+    from formal_rope.training.curves import CurveOptions
+
+    configs = tiny_grid(seeds=2, lrs=(3e-3,))
+    board = tmp_path / "tb"
+    summary = run_sweep(configs, tmp_path / "ray", backend="ray", pack=1,
+                        curves=CurveOptions(log_every=10, tensorboard=str(board)))
+    assert summary.statuses == {"ok": 2}
+    assert sorted(path.name for path in board.iterdir()) == sorted(run_folder_name(c) for c in configs)
+    curves = read_curves(tmp_path / "ray")
+    for config in configs:
+        events = EventAccumulator(str(board / run_folder_name(config))).Reload()
+        recorded = curves[curves.run_id == config.run_id()]
+        assert [s.step for s in events.Scalars("train/loss")] == list(recorded.step) == [10, 20, 30, 40]
+        assert events.Scalars("train/loss")[-1].value == pytest.approx(recorded.loss.iloc[-1], rel=1e-6)
