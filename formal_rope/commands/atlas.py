@@ -12,7 +12,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -222,24 +222,34 @@ def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json
     for note in check_grid(configs, "atlas"):
         console.print(f"[dim]note: {note}[/]", highlight=False, soft_wrap=True)
     finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
-    if run.pack == "auto":  # many small languages: the atlas's auto packs mix them (docs/packing.md)
-        run = run._replace(pack=ATLAS_PACK)
-    options = run.sweep_options(configs, out, workers=workers, note=lambda text: console.print(f"note: {text}"))
-    ensure_results_dir(out)
-    write_bytes_atomically(out / LANGUAGES_FILE, (json.dumps(languages.to_json(), ensure_ascii=False, indent=1)
-                                                  + "\n").encode(), "the atlas's language set")
-    console.print(f"[bold]atlas[/] {spec} (seed {seed}): {len(languages)} languages, {len(configs)} runs → {out}")
-    try:
-        summary = run_with_progress(configs, out, console, axes=swept_fields(configs),
-                                     worst_case=request.worst_case, **options)
-    except KeyboardInterrupt:
-        raise interrupted(configs, out) from None
-    console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
-                  f"{summary.statuses}, {summary.wall_s:.0f}s")
+
+    def record_set() -> None:
+        write_bytes_atomically(out / LANGUAGES_FILE, (json.dumps(languages.to_json(), ensure_ascii=False, indent=1)
+                                                      + "\n").encode(), "the atlas's language set")
+        console.print(f"[bold]atlas[/] {spec} (seed {seed}): {len(languages)} languages, {len(configs)} runs → {out}")
+
+    summary = _sweep(configs, out, run, workers, console, request.worst_case, record_set)
     _report(out, json_output, out / FIGURE_FILE, confidence, extra={"sweep": summary.to_dict()})
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
+
+def _sweep(configs, out: Path, run, workers: int, console, worst_case, before: Callable[[], None]):
+    """Run `configs` as a sweep into `out` (the atlas's packs mix languages unless --pack says
+    otherwise), after the options are checked and `before` has recorded what the folder holds."""
+    if run.pack == "auto":  # many small languages: the atlas's auto packs mix them (docs/packing.md)
+        run = run._replace(pack=ATLAS_PACK)
+    options = run.sweep_options(configs, out, workers=workers, note=lambda text: console.print(f"note: {text}"))
+    ensure_results_dir(out)
+    before()
+    try:
+        summary = run_with_progress(configs, out, console, axes=swept_fields(configs), worst_case=worst_case,
+                                    **options)
+    except KeyboardInterrupt:
+        raise interrupted(configs, out) from None
+    console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
+                  f"{summary.statuses}, {summary.wall_s:.0f}s")
+    return summary
 
 
 def _run_follow_up(request: FollowUpRequest, out: Path, workers: int, run, json_output: bool, dry_run: bool) -> None:
@@ -260,18 +270,8 @@ def _run_follow_up(request: FollowUpRequest, out: Path, workers: int, run, json_
     configs = [item.config for item in planned]
     if folder.is_dir():
         finished_run_ids(folder)  # a damaged or foreign file: an error before any training
-    if run.pack == "auto":
-        run = run._replace(pack=ATLAS_PACK)
-    options = run.sweep_options(configs, folder, workers=workers, note=lambda text: console.print(f"note: {text}"))
-    ensure_results_dir(folder)
-    write_plan(folder, planned, request)
-    try:
-        summary = run_with_progress(configs, folder, console, axes=swept_fields(configs),
-                                    worst_case=request.worst_case, **options)
-    except KeyboardInterrupt:
-        raise interrupted(configs, folder) from None
-    console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "
-                  f"{summary.statuses}, {summary.wall_s:.0f}s")
+    summary = _sweep(configs, folder, run, workers, console, request.worst_case,
+                     lambda: write_plan(folder, planned, request))
     outcomes = follow_up_of(out)
     if json_output:
         _print_json({"results": str(out), "follow_up": str(folder), "sweep": summary.to_dict(),
