@@ -14,19 +14,22 @@ automata_lib = pytest.importorskip("automata.fa.dfa", reason="automata-lib is a 
 
 
 def read_partial(path):
-    """An independent reading of the file: arcs dict and final-state set."""
-    arcs, finals = {}, set()
+    """An independent reading of the file: arcs dict, final-state set and the initial state (the
+    first line's state, as OpenFst reads the format)."""
+    arcs, finals, initial = {}, set(), None
     for line in path.read_text().splitlines():
         fields = line.split()
+        if fields and initial is None:
+            initial = int(fields[0])
         if len(fields) == 4:
             arcs[(int(fields[0]), fields[2])] = int(fields[1])
         elif len(fields) == 1:
             finals.add(int(fields[0]))
-    return arcs, finals
+    return arcs, finals, initial
 
 
-def walk(arcs, finals, string) -> bool:
-    state = 0
+def walk(arcs, finals, initial, string) -> bool:
+    state = initial
     for symbol in string:
         if (state, symbol) not in arcs:
             return False
@@ -47,12 +50,15 @@ def test_every_file_loads(mlregtest_dir):
 def test_membership_matches_partial_walk(mlregtest_dir):
     rng = random.Random(7)
     files = sorted(mlregtest_dir.glob("*.att"))
-    for path in rng.sample(files, 40):
-        arcs, finals = read_partial(path)
+    # the sample and every file whose first line does not start at state 0
+    starts_elsewhere = [path for path in files if read_partial(path)[2] != 0]
+    assert len(starts_elsewhere) == 18
+    for path in rng.sample(files, 40) + starts_elsewhere:
+        arcs, finals, initial = read_partial(path)
         dfa = load_att(path)
         minimal = minimize(dfa)
         strings = ["".join(rng.choice(dfa.alphabet) for _ in range(rng.randint(0, 30))) for _ in range(300)]
-        expected = [walk(arcs, finals, s) for s in strings]
+        expected = [walk(arcs, finals, initial, s) for s in strings]
         assert accepts(dfa, strings).tolist() == expected, path.name
         assert accepts(minimal, strings).tolist() == expected, path.name
         assert equivalent(dfa, minimal).equivalent

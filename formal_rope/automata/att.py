@@ -2,8 +2,10 @@
 
 Format: `src dst in out [weight]` lines are transitions (an acceptor has in == out; the input
 label is used; the 3-field acceptor form `src dst label` is read too), `state [weight]` lines are
-final states, state 0 is initial. Files describe partial DFAs; missing transitions go to a
-rejecting sink. A weight of `inf` (the tropical semiring's zero) means the arc or final state is
+final states. The initial state is the state the FIRST line names (its source state, or the state
+of a final-state line), as OpenFst's `fstcompile` reads the format: it is not always state 0 (18
+MLRegTest files start elsewhere, e.g. 04.04.Zp.3.1.6.att at state 2). Files describe partial DFAs;
+missing transitions go to a rejecting sink. A weight of `inf` (the tropical semiring's zero) means the arc or final state is
 absent; finite weights are kept (the language is the automaton's support).
 """
 
@@ -46,12 +48,17 @@ def _present(field: str, path: Path, line_number: int) -> bool:
 
 
 def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
-    """The complete DFA described by an AT&T text file (not minimized; the states that occur are
-    numbered in increasing order, so state 0 stays the start).
+    """The complete DFA described by an AT&T text file (not minimized). As `fstcompile` does, the
+    first line's state is the start and is renumbered 0; the other states that occur follow in
+    increasing order of their numbers.
 
     `alphabet` defaults to the labels used in the file, sorted; when given it fixes the symbol
     order and may add symbols the file never uses (they lead to the sink). Unreadable files,
     malformed lines, ε-labels and nondeterminism raise FormalRopeError naming the file and line.
+    A file with no lines has no initial state (`fstcompile` makes it the FST without a start
+    state): an error. A file of final-state lines only is read as `fstcompile` reads it (the first
+    line's state is initial, so the language is {ε} or empty) but has no labels, so it needs an
+    explicit `alphabet`.
     """
     path = Path(path)
     try:
@@ -60,23 +67,25 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         raise FormalRopeError(f"cannot read automaton file {path}: {error}") from None
     arcs: list[tuple[int, int, str, int]] = []
     finals: set[int] = set()
-    highest_state = -1
+    initial: int | None = None
     for line_number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) in (1, 2):
             state = _state_id(fields[0], path, line_number)
+            if initial is None:
+                initial = state
             if len(fields) == 1 or _present(fields[1], path, line_number):
                 finals.add(state)
-            highest_state = max(highest_state, state)
         elif len(fields) in (3, 4, 5):
             source = _state_id(fields[0], path, line_number)
             target = _state_id(fields[1], path, line_number)
+            if initial is None:
+                initial = source  # even when the arc itself is absent (weight inf), as fstcompile reads it
             # 3 fields: acceptor arc `src dst label`; 4-5: transducer arc `src dst in out [weight]`.
             label, output = fields[2], fields[3] if len(fields) > 3 else fields[2]
             if len(fields) == 5 and not _present(fields[4], path, line_number):
-                highest_state = max(highest_state, source, target)
                 continue  # weight inf: the arc is the semiring zero, i.e. absent
             if label in _EPSILON_LABELS:
                 raise FormalRopeError(f"{path}:{line_number}: ε-transitions are not supported (label {label!r})")
@@ -86,16 +95,19 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
                     "only acceptors are supported"
                 )
             arcs.append((source, target, label, line_number))
-            highest_state = max(highest_state, source, target)
         else:
             raise FormalRopeError(
                 f"{path}:{line_number}: expected 'src dst label', 'src dst in out [weight]' or 'state "
                 f"[weight]', got {line.strip()!r}"
             )
-    if highest_state < 0:
-        raise FormalRopeError(f"{path}: no states (empty automaton file)")
+    if initial is None:
+        raise FormalRopeError(f"{path}: no states and so no initial state (empty automaton file)")
     used = sorted({label for _, _, label, _ in arcs})
     if alphabet is None:
+        if not used:
+            raise FormalRopeError(
+                f"{path}: no transitions, so the file names no symbols; give the alphabet explicitly"
+            )
         alphabet = tuple(used)
     else:
         alphabet = tuple(alphabet)
@@ -103,10 +115,11 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         if unknown:
             raise FormalRopeError(f"{path}: labels {unknown} are not in the alphabet {{{', '.join(alphabet)}}}")
     column_of = {symbol: index for index, symbol in enumerate(alphabet)}
-    # State numbers are labels, not sizes: number the states that occur 0, 1, … in increasing
-    # order (the identity for the usual dense files, state 0 stays first), so that a file naming
-    # state 10^11 needs one row for it, not 10^11.
-    used = sorted({0} | finals | {state for source, target, _, _ in arcs for state in (source, target)})
+    # State numbers are labels, not sizes: the initial state becomes row 0 (as fstcompile renumbers
+    # it), the other states that occur follow in increasing order (the identity for the usual dense
+    # files that start at 0), so that a file naming state 10^11 needs one row for it, not 10^11.
+    others = finals | {state for source, target, _, _ in arcs for state in (source, target)}
+    used = [initial, *sorted(others - {initial})]
     row_of = {state: row for row, state in enumerate(used)}
     table = np.full((len(used), len(alphabet)), -1, dtype=np.int64)
     for source, target, label, line_number in arcs:
@@ -119,4 +132,4 @@ def load_att(path: str | Path, alphabet: Sequence[str] | None = None) -> DFA:
         table[row, column] = row_of[target]
     accepting = np.zeros(len(used), dtype=bool)
     accepting[[row_of[state] for state in finals]] = True
-    return complete(alphabet, table, accepting, start=0)
+    return complete(alphabet, table, accepting, start=0)  # row 0 is the first line's state
