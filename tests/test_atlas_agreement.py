@@ -170,6 +170,11 @@ def test_atlas_plan():
     assert all(config.train_near_miss_fraction == 1.0 for config in configs)
     periods = {config.language: config.periods for config in configs if config.pe == "rope_p"}
     assert periods["ab_star"] == (2,) and periods["parity"] == (2,)  # parity: outside LTL[P,MOD], the fallback
+    # Issue 43.4: no periodic run rotates nothing; an LTL[P] language (least period 1) gets period 2.
+    ltl_p = [entry.language for entry in languages if entry.ltl_p]
+    assert ltl_p and all(periods[language] == (2,) for language in ltl_p)
+    with_sipe = atlas_configs(languages, atlas_request(["rope_p", "sipe_p"], seeds=1).encodings, request.recipe)
+    assert all(config.periods != (1,) and min(config.periods) >= 2 for config in with_sipe)
 
 
 def test_atlas_dry_run_prints_the_run_count(capsys):

@@ -188,6 +188,8 @@ def test_sweep_notes_options_without_effect_and_refuses_auto_periods_outside_ltl
     code, _, stderr = _cli(capsys, ["sweep", "--lang", "Σ*a", "--pe", "rope_p", "--periods", "2", "--dry-run"])
     assert code == 0
     code, _, stderr = _cli(capsys, ["sweep", "--lang", "aΣ*", "--pe", "rope_p", "--dry-run"])
+    assert code == 0 and "periods auto resolved to 2" in stderr and "this run is NoPE" not in stderr
+    code, _, stderr = _cli(capsys, ["sweep", "--lang", "aΣ*", "--pe", "rope_p", "--periods", "1", "--dry-run"])
     assert code == 0 and "this run is NoPE" in stderr
     # (aa)* over {a} has no near-misses: near-miss training negatives change nothing.
     code, _, stderr = _cli(capsys, ["sweep", "--lang", "(aa)*", "--pe", "nope", "--set", "train_near_miss_fraction=0.5",

@@ -109,7 +109,7 @@ ROPE_NOPE = PositionalScheme(("rope", "nope"), (None, None))
 EXPECTED = {
     # Li & Cotterell: NoPE = LTL[P].
     "nope": (NOPE, (N, N, E, N, N, N, E, N)),
-    # Thm 3.1 with the least k (auto); period 1 on LTL[P] languages is NoPE.
+    # Thm 3.1 with the least k (auto), at least 2: LTL[P] languages get period 2 (1 divides 2).
     "rope_p auto": (ROPE_P_AUTO, (E, E, E, N, N, N, E, N)),
     # Lemma 3.1: periods 3 keep the model inside PFO²[<,MOD_3], which lacks the k = 2 languages.
     "rope_p 3": (ROPE_P_WRONG, (N, N, E, N, N, N, E, N)),
@@ -144,8 +144,11 @@ def test_citations_name_the_theorem_that_gives_each_verdict():
     assert "Lemma 3.1" in verdict("(ab)*", ROPE_P_WRONG).citation
     assert "Cor. 4.1" in verdict("Σ*a", ROPE_1E4).citation
     assert "Prop. 4.1" in verdict("(aa)*", ROPE_1E4).citation
-    # auto on an LTL[P] language resolves to period 1: the run is NoPE, and so is the citation.
-    assert verdict("aΣ*", ROPE_P_AUTO).citation.startswith("Li & Cotterell 2025")
+    # auto on an LTL[P] language resolves to period 2 (never 1, which is NoPE): Thm 3.1 still gives it.
+    assert "Thm 3.1" in verdict("aΣ*", ROPE_P_AUTO).citation
+    assert "k = 1 divides lcm(periods 2) = 2" in verdict("aΣ*", ROPE_P_AUTO).reason
+    # explicit period 1 is still NoPE, and so is the citation.
+    assert verdict("aΣ*", PositionalScheme.single("rope_p", periods=(1,))).citation.startswith("Li & Cotterell")
     # The paper's statements are not derived; the project's readings of them are flagged.
     assert not verdict("(ab)*", ROPE_P_AUTO).derived and not verdict("Σ*a", PARTIAL).derived
     assert verdict("(ab)*", ROPE_P_WRONG).derived and verdict("Σ*a", ROPE_1E4).derived

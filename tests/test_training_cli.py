@@ -179,9 +179,14 @@ def test_test_length_lists_and_the_new_training_options_reach_the_run(capsys):
     assert payload["alphabet"] == ["a", "b", "c"] and config["test_lengths"] == [41, 45, 50]
 
 
-def test_rope_p_notes_when_auto_periods_make_it_nope(capsys):
-    # Issue 9.12: rope_p on an LTL[P] language resolves to period 1 = NoPE; say so.
+def test_rope_p_auto_periods_never_make_it_nope(capsys):
+    # Issue 43.4: rope_p auto on an LTL[P] language (least period 1) takes period 2 and says so; an
+    # explicit period 1 still gets the NoPE note (issue 9.12).
     code, stdout, stderr = _run(["train", "--lang", "aΣ*", "--pe", "rope_p", *TINY_ARGS, "--no-save", "--json"], capsys)
+    assert code == 0 and "periods auto resolved to 2" in stderr and json.loads(stdout)["resolved_periods"] == [2]
+    assert "this run is NoPE" not in stderr
+    code, stdout, stderr = _run(["train", "--lang", "aΣ*", "--pe", "sipe_p", "--periods", "1", *TINY_ARGS,
+                                 "--no-save", "--json"], capsys)
     assert code == 0 and "this run is NoPE" in stderr and json.loads(stdout)["resolved_periods"] == [1]
     code, _, stderr = _run(["train", "--lang", "Σ*a", "--pe", "rope_p", "--periods", "2", *TINY_ARGS, "--no-save",
                             "--quiet"], capsys)

@@ -7,7 +7,8 @@ same results folder, same resume (a rerun skips finished runs), same backends (l
 Encodings are named as `--pe` takes them, plus windowed hybrids `ENC_wW+nope`: every layer but the
 last `ENC` with a sliding window of W keys, the last layer global NoPE (docs/findings.md, "Hybrid
 models": `rope_w8+nope` is the windowed RoPE_NP + global NoPE model there). Periods "auto" resolve
-from the set's verdicts to the least k; a language outside LTL[P,MOD] has none, and its periodic runs
+from the set's verdicts to the least k, at least 2 (`theory.auto_periods`: period 1 would repeat
+NoPE); a language outside LTL[P,MOD] has none, and its periodic runs
 get the counting family's modulus, else `FALLBACK_PERIOD` (the theory's verdict there is "not
 expressible" whatever the periods).
 
@@ -26,6 +27,7 @@ from formal_rope.atlas.languages import LanguageEntry, LanguageSet
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings
 from formal_rope.sweeps.grid import SCALE_NAMES, build_spec, expand_grid
+from formal_rope.theory import auto_periods
 from formal_rope.training.config import GLOBAL_WINDOW, POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.scales import SCALES
 
@@ -119,10 +121,10 @@ def calibration_config(recipe: AtlasRecipe) -> RunConfig:
 
 
 def atlas_periods(entry: LanguageEntry) -> tuple[int, ...]:
-    """The periods a periodic encoding gets on `entry`: the least k (auto), else the counting
-    family's modulus, else FALLBACK_PERIOD."""
+    """The periods a periodic encoding gets on `entry`: auto's (the least k, at least 2:
+    `theory.auto_periods`), else the counting family's modulus, else FALLBACK_PERIOD."""
     if entry.mod_k is not None:
-        return (max(1, int(entry.mod_k)),)
+        return auto_periods(entry.mod_k)
     return (int(entry.period),) if entry.family == "counting" and entry.period else (FALLBACK_PERIOD,)
 
 

@@ -58,7 +58,7 @@ class GridFlags(NamedTuple):
     )
     periods: Optional[str] = typer.Option(
         None, "--periods",
-        help="'auto' (least k from classify; an error outside LTL[P,MOD]) or comma-separated periods for "
+        help="'auto' (least k from classify, at least 2; an error outside LTL[P,MOD]) or comma-separated periods for "
         "rope_p/sipe_p.",
     )
     alphabet: Optional[str] = typer.Option(

@@ -195,7 +195,7 @@ class TrainSettings(NamedTuple):
 
     periods: Optional[str] = typer.Option(
         None, "--periods",
-        help="rope_p/sipe_p periods: 'auto' (least k from the language's class, default; an error "
+        help="rope_p/sipe_p periods: 'auto' (least k from the language's class, at least 2, default; an error "
         "outside LTL[P,MOD]) or e.g. 2 or 2,3.",
     )
     base: Optional[float] = typer.Option(

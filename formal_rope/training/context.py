@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from formal_rope.classes import classify
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import count_table
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
+from formal_rope.theory import AUTO_MIN_PERIOD, auto_periods_note
 from formal_rope.training.encodings import phases
 
 # How each command that prints these notes sets a RunConfig field: the fields with an option of their
@@ -48,14 +50,17 @@ def context_notes(config: RunConfig, dfa, periods: tuple[int, ...] | None, comma
     """Notes for `config` on the language `dfa` with its resolved `periods` (`resolve_periods`);
     `command` (train, sweep, reproduce) is the one that prints them, whose options they suggest."""
     notes = []
+    if config.periods is None and config.periodic_encoding() is not None and dfa is not None and periods == (
+        AUTO_MIN_PERIOD,
+    ):
+        raised = auto_periods_note(classify(dfa).mod_k or AUTO_MIN_PERIOD)
+        if raised:
+            notes.append(f"{config.pe} on {config.language!r}: {raised}")
     if config.periodic_encoding() == config.pe and not config.is_hybrid() and periods is not None and set(
         periods
     ) == {1}:
-        how = "periods auto resolved to 1 (the language is in LTL[P]: no modular counting is needed)" if (
-            config.periods is None
-        ) else "every period is 1"
         notes.append(
-            f"{config.pe} on {config.language!r}: {how}, and a period-1 {config.pe} rotates nothing, "
+            f"{config.pe} on {config.language!r}: every period is 1, and a period-1 {config.pe} rotates nothing, "
             f"so this run is NoPE; give {setting_text('periods', 'k', command)} to train a periodic encoding anyway"
         )
     # (A run on data files has no near-miss share: RunConfig resets it, and train/sweep say so.)

@@ -22,6 +22,7 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import training_batch
+from formal_rope.theory import auto_periods
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings.builders import PositionalSpec, build_positional
@@ -69,8 +70,9 @@ def check_trainable(config: RunConfig, dfa) -> None:
 
 def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     """Explicit periods, or for periodic encodings with periods=None ("auto"): the least k such that
-    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs; 1
-    for LTL[P] languages, where rope_p/sipe_p rotate nothing and equal NoPE).
+    the k-automaton A_k is partially ordered (classify(dfa).mod_k, the modulus LTL[P,MOD] needs),
+    but at least 2 (`theory.auto_periods`): for an LTL[P] language (k = 1) a period-1 rope_p/sipe_p
+    rotates nothing and would repeat NoPE, so auto takes period 2 (L is in LTL[P,MOD_2] too).
 
     Outside LTL[P,MOD] there is no such k, so "auto" is a FormalRopeError that names the language's
     stability period as a candidate for explicit periods (the periodic construction is not
@@ -97,7 +99,7 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
             f"ordered), so the periodic construction has no least period for {periodic}; give the periods "
             f"explicitly, e.g. {hint}"
         )
-    return (max(1, int(classification.mod_k)),)
+    return auto_periods(classification.mod_k)
 
 
 def check_pack(configs, device: str | torch.device) -> None:
