@@ -75,8 +75,10 @@ def test_agreement_counts_known_outcomes(synthetic):
     rope_yes, rope_no = _row(agreement, "rope_p", EXPRESSIBLE), _row(agreement, "rope_p", NOT_EXPRESSIBLE)
     assert (rope_yes.runs, rope_yes.learned_runs, rope_yes.languages) == (4, 1, 2)
     assert rope_yes.language_rate == pytest.approx(0.25)  # (aa)*: 1 of 2 seeds, aΣ*: 0 of 2
-    assert rope_yes.run_interval["method"] == "order" and rope_yes.run_interval["n"] == 4
+    assert rope_yes.run_interval["method"] == "clopper-pearson" and rope_yes.run_interval["n"] == 4
     assert (rope_no.runs, rope_no.learned_runs) == (2, 0)
+    # 0 of 2 learned: the exact interval is 0–84.2%, never the bootstrap's zero-width 0–0
+    assert rope_no.run_interval["low"] == 0 and rope_no.run_interval["high"] == pytest.approx(1 - 0.025 ** 0.5)
     kinds = {(item.kind, item.encoding, item.language) for item in agreement.disagreements}
     assert kinds == {(LEARNED, "nope", "Σ*a"), (NOT_LEARNED, "rope_p", "aΣ*")}
     (learned,) = [item for item in agreement.disagreements if item.kind == LEARNED]

@@ -127,7 +127,7 @@ def test_outcomes_beside_the_runs_they_follow(atlas_folder, tmp_path):
     assert summary[SCALED] == {"runs": 2, "measured": 2, "pairs": 1, "learned_runs": 1, "closed_pairs": 1}
     text = follow_up_markdown(list(outcomes.values()))
     assert "a failure found on 1 runs, 1 of 1 (language, encoding) pairs" in text
-    assert "the gap closed on 1 of 1" in text and "at 6: 'ababab'" in text
+    assert "the gap closed on 1 of 1" in text and "at 6: `ababab`" in text
 
 
 def test_the_command_runs_the_follow_up(atlas_folder, tmp_path, capsys):

@@ -5,9 +5,9 @@ where a run was not searched) reached the longest length it was tested on: "lear
 length". Failed runs measured nothing and are left out (counted apart). For each encoding:
 
 * **agreement rows** (`AgreementRow`): per predicted verdict, the runs and how many learned, and the
-  languages and their mean success rate over seeds, each with an interval (`sweeps.statistics.
-  mean_interval`: the bootstrap of the mean from 5 values, the order-statistic interval of the
-  median below);
+  languages and their mean success rate over seeds, each with the exact Clopper–Pearson interval
+  of a rate (`sweeps.statistics.proportion_interval`; for languages, the sum of their success rates
+  as the count, which keeps it conservative), never a bootstrap: 0 of 40 runs is 0–8.8 %, not 0–0 %;
 * **class rows** (`ClassRow`): per MLRegTest class and per logic class, the success rate beside the
   predictions its languages got;
 * **disagreements** (`Disagreement`): a language predicted `not_expressible` that every run learned
@@ -30,7 +30,7 @@ from formal_rope.atlas.languages import LOGIC_CLASSES, logic_class
 from formal_rope.atlas.plan import DEFAULT_ENCODINGS, encoding_label
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.results import read_results
-from formal_rope.sweeps.statistics import DEFAULT_LEVEL, mean_interval
+from formal_rope.sweeps.statistics import DEFAULT_LEVEL, proportion_interval
 from formal_rope.theory import BOUNDED, EXPRESSIBLE, NO_PREDICTION, NOT_EXPRESSIBLE, VERDICTS
 from formal_rope.theory.runs import classification_of, mlregtest_class_of, run_prediction
 from formal_rope.training.config import RunConfig
@@ -174,7 +174,9 @@ def _rate(values) -> float:
 
 
 def _interval(values, level: float) -> dict:
-    return mean_interval([float(v) for v in values], level).to_dict()
+    """The exact interval of the rate of `values` (0/1 outcomes, or per-language rates in [0, 1])."""
+    values = [float(v) for v in values]
+    return proportion_interval(sum(values), len(values), level).to_dict()
 
 
 def _by_language(outcomes) -> dict:

@@ -6,6 +6,8 @@ import math
 
 from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED, Agreement
 from formal_rope.atlas.follow_up import SCALED, SEARCHED, FollowUpOutcome, follow_up_summary
+from formal_rope.sampling.text import shown_string
+from formal_rope.sweeps.statistics import CLOPPER_PEARSON
 from formal_rope.theory import VERDICTS
 
 
@@ -13,12 +15,25 @@ def _percent(value: float) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0%}"
 
 
+def _fine_percent(value: float) -> str:
+    """A bound in percent to 0.1 ('8.8%', '0%', '100%'): whole percents would round 0–8.8% to 0–9%."""
+    text = f"{100 * value:.1f}"
+    return (text[:-2] if text.endswith(".0") else text) + "%"
+
+
 def _interval(interval: dict) -> str:
-    """'40–75%' (bootstrap at the level), '0–100% (50%)' (order statistics: with their coverage), '–'."""
+    """'0%–8.8%' (exact Clopper–Pearson / bootstrap at the level), '0%–100% (50%)' (order statistics:
+    with their coverage), '–'."""
     if interval["method"] == "none":
         return "–"
-    span = f"{interval['low']:.0%}–{interval['high']:.0%}"
-    return span if interval["method"] == "bootstrap" else f"{span} ({interval['coverage']:.0%})"
+    span = f"{_fine_percent(interval['low'])}–{_fine_percent(interval['high'])}"
+    return span if interval["method"] in ("bootstrap", CLOPPER_PEARSON) else f"{span} ({interval['coverage']:.0%})"
+
+
+def _string(text: str) -> str:
+    """A failing string in Markdown: in full, run-length compressed or visibly cut
+    (`sampling.text.shown_string`), as code, with its length."""
+    return f"`{shown_string(text)}` (len {len(text)})"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -67,7 +82,7 @@ def disagreement_lines(agreement: Agreement, limit: int | None = None) -> list[s
         for item in found[:limit]:
             runs = "; ".join(
                 f"seed {run['seed']}: N* {run['n_star']}/{'–' if run['n_star_worst'] is None else run['n_star_worst']}"
-                f" of {run['longest']}" + (f", fails on {run['worst_failure'][:40]!r}" if run["worst_failure"] else "")
+                f" of {run['longest']}" + (f", fails on {_string(run['worst_failure'])}" if run["worst_failure"] else "")
                 for run in item.runs)
             mlregtest = item.mlregtest_class and f"MLRegTest {item.mlregtest_class}"
             classes = ", ".join(filter(None, (item.logic_class, mlregtest)))
@@ -98,10 +113,10 @@ def _follow_up_row(outcome: FollowUpOutcome) -> list[str]:
     if outcome.learned is None:
         found = "failed" if outcome.status == "failed" else "not run yet"
     elif outcome.kind == SEARCHED:
-        found = "none" if outcome.learned else f"at {len(outcome.worst_failure)}: {outcome.worst_failure[:40]!r}" \
+        found = "none" if outcome.learned else f"at {len(outcome.worst_failure)}: `{shown_string(outcome.worst_failure)}`" \
             if outcome.worst_failure else f"N* {outcome.n_star_worst}"
     else:
-        found = "learned" if outcome.learned else (f"fails on {outcome.worst_failure[:40]!r}"
+        found = "learned" if outcome.learned else (f"fails on {_string(outcome.worst_failure)}"
                                                    if outcome.worst_failure else "not learned")
     return [outcome.encoding, f"`{outcome.language}`", str(outcome.seed),
             f"{_measure(outcome.source_n_star_worst)} of {outcome.source_longest}",

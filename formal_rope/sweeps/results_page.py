@@ -30,13 +30,13 @@ from formal_rope.classes import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, output_path
 from formal_rope.lang.source import resolve_language
+from formal_rope.sampling.text import shown_string
 from formal_rope.sweeps.report import PE_LABELS, Report, ReportRequest, build_report, cell_text, plot_n_star
 from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, compare
 
 ATLAS_COLUMNS = ("predicted", "predicted_by")  # the atlas's prediction of a run's outcome, and what made it
 MAX_DRAWN_STATES = 24  # larger DFAs get their transition table only: a circle of more states is unreadable
-SHOWN_STRING = 40  # characters of a failing string shown in a cell (the whole string in its tooltip)
 
 
 def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str | None = None,
@@ -427,8 +427,9 @@ def _runs_table(runs, table_id: str) -> str:
                 cells.append(("–", None))
             elif name in ("first_failure", "worst_failure"):
                 text = str(value)
-                shown = text if len(text) <= SHOWN_STRING else text[:SHOWN_STRING - 1] + "…"
-                cells.append((f'<code title="{_e(text)}">{_e(shown or "ε")}</code> <span class="meta">(len '
+                # in full, run-length compressed or visibly cut (the whole string in its tooltip)
+                shown = shown_string(text)
+                cells.append((f'<code title="{_e(text)}">{_e(shown)}</code> <span class="meta">(len '
                               f"{len(text)})</span>", len(text)))
             elif digits is not None:
                 cells.append(_number(float(value), digits))

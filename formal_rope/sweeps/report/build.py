@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.sampling.text import shown_string
 from formal_rope.sweeps.grid import PAPER_TABLES, load_sweep_file, paper_sweep_path
 from formal_rope.sweeps.report.aggregate import (
     aggregate,
@@ -188,8 +189,7 @@ def failure_lines(runs, by, limit: int = 12) -> list[str]:
         label += [f"lr={run['lr']:g}"] if "lr" not in by else []
         label += [f"{name}={cell_text(name, run[name])}" for name in varying if _present(run[name])]
         text = str(run["first_failure"])
-        shown = text if len(text) <= 40 else text[:37] + "..."
-        lines.append(f"{' '.join(label)} N*={run['n_star']}: {shown!r} (len {len(text)})")
+        lines.append(f"{' '.join(label)} N*={run['n_star']}: {shown_string(text)} (len {len(text)})")
     return lines
 
 
