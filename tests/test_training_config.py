@@ -129,7 +129,14 @@ def test_periods_auto_outside_ltl_p_mod_is_an_error_and_period_one_is_noted():
     assert resolve_periods(config.with_(periods=(2,)), resolve_dfa(config)) == (2,)
     ltl_p = RunConfig("aΣ*", pe="rope_p")
     periods = resolve_periods(ltl_p, resolve_dfa(ltl_p))
-    assert periods == (1,) and any("this run is NoPE" in n for n in context_notes(ltl_p, resolve_dfa(ltl_p), periods))
+    # Issue 43.4: auto never gives period 1 (NoPE again); an LTL[P] language gets 2, and a note says so
+    notes = context_notes(ltl_p, resolve_dfa(ltl_p), periods)
+    assert periods == (2,) and any("periods auto resolved to 2" in n for n in notes)
+    assert not any("this run is NoPE" in n for n in notes)
+    for pe in ("rope_p", "sipe_p"):
+        assert resolve_periods(RunConfig("aΣ*", pe=pe), resolve_dfa(ltl_p)) == (2,)
+    explicit = ltl_p.with_(periods=(1,))
+    assert any("this run is NoPE" in n for n in context_notes(explicit, resolve_dfa(ltl_p), (1,)))
     parity = RunConfig("(ab)*", pe="rope_p")
     assert context_notes(parity, resolve_dfa(parity), resolve_periods(parity, resolve_dfa(parity))) == []
 
