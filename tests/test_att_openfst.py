@@ -101,7 +101,8 @@ def printed_walker(fst: Path, symbols: Path):
 def written_back(dfa, path: Path) -> Path:
     """Our DFA as an AT&T acceptor, start state first (so fstcompile takes it as initial)."""
     order = [dfa.start, *[q for q in range(dfa.n_states) if q != dfa.start]]
-    lines = [f"{q} {int(dfa.transitions[q, column])} {symbol}" for q in order for column, symbol in enumerate(dfa.alphabet)]
+    lines = [f"{q} {int(dfa.transitions[q, column])} {symbol}"
+             for q in order for column, symbol in enumerate(dfa.alphabet)]
     lines += [str(q) for q in order if dfa.accepting[q]]
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -82,7 +82,8 @@ def disagreement_lines(agreement: Agreement, limit: int | None = None) -> list[s
         for item in found[:limit]:
             runs = "; ".join(
                 f"seed {run['seed']}: N* {run['n_star']}/{'–' if run['n_star_worst'] is None else run['n_star_worst']}"
-                f" of {run['longest']}" + (f", fails on {_string(run['worst_failure'])}" if run["worst_failure"] else "")
+                f" of {run['longest']}"
+                + (f", fails on {_string(run['worst_failure'])}" if run["worst_failure"] else "")
                 for run in item.runs)
             mlregtest = item.mlregtest_class and f"MLRegTest {item.mlregtest_class}"
             classes = ", ".join(filter(None, (item.logic_class, mlregtest)))
@@ -113,8 +114,12 @@ def _follow_up_row(outcome: FollowUpOutcome) -> list[str]:
     if outcome.learned is None:
         found = "failed" if outcome.status == "failed" else "not run yet"
     elif outcome.kind == SEARCHED:
-        found = "none" if outcome.learned else f"at {len(outcome.worst_failure)}: `{shown_string(outcome.worst_failure)}`" \
-            if outcome.worst_failure else f"N* {outcome.n_star_worst}"
+        if outcome.learned:
+            found = "none"
+        elif outcome.worst_failure:
+            found = f"at {len(outcome.worst_failure)}: `{shown_string(outcome.worst_failure)}`"
+        else:
+            found = f"N* {outcome.n_star_worst}"
     else:
         found = "learned" if outcome.learned else (f"fails on {_string(outcome.worst_failure)}"
                                                    if outcome.worst_failure else "not learned")

@@ -5,8 +5,8 @@ label is used; the 3-field acceptor form `src dst label` is read too), `state [w
 final states. The initial state is the state the FIRST line names (its source state, or the state
 of a final-state line), as OpenFst's `fstcompile` reads the format: it is not always state 0 (18
 MLRegTest files start elsewhere, e.g. 04.04.Zp.3.1.6.att at state 2). Files describe partial DFAs;
-missing transitions go to a rejecting sink. A weight of `inf` (the tropical semiring's zero) means the arc or final state is
-absent; finite weights are kept (the language is the automaton's support).
+missing transitions go to a rejecting sink. A weight of `inf` (the tropical semiring's zero) means
+the arc or final state is absent; finite weights are kept (the language is the automaton's support).
 """
 
 from __future__ import annotations

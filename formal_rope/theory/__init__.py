@@ -10,13 +10,13 @@ This package imports neither torch nor numpy: torch-free commands (reports, swee
 """
 
 from formal_rope.theory.predictions import (
+    AUTO_MIN_PERIOD,
     BOUNDED,
     EXPRESSIBLE,
     NO_PREDICTION,
     NOT_EXPRESSIBLE,
     PREDICTION_COLUMNS,
     VERDICTS,
-    AUTO_MIN_PERIOD,
     LanguageFacts,
     PositionalScheme,
     Prediction,
