@@ -72,6 +72,17 @@ class FollowUpRequest:
         return SearchSettings(budget=self.budget)
 
 
+def follow_up_folder(out: str | Path, request: FollowUpRequest | None = None) -> Path:
+    """Where the follow-up of `request` of the atlas in `out` lives: OUT/follow-up with the default
+    settings, else OUT/follow-up-KEY=VALUE,... naming every setting that differs, so follow-ups with
+    other settings never share a folder or overwrite each other's follow-up.json."""
+    request = FollowUpRequest() if request is None else request
+    default = FollowUpRequest()
+    changed = [f"{name}={getattr(request, name)}" for name in ("max_length", "budget", "sample", "scale", "seed", "steps")
+               if getattr(request, name) != getattr(default, name)]
+    return Path(out) / (FOLLOW_UP_DIR if not changed else f"{FOLLOW_UP_DIR}-{','.join(changed)}")
+
+
 @dataclass(frozen=True)
 class FollowUpRun:
     """One planned follow-up run: its kind, the atlas run it follows and its own config."""
@@ -184,10 +195,12 @@ def _value(row: dict | None, name: str):
     return None if row is None else cell_value(row.get(name))
 
 
-def follow_up_of(out: str | Path, agreement: Agreement | None = None) -> list[FollowUpOutcome]:
-    """The follow-up of the atlas in `out` (`out/follow-up`) beside the runs it follows; [] without one."""
+def follow_up_of(out: str | Path, agreement: Agreement | None = None,
+                 request: FollowUpRequest | None = None) -> list[FollowUpOutcome]:
+    """The follow-up of `request` (None: the default settings) of the atlas in `out`
+    (`follow_up_folder`) beside the runs it follows; [] without one."""
     out = Path(out)
-    folder = out / FOLLOW_UP_DIR
+    folder = follow_up_folder(out, request)
     if not (folder / PLAN_FILE).is_file():
         return []
     plan = _read_plan(folder)

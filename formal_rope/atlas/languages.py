@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +178,43 @@ class LanguageSet:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LanguageSet:
         return cls(str(data["spec"]), int(data["seed"]), tuple(LanguageEntry.from_row(row) for row in data["entries"]))
+
+
+def merged_language_set(recorded: LanguageSet | None, planned: LanguageSet) -> LanguageSet:
+    """What a results folder records after an atlas of `planned` ran into it: every entry it
+    recorded (`recorded`, None: none yet), then the planned entries of languages (text and alphabet)
+    it did not record. A planned entry whose id another recorded language holds gets a fresh id
+    (`ID~2`, ...), so no entry is dropped or replaced. The spec joins both when they differ."""
+    if recorded is None:
+        return planned
+    entries = list(recorded.entries)
+    languages = {(entry.language, entry.alphabet) for entry in entries}
+    ids = {entry.id for entry in entries}
+    for entry in planned.entries:
+        if (entry.language, entry.alphabet) in languages:
+            continue
+        identifier, number = entry.id, 1
+        while identifier in ids:
+            number += 1
+            identifier = f"{entry.id}~{number}"
+        entries.append(entry if identifier == entry.id else replace(entry, id=identifier))
+        ids.add(identifier)
+        languages.add((entry.language, entry.alphabet))
+    same = (recorded.spec, recorded.seed) == (planned.spec, planned.seed)
+    spec = recorded.spec if same or planned.spec in recorded.spec.split(" + ") else f"{recorded.spec} + {planned.spec}"
+    return LanguageSet(spec, recorded.seed, tuple(entries))
+
+
+def read_language_set(path: str | Path) -> LanguageSet | None:
+    """The language set recorded at `path` (an atlas folder's atlas-languages.json); None when there
+    is none; FormalRopeError when the file is not one."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        return LanguageSet.from_json(json.loads(read_bounded_text(path, "MAX_TEXT_INPUT_BYTES", "the language set")))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise FormalRopeError(f"{path} is not an atlas language set ({error}); move it away first") from None
 
 
 def entry_dfa(entry: LanguageEntry) -> DFA:
@@ -503,7 +540,9 @@ __all__ = [
     "entry_dfa",
     "language_set_size",
     "logic_class",
+    "merged_language_set",
     "mlregtest_files",
+    "read_language_set",
     "read_language_list",
     "stratified_sample",
     "with_per_cell",
