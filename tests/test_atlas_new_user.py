@@ -183,3 +183,22 @@ def test_tensorboard_folder_names_keep_no_shell_characters():
     name = run_folder_name(RunConfig(language="(ab)*[a]", pe="nope", seed=0))
     assert not set("()[]* '\"$;&|") & set(name) and name.endswith(RunConfig(language="(ab)*[a]").with_(
         pe="nope").run_id())
+
+
+def test_a_resumed_reproduce_says_how_many_runs_it_skipped(tmp_path, capsys, monkeypatch):
+    import formal_rope.sweeps.grid as grid_module
+    import formal_rope.sweeps.runner as runner_module
+    from tests.sweeps_support import fake_runner
+
+    mini = tmp_path / "mini.toml"
+    mini.write_text('name = "table4"\nlanguages = ["(ab)*"]\npes = ["nope", "rope"]\n[quick]\nseeds = [0]\n')
+    real_run_sweep = runner_module.run_sweep
+    monkeypatch.setattr(grid_module, "paper_sweep_path", lambda table: mini)
+    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": fake_runner}))
+    argv = ["reproduce", "table4", "--out", str(tmp_path / "r")]
+    code, first, errors = run_main(capsys, argv)
+    assert code == 0 and "already finished there" not in first + errors and "0 already done" in first + errors
+    code, again, errors = run_main(capsys, argv)
+    again = " ".join((again + errors).split())
+    assert code == 0 and "(2 already finished there, skipped)" in again
+    assert "0 run(s) finished, 2 already done (skipped)" in again
