@@ -202,3 +202,24 @@ def test_a_resumed_reproduce_says_how_many_runs_it_skipped(tmp_path, capsys, mon
     again = " ".join((again + errors).split())
     assert code == 0 and "(2 already finished there, skipped)" in again
     assert "0 run(s) finished, 2 already done (skipped)" in again
+
+
+def test_n_star_whiskers_stop_at_what_a_run_can_reach(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from formal_rope.sweeps.report import plots
+    from formal_rope.sweeps.report.build import build_report
+
+    rows = [SimpleNamespace(n_star_mean=347.0, n_star_std=265.0, n_star_max=500.0),
+            SimpleNamespace(n_star_mean=20.0, n_star_std=30.0, n_star_max=60.0)]
+    assert plots._whiskers(rows) == [[265.0, 20.0], [153.0, 30.0]]
+    out = tmp_path / "results"
+    for seed, n_star in enumerate((500, 500, 41)):  # mean ± std would reach about 612
+        config, result = _run("(ab)*", seed, n_star)
+        write_run(out, config.with_(test_max_length=500), result.__class__(
+            **{**result.__dict__, "run_id": config.with_(test_max_length=500).run_id(),
+               "config": config.with_(test_max_length=500)}))
+    tops = []
+    monkeypatch.setattr(plots, "_save_figure", lambda fig, path: tops.append(fig.axes[0].get_ylim()[1]) or path)
+    plots.plot_n_star(build_report(out).rows, tmp_path / "p.png")
+    assert tops and tops[0] <= 500 * 1.1

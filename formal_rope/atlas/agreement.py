@@ -188,8 +188,10 @@ def _by_language(outcomes) -> dict:
 def _agreement_rows(outcomes, encodings, level: float) -> list[AgreementRow]:
     rows = []
     cells = _by_language(outcomes)
+    present = {o.predicted for o in outcomes}
+    verdicts = [verdict for verdict in VERDICTS if verdict in present] + sorted(present - set(VERDICTS), key=str)
     for encoding in encodings:
-        for verdict in VERDICTS:
+        for verdict in verdicts:  # the theory's verdicts in order, then any other label the runs carry
             chosen = [o for o in outcomes if o.encoding == encoding and o.predicted == verdict]
             if not chosen:
                 continue

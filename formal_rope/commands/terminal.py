@@ -116,7 +116,7 @@ def check_output_place(path, what: str, *, folder: bool = False) -> Path:
     writable. FormalRopeError naming the place otherwise (exit 2, one line)."""
     given = Path(os.path.expanduser(os.fspath(path)))
     if not folder and (given.is_dir() or str(path).endswith(("/", "\\"))):
-        raise FormalRopeError(f"cannot write {what} {path}: it is a directory (give a file name inside it)")
+        raise FormalRopeError(f"cannot write {what} {path}: it is a folder (give a file name inside it)")
     _check_parent_folders(given, what)
     target = output_path(given, what, folder=folder)  # a FIFO, a device, a file where a folder goes
     existing = target if target.is_dir() else next(p for p in target.parents if p.exists())
