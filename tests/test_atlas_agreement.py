@@ -205,7 +205,8 @@ def test_the_dry_run_is_the_plan_the_run_runs(capsys, monkeypatch, tmp_path):
 
     monkeypatch.setattr(atlas_command, "run_with_progress", stop)
     code, _, errors = run_main(capsys, argv)
-    assert code == 130 and planned == [dry["runs"]] and f"{dry['languages']} languages, 2 encodings, 1 seeds: {dry['runs']} runs" in errors
+    said = f"{dry['languages']} languages, 2 encodings, 1 seeds: {dry['runs']} runs"
+    assert code == 130 and planned == [dry["runs"]] and said in errors
     for bad, message in (("generated:family=counting,count=200", "only"),
                          ("generated:family=ltl_p_mod,period=2/2,count=1", "period 2 is given twice"),
                          ("generated:family=ltl_p,count=1,alphabets=a", "at least 2"),

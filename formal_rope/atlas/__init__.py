@@ -36,8 +36,8 @@ from formal_rope.atlas.languages import (
     logic_class,
     merged_language_set,
     mlregtest_files,
-    read_language_set,
     read_language_list,
+    read_language_set,
     stratified_sample,
     with_per_cell,
 )

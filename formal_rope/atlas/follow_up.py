@@ -78,7 +78,8 @@ def follow_up_folder(out: str | Path, request: FollowUpRequest | None = None) ->
     other settings never share a folder or overwrite each other's follow-up.json."""
     request = FollowUpRequest() if request is None else request
     default = FollowUpRequest()
-    changed = [f"{name}={getattr(request, name)}" for name in ("max_length", "budget", "sample", "scale", "seed", "steps")
+    names = ("max_length", "budget", "sample", "scale", "seed", "steps")
+    changed = [f"{name}={getattr(request, name)}" for name in names
                if getattr(request, name) != getattr(default, name)]
     return Path(out) / (FOLLOW_UP_DIR if not changed else f"{FOLLOW_UP_DIR}-{','.join(changed)}")
 

@@ -415,7 +415,8 @@ def _generated_options(rest: str, part: str) -> dict[str, Any]:
             raise FormalRopeError(f"language set {part!r}: period {repeated[0]} is given twice; list each period once")
     elif "period" in options:
         raise FormalRopeError(f"language set {part!r}: period= applies to family=ltl_p_mod only (the least k of "
-                              f"its MOD); {family} has none{' (its moduli are drawn from 2..5)' if family == 'counting' else ''}")
+                              f"its MOD); {family} has none"
+                              + (" (its moduli are drawn from 2..5)" if family == "counting" else ""))
     alphabets = []
     for item in options.get("alphabets", "ab/abc").split("/"):
         try:

@@ -18,8 +18,7 @@ import typer
 from rich.console import Console
 
 from formal_rope.atlas.agreement import read_agreement
-from formal_rope.atlas.estimate import calibrate
-from formal_rope.atlas.estimate import duration_text
+from formal_rope.atlas.estimate import calibrate, duration_text
 from formal_rope.atlas.estimate import estimate as estimate_of
 from formal_rope.atlas.figure import write_figure
 from formal_rope.atlas.follow_up import DEFAULT_BUDGET as FOLLOW_UP_BUDGET
@@ -28,6 +27,7 @@ from formal_rope.atlas.follow_up import (
     DEFAULT_SAMPLE,
     LEARNED,
     NOT_LEARNED,
+    SEARCHED,
     FollowUpRequest,
     follow_up_folder,
     follow_up_of,
@@ -35,7 +35,6 @@ from formal_rope.atlas.follow_up import (
     write_plan,
 )
 from formal_rope.atlas.follow_up import DEFAULT_SCALE as FOLLOW_UP_SCALE
-from formal_rope.atlas.follow_up import SEARCHED
 from formal_rope.atlas.languages import merged_language_set, read_language_set, with_per_cell
 from formal_rope.atlas.plan import atlas_request, calibration_config, encoding_label, plan_atlas
 from formal_rope.atlas.render import agreement_markdown, follow_up_markdown
@@ -151,7 +150,8 @@ def _plan_lines(plan, request, finished: set[str], out: Path) -> list[str]:
              f"({request.recipe.scale} scale) → {out}"]
     if plan.dropped:
         names = ", ".join(entry.id for entry in plan.dropped[:3]) + (", ..." if len(plan.dropped) > 3 else "")
-        lines.append(f"{len(plan.dropped)} listed language(s) left out: the same language as an earlier entry ({names})")
+        lines.append(f"{len(plan.dropped)} listed language(s) left out: the same language as an earlier entry "
+                     f"({names})")
     if done or others:
         lines.append(f"{out} holds {done} of these runs finished (skipped) and {others} other run(s), kept")
     return lines
@@ -175,7 +175,8 @@ def _dry_run(plan, request, out: Path, estimate: bool, workers: int, json_output
             f"estimate on this machine: {result.seconds_per_run:.0f} s per run that never learns, "
             f"{result.worst_seconds_per_run:.0f} s per run that learns (searched at every tested length); "
             f"{len(to_run)} runs: {duration_text(result.core_hours_if_none_learns)} to "
-            f"{duration_text(result.core_hours)} of one core, at most about {duration_text(result.wall_hours(workers))} "
+            f"{duration_text(result.core_hours)} of one core, at most about "
+            f"{duration_text(result.wall_hours(workers))} "
             f"with {workers} worker(s) (calibrated in {result.calibration.measured_s:.0f} s; packs make it shorter)")
     if json_output:
         _print_json(payload)
@@ -225,8 +226,9 @@ def atlas(
     ),
     workers: int = typer.Option(2, "--workers", help="Parallel worker processes (local backend) or Ray tasks."),
     run: ro.RunFlags = None,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (languages and runs, built as the real run builds them: what it refuses is refused) "
-        "and the estimate; run nothing. With --follow-up: every planned run."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan (languages and runs, built as the real run builds them: what it "
+        "refuses is refused) and the estimate; run nothing. With --follow-up: every planned run."),
     estimate: bool = typer.Option(True, "--estimate/--no-estimate", help=_ESTIMATE_HELP),
     report_only: Optional[Path] = typer.Option(
         None, "--report-only", help="Print the agreement tables of this results folder; train and write nothing "
@@ -312,7 +314,16 @@ def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, c
             console.print(f"[bold]atlas[/] {line}" if index == 0 else line, highlight=False, soft_wrap=True)
 
     summary = _sweep(configs, out, run, workers, console, request.worst_case, record_set)
-    _report(out, json_output, figure, confidence, extra={"sweep": summary.to_dict()})
+    planned = {config.run_id() for config in configs}
+    others = len(finished - planned)
+    if others and not json_output:
+        console.print(f"the tables cover every run in {out}: this plan's {len(configs)} and {others} other(s)",
+                      highlight=False, soft_wrap=True)
+    _report(out, json_output, figure, confidence, extra={
+        "sweep": summary.to_dict(), "plan": {"set": plan.languages.spec, "seed": plan.languages.seed,
+                                             "languages": len(plan.languages), "runs": len(configs),
+                                             "dropped": [entry.id for entry in plan.dropped],
+                                             "other_runs_in_out": others}})
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
