@@ -173,6 +173,10 @@ def test_set_errors_name_the_file_line_and_option(tmp_path, capsys):
             assert code == 2 and message in errors and "P(a) | !P(a)" not in errors, (spec, errors)
     code, _, errors = run_main(capsys, ["atlas", "--set", "registry", "--per-cell", "2", "--dry-run"])
     assert code == 2 and "--per-cell" in errors and "no mlregtest part" in errors
+    for option, value, message in (("--pe", "nope,nope", "--pe names nope twice"),
+                                   ("--periods", "2,2", "names a period twice")):
+        code, _, errors = run_main(capsys, ["atlas", "--set", "registry", option, value, "--dry-run"])
+        assert code == 2 and message in errors, errors
     assert not (tmp_path / "never").exists()
 
 
@@ -223,3 +227,35 @@ def test_n_star_whiskers_stop_at_what_a_run_can_reach(tmp_path, monkeypatch):
     monkeypatch.setattr(plots, "_save_figure", lambda fig, path: tops.append(fig.axes[0].get_ylim()[1]) or path)
     plots.plot_n_star(build_report(out).rows, tmp_path / "p.png")
     assert tops and tops[0] <= 500 * 1.1
+
+
+# ------------------------------------------------------------------- 5. the estimate charges the search
+def test_the_estimate_charges_a_learning_run_its_whole_search():
+    from formal_rope.atlas.estimate import (
+        Calibration,
+        Estimate,
+        _NeverWrong,
+        _searched_length_seconds,
+        duration_text,
+    )
+    from formal_rope.atlas.plan import atlas_request, calibration_config
+    from formal_rope.evaluation.engine import SearchSettings, search
+    from formal_rope.evaluation.models import PackScorer, sampled_start_sets
+    from formal_rope.training.setup import build_model, resolve_dfa, resolve_periods
+
+    template = calibration_config(atlas_request(["rope"]).recipe).with_(n_per_length=4)
+    dfa = resolve_dfa(template)
+    model = build_model(template, dfa.n_symbols, resolve_periods(template, dfa))
+    settings = SearchSettings(budget=8)
+    (found,) = search(_NeverWrong(PackScorer(model, "cpu", lambda: 1), dfa), dfa,
+                      list(sampled_start_sets(dfa, (41, 300), 4, 0)), settings=settings)
+    assert found.failure is None and len(found.per_length) == 2  # searched at every length, as a learned run
+    assert _searched_length_seconds(template, settings, (41, 42)) > 0
+    calibration = Calibration(1.0, 0.01, 0.02, "(ab)*", 5.0, per_searched_length_s=0.1)
+    lengths = len(template.tested_lengths())
+    assert calibration.run_seconds(template, learned=True) - calibration.run_seconds(template) == \
+        pytest.approx(0.1 * lengths)
+    estimate = Estimate(10, 2.0, calibration, seconds_per_learned_run=9.0)
+    assert estimate.core_hours == pytest.approx(10 * 9 / 3600) and estimate.core_hours_if_none_learns < \
+        estimate.core_hours
+    assert duration_text(10 * 2 / 3600) == "20 s" and duration_text(0.5) == "30 min" and duration_text(3) == "3.0 h"

@@ -108,6 +108,10 @@ def atlas_request(encodings, *, scale: str = "quick", seeds: int = 2, periods="a
     parsed = tuple(parse_encoding(name) for name in encodings)
     if not parsed:
         raise FormalRopeError("the atlas needs at least one encoding (--pe)")
+    names = [item.name for item in parsed]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # its runs would be planned once: a count the user did not ask for
+        raise FormalRopeError(f"--pe names {repeated[0]} twice; list each encoding once")
     settings = {**ATLAS_RECIPE, **({} if steps is None else {"steps": int(steps)})}
     return AtlasRequest(parsed, AtlasRecipe(scale=scale, seeds=int(seeds), periods=periods, settings=settings),
                         SearchSettings(budget=budget) if eval_mode == "worst-case" else None)

@@ -78,6 +78,8 @@ def _periods(text: str):
         periods = ()
     if not periods or any(period < 1 for period in periods):
         raise FormalRopeError(f"--periods {text!r}: expected auto or positive integers like 2,3")
+    if len(set(periods)) < len(periods):
+        raise FormalRopeError(f"--periods {text!r} names a period twice; list each once")
     return periods
 
 
