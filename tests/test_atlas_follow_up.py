@@ -181,3 +181,13 @@ def test_a_zero_sample_says_so_and_options_of_the_atlas_are_refused(atlas_folder
         assert code == 2 and f"{extra[0]} has no effect with --follow-up" in errors, errors
     code, _, errors = run_main(capsys, ["atlas", "--follow-up-budget", "3", "--dry-run"])
     assert code == 2 and "--follow-up-budget has no effect without --follow-up" in errors
+
+
+def test_a_new_plan_keeps_the_entries_an_earlier_one_recorded(atlas_folder, tmp_path):
+    request = FollowUpRequest(max_length=9, sample=1, scale="quick")
+    planned = plan_follow_up(read_results(atlas_folder), read_agreement(atlas_folder), request)
+    folder = tmp_path / "follow-up"
+    write_plan(folder, planned, request)
+    write_plan(folder, planned[:1], request)  # a later plan of fewer runs
+    recorded = [entry["run_id"] for entry in json.loads((folder / PLAN_FILE).read_text())["runs"]]
+    assert sorted(recorded) == sorted(item.config.run_id() for item in planned) and len(recorded) == len(planned)

@@ -172,13 +172,17 @@ def plan_follow_up(results, agreement: Agreement, request: FollowUpRequest) -> l
 
 
 def write_plan(folder: Path, planned: list[FollowUpRun], request: FollowUpRequest) -> Path:
-    """`folder/follow-up.json`: the request and, per follow-up run, its kind and the run it follows."""
-    payload = {"format": 1, "request": asdict(request),
-               "runs": [{"kind": run.kind, "source_run_id": run.source_run_id, "run_id": run.config.run_id(),
-                         "config": run.config.to_dict()}
-                        for run in planned]}
-    folder.mkdir(parents=True, exist_ok=True)
+    """`folder/follow-up.json`: the request and, per follow-up run, its kind and the run it follows.
+    Entries an earlier plan recorded there and this one does not plan are kept (after the new ones),
+    so a rerun never drops what the folder's runs follow."""
+    runs = [{"kind": run.kind, "source_run_id": run.source_run_id, "run_id": run.config.run_id(),
+             "config": run.config.to_dict()} for run in planned]
     path = folder / PLAN_FILE
+    if path.is_file():
+        planned_ids = {entry["run_id"] for entry in runs}
+        runs += [entry for entry in _read_plan(folder).get("runs", []) if entry.get("run_id") not in planned_ids]
+    payload = {"format": 1, "request": asdict(request), "runs": runs}
+    folder.mkdir(parents=True, exist_ok=True)
     write_bytes_atomically(path, (json.dumps(payload, indent=1) + "\n").encode(), "the atlas's follow-up plan")
     return path
 
