@@ -259,3 +259,18 @@ def test_the_estimate_charges_a_learning_run_its_whole_search():
     assert estimate.core_hours == pytest.approx(10 * 9 / 3600) and estimate.core_hours_if_none_learns < \
         estimate.core_hours
     assert duration_text(10 * 2 / 3600) == "20 s" and duration_text(0.5) == "30 min" and duration_text(3) == "3.0 h"
+
+
+def test_a_run_whose_automaton_is_nowhere_is_refused_not_left_out(tmp_path, monkeypatch):
+    from formal_rope.atlas.agreement import read_agreement
+
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine" / "x.att"
+    mine.parent.mkdir()
+    mine.write_bytes(MLREGTEST[0].read_bytes())
+    out = tmp_path / "atlas"
+    write_run(out, *_run("mine/x.att", 0, 6))
+    assert read_agreement(out).languages == 1
+    monkeypatch.chdir(tmp_path / "mine")  # elsewhere, mine/x.att names nothing: no class-less answer
+    with pytest.raises(FormalRopeError, match="cannot read the language of a run: automaton file 'mine/x.att' not"):
+        read_agreement(out)

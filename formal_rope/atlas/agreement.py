@@ -29,6 +29,7 @@ from pathlib import Path
 from formal_rope.atlas.languages import LOGIC_CLASSES, logic_class
 from formal_rope.atlas.plan import DEFAULT_ENCODINGS, encoding_label
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.source import AutomatonNotFoundError
 from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, mean_interval
 from formal_rope.theory import BOUNDED, EXPRESSIBLE, NO_PREDICTION, NOT_EXPRESSIBLE, VERDICTS
@@ -137,6 +138,8 @@ def _language_classes(language: str, alphabet) -> tuple[str | None, str | None]:
     """(MLRegTest class, logic class) of a language; the logic class None when it cannot be resolved."""
     try:
         verdict = classification_of(language, alphabet)
+    except AutomatonNotFoundError as error:  # a class left out would change the tables: refused instead
+        raise FormalRopeError(f"cannot read the language of a run: {error}") from None
     except FormalRopeError:
         return mlregtest_class_of(language), None
     return mlregtest_class_of(language), logic_class(verdict)

@@ -376,6 +376,10 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
+class AutomatonNotFoundError(FormalRopeError):
+    """A .att path that names no file: neither where the command runs nor in the project."""
+
+
 def automaton_path(text: str) -> Path:
     """The file a written .att path names: absolute or relative to the working directory, else (for a
     relative path the working directory lacks) relative to the project root, so a stored run means the
@@ -395,7 +399,7 @@ def automaton_path(text: str) -> Path:
         return project
     problem = "is not a file" if path.exists() else "not found"
     where = "" if path.is_absolute() else f" (looked in the working directory and in {PROJECT_ROOT})"
-    raise FormalRopeError(f"automaton file {text!r} {problem}{where}")
+    raise AutomatonNotFoundError(f"automaton file {text!r} {problem}{where}")
 
 
 def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Language:
