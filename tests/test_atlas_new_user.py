@@ -274,3 +274,18 @@ def test_a_run_whose_automaton_is_nowhere_is_refused_not_left_out(tmp_path, monk
     monkeypatch.chdir(tmp_path / "mine")  # elsewhere, mine/x.att names nothing: no class-less answer
     with pytest.raises(FormalRopeError, match="cannot read the language of a run: automaton file 'mine/x.att' not"):
         read_agreement(out)
+
+
+# ------------------------------------------------------------------ 7. a DFA drawn without Graphviz
+def test_dfa_svg_draws_without_graphviz(tmp_path, capsys):
+    import xml.dom.minidom
+
+    path = tmp_path / "dfa.svg"
+    code, printed, _ = run_main(capsys, ["dfa", "Σ*abΣ*", "--svg", str(path), "--json"])
+    assert code == 0 and json.loads(printed)["n_states"] == 3  # the other output stays as asked
+    drawing = xml.dom.minidom.parse(str(path))  # a standalone document, its style inside
+    assert drawing.getElementsByTagName("style") and len(drawing.getElementsByTagName("circle")) == 3 + 1
+    code, _, errors = run_main(capsys, ["dfa", "a{30}", "--svg", str(tmp_path / "big.svg")])
+    assert code == 2 and "at most 24" in errors and not (tmp_path / "big.svg").exists()
+    code, _, errors = run_main(capsys, ["dfa", "ab", "--svg", "/proc/x.svg"])
+    assert code == 2 and "cannot write the DFA drawing" in errors

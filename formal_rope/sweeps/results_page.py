@@ -335,6 +335,27 @@ def _transition_table(dfa) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>")
 
 
+# The page's DFA rules, for an SVG file standing alone (`dfa --svg`).
+_DFA_FILE_STYLE = (
+    "svg text{font:12px system-ui,sans-serif}"
+    ".state circle{fill:#fff;stroke:#1d1f23;stroke-width:1.4}.state.accepting circle{fill:#eaf4ff}"
+    ".state text{text-anchor:middle;dominant-baseline:central}.edge{fill:none;stroke:#444;stroke-width:1.2}"
+    ".label{text-anchor:middle;dominant-baseline:central;fill:#1a56b0}"
+)
+
+
+def dfa_svg_file(dfa) -> str:
+    """The DFA drawn as the results page draws it, as a standalone SVG document (its style inside):
+    what `formalrope dfa --svg` writes, with no Graphviz needed. FormalRopeError above
+    MAX_DRAWN_STATES states (a circle of more states is unreadable: use --dot and Graphviz)."""
+    if dfa.n_states > MAX_DRAWN_STATES:
+        raise FormalRopeError(f"the DFA has {dfa.n_states} states; --svg draws at most {MAX_DRAWN_STATES} "
+                              "(use --dot and Graphviz's dot for larger ones)")
+    drawing = dfa_svg(dfa)
+    head, _, rest = drawing.partition(">")
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{head}><style>{_DFA_FILE_STYLE}</style>{rest}\n'
+
+
 def dfa_svg(dfa, prefix: str = "dfa") -> str:
     """The DFA as an inline SVG: states on a circle (double circles accept, an arrow into the start),
     parallel transitions merged into one arrow labelled with their symbols, arrows between two
