@@ -183,9 +183,46 @@ def test_atlas_dry_run_prints_the_run_count(capsys):
     from tests.cli_support import run_main
 
     code, out, _ = run_main(capsys, ["atlas", "--dry-run", "--no-estimate", "--set", "registry", "--seeds", "3"])
-    assert code == 0 and "16 languages × 4 encodings × 3 seeds = 192 runs" in out
-    code, out, _ = run_main(capsys, ["atlas", "--dry-run", "--no-estimate", "--set", "full", "--json"])
-    assert code == 0 and json.loads(out)["runs"] == 1430 * 4 * 2
+    assert code == 0 and "16 languages, 4 encodings, 3 seeds: 192 runs" in out
+
+
+def test_the_dry_run_is_the_plan_the_run_runs(capsys, monkeypatch, tmp_path):
+    """The dry run builds the plan the real run builds: the same languages (a repeated one left out,
+    and said so), the same runs; it refuses what the build refuses."""
+    from formal_rope.atlas.plan import atlas_request, plan_atlas
+    from formal_rope.commands import atlas as atlas_command
+    from tests.cli_support import run_main
+
+    listed = tmp_path / "tiny.txt"
+    listed.write_text("(ab)*\naa_star\n(ab)*\n")
+    spec = f"registry+file:{listed}"
+    argv = ["atlas", "--set", spec, "--pe", "nope,rope", "--seeds", "1", "--out", str(tmp_path / "out")]
+    code, out, _ = run_main(capsys, argv + ["--dry-run", "--no-estimate", "--json"])
+    dry = json.loads(out)
+    plan = plan_atlas(spec, 0, atlas_request(["nope", "rope"], seeds=1))
+    assert code == 0 and dry["dropped"] == [entry.id for entry in plan.dropped] and "user/tiny/2" in dry["dropped"]
+    assert dry["languages"] == len(plan.languages) == 16 + 3 - len(plan.dropped)
+    assert dry["runs"] == len(plan.configs) == dry["languages"] * 2
+
+    planned = []
+
+    def stop(configs, out, console, **options):
+        planned.append(len(configs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atlas_command, "run_with_progress", stop)
+    code, _, errors = run_main(capsys, argv)
+    said = f"{dry['languages']} languages, 2 encodings, 1 seeds: {dry['runs']} runs"
+    assert code == 130 and planned == [dry["runs"]] and said in errors
+    for bad, message in (("generated:family=counting,count=200", "only"),
+                         ("generated:family=ltl_p_mod,period=2/2,count=1", "period 2 is given twice"),
+                         ("generated:family=ltl_p,count=1,alphabets=a", "at least 2"),
+                         ("generated:family=ltl_p,count=1+generated:family=ltl_p,count=1", "twice"),
+                         (f"file:{tmp_path / 'missing.txt'}", "cannot read language list")):
+        code, _, errors = run_main(capsys, ["atlas", "--set", bad, "--dry-run", "--no-estimate"])
+        assert code == 2 and message in errors, (bad, errors)
+    code, _, errors = run_main(capsys, ["atlas", "--seeds", "1000000000", "--dry-run"])
+    assert code == 2 and "100,000" in errors
 
 
 def test_make_atlas_regenerates_the_page(synthetic, tmp_path):

@@ -14,6 +14,7 @@ from formal_rope.atlas.follow_up import (
     SCALED,
     SEARCHED,
     FollowUpRequest,
+    follow_up_folder,
     follow_up_of,
     follow_up_summary,
     plan_follow_up,
@@ -108,15 +109,18 @@ def test_outcomes_beside_the_runs_they_follow(atlas_folder, tmp_path):
     assert follow_up_of(out) == []  # no follow-up planned
     request = FollowUpRequest(max_length=9, sample=1, scale="quick")
     planned = plan_follow_up(read_results(out), read_agreement(out), request)
-    write_plan(out / FOLLOW_UP_DIR, planned, request)
-    pending = follow_up_of(out)
+    folder = follow_up_folder(out, request)
+    assert folder.name == "follow-up-max_length=9,sample=1,scale=quick"  # not the default follow-up's folder
+    write_plan(folder, planned, request)
+    assert follow_up_of(out) == []  # the default settings' follow-up is another
+    pending = follow_up_of(out, request=request)
     assert len(pending) == 4 and all(item.learned is None for item in pending)
     assert "not run yet" in follow_up_markdown(pending)
     # seed 0 of Σ*a fails at 8 when searched further, seed 1 holds to 9; aΣ*'s seed 1 learns at scale
     found = {(SEARCHED, 0): 7, (SEARCHED, 1): 9, (SCALED, 0): 0, (SCALED, 1): LONGEST}
     for item in planned:
-        write_run(out / FOLLOW_UP_DIR, item.config, _result(item.config, found[(item.kind, item.config.seed)]))
-    outcomes = {(item.kind, item.seed): item for item in follow_up_of(out)}
+        write_run(folder, item.config, _result(item.config, found[(item.kind, item.config.seed)]))
+    outcomes = {(item.kind, item.seed): item for item in follow_up_of(out, request=request)}
     assert outcomes[(SEARCHED, 0)].learned is False and outcomes[(SEARCHED, 0)].source_n_star_worst == LONGEST
     assert outcomes[(SEARCHED, 1)].learned is True and outcomes[(SEARCHED, 1)].longest == 9
     assert outcomes[(SCALED, 1)].learned is True and outcomes[(SCALED, 0)].learned is False
@@ -141,17 +145,49 @@ def test_the_command_runs_the_follow_up(atlas_folder, tmp_path, capsys):
             (out / folder / path.name).write_bytes(path.read_bytes())
     argv = ["atlas", "--follow-up", "--out", str(out), "--follow-up-max-length", "8", "--follow-up-scale", "quick",
             "--steps", "2", "--follow-up-budget", "2", "--follow-up-sample", "1", "--workers", "1"]
+    folder = out / "follow-up-max_length=8,budget=2,sample=1,scale=quick,steps=2"
     code, printed, _ = run_main(capsys, argv + ["--dry-run", "--json"])
-    assert code == 0 and json.loads(printed)["kinds"] == {SEARCHED: 2, SCALED: 2}
-    assert not (out / FOLLOW_UP_DIR).exists()  # a dry run writes nothing
+    dry = json.loads(printed)
+    assert code == 0 and dry["kinds"] == {SEARCHED: 2, SCALED: 2} and dry["follow_up"] == str(folder)
+    # the dry run lists every planned run, as docs/atlas.md says
+    assert len(dry["planned"]) == 4 and {item["test_max_length"] for item in dry["planned"] if item["kind"] ==
+                                         SEARCHED} == {8}
+    code, printed, _ = run_main(capsys, argv + ["--dry-run"])
+    assert code == 0 and sum(line.strip().startswith((SEARCHED, SCALED)) for line in printed.splitlines()) == 4
+    assert not folder.exists() and not (out / FOLLOW_UP_DIR).exists()  # a dry run writes nothing
     code, printed, _ = run_main(capsys, argv + ["--json"])
     assert code == 0, printed
     payload = json.loads(printed)
     assert payload["sweep"]["completed"] == 4 and len(payload["outcomes"]) == 4
     assert all(item["learned"] is not None for item in payload["outcomes"])
-    plan = json.loads((out / FOLLOW_UP_DIR / PLAN_FILE).read_text())
-    assert {entry["run_id"] for entry in plan["runs"]} == set(read_results(out / FOLLOW_UP_DIR).runs["run_id"])
+    plan = json.loads((folder / PLAN_FILE).read_text())
+    assert {entry["run_id"] for entry in plan["runs"]} == set(read_results(folder).runs["run_id"])
     searched = [item for item in payload["outcomes"] if item["kind"] == SEARCHED]
     assert {item["longest"] for item in searched} == {8}
     code, printed, _ = run_main(capsys, argv)
     assert code == 0 and f"**{LEARNED}, {SEARCHED}**" in printed  # the rerun skips what is done
+
+
+def test_a_zero_sample_says_so_and_options_of_the_atlas_are_refused(atlas_folder, capsys):
+    """--follow-up-sample 0 on a folder with disagreements names both kinds, never 'no disagreement';
+    the atlas's own options (--set, --pe, ...) with --follow-up are refused, not ignored."""
+    from tests.cli_support import run_main
+
+    base = ["atlas", "--follow-up", "--out", str(atlas_folder), "--follow-up-max-length", "8", "--dry-run"]
+    code, printed, errors = run_main(capsys, base + ["--follow-up-sample", "0"])
+    assert code == 0 and f"1 '{LEARNED}' and 1 '{NOT_LEARNED}'" in errors and "sample 0 reruns none" in errors
+    for extra in (["--set", "registry"], ["--pe", "nope"], ["--seeds", "3"], ["--figure", "x.png"]):
+        code, _, errors = run_main(capsys, base + extra)
+        assert code == 2 and f"{extra[0]} has no effect with --follow-up" in errors, errors
+    code, _, errors = run_main(capsys, ["atlas", "--follow-up-budget", "3", "--dry-run"])
+    assert code == 2 and "--follow-up-budget has no effect without --follow-up" in errors
+
+
+def test_a_new_plan_keeps_the_entries_an_earlier_one_recorded(atlas_folder, tmp_path):
+    request = FollowUpRequest(max_length=9, sample=1, scale="quick")
+    planned = plan_follow_up(read_results(atlas_folder), read_agreement(atlas_folder), request)
+    folder = tmp_path / "follow-up"
+    write_plan(folder, planned, request)
+    write_plan(folder, planned[:1], request)  # a later plan of fewer runs
+    recorded = [entry["run_id"] for entry in json.loads((folder / PLAN_FILE).read_text())["runs"]]
+    assert sorted(recorded) == sorted(item.config.run_id() for item in planned) and len(recorded) == len(planned)

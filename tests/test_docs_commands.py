@@ -171,6 +171,18 @@ def test_the_tiny_rewrite():
     assert tiny(["formalrope", "run", "m.zip", "--steps"]) == ["formalrope", "run", "m.zip", "--steps"]
 
 
+def test_the_docs_python_is_the_interpreter_running_the_tests(tmp_path, capsys, monkeypatch):
+    """A document's `python -c ...` line runs with sys.executable, also in a virtual environment
+    (where a link to its python, started from another folder, would be the bare base interpreter)."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    runner = _Runner(folder, capsys, monkeypatch)
+    for name in ("python", "python3"):
+        code, out, _ = runner.run(f"{name} -c 'import sys; print(sys.prefix); print(sys.executable)'")
+        prefix, _ = out.split("\n", 1)
+        assert code == 0 and prefix == sys.prefix
+
+
 class _Runner:
     """Runs one document's lines in order in `folder` (in this process where a line is one
     `formalrope` call, in bash otherwise, with `formalrope` and `python` on its PATH)."""
@@ -183,8 +195,11 @@ class _Runner:
         wrapper = bin_dir / "formalrope"
         wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m formal_rope.cli "$@"\n')
         wrapper.chmod(0o755)
-        if not (bin_dir / "python").exists():
-            (bin_dir / "python").symlink_to(sys.executable)
+        # A script, not a symbolic link: a virtual environment's python started through a link in
+        # another folder finds no pyvenv.cfg beside it and runs as the bare base interpreter.
+        for name in ("python", "python3"):
+            (bin_dir / name).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+            (bin_dir / name).chmod(0o755)
         self.env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
                     "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
                     "OMP_NUM_THREADS": "1"}

@@ -34,22 +34,26 @@ from formal_rope.atlas.languages import (
     entry_dfa,
     language_set_size,
     logic_class,
+    merged_language_set,
     mlregtest_files,
     read_language_list,
+    read_language_set,
     stratified_sample,
     with_per_cell,
 )
-from formal_rope.atlas.plan import atlas_configs, atlas_request, planned_runs
+from formal_rope.atlas.plan import AtlasPlan, atlas_configs, atlas_request, plan_atlas, planned_runs
 from formal_rope.atlas.render import agreement_markdown
 
 __all__ = [
     "Agreement",
+    "AtlasPlan",
     "agreement_markdown",
     "agreement_of",
     "atlas_configs",
     "atlas_request",
     "calibrate",
     "estimate",
+    "plan_atlas",
     "planned_runs",
     "read_agreement",
     "write_figure",
@@ -72,7 +76,9 @@ __all__ = [
     "generate_family",
     "in_family_class",
     "logic_class",
+    "merged_language_set",
     "mlregtest_files",
+    "read_language_set",
     "random_formula",
     "read_language_list",
     "stratified_sample",

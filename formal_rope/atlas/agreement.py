@@ -29,6 +29,7 @@ from pathlib import Path
 from formal_rope.atlas.languages import LOGIC_CLASSES, logic_class
 from formal_rope.atlas.plan import DEFAULT_ENCODINGS, encoding_label
 from formal_rope.errors import FormalRopeError
+from formal_rope.lang.source import AutomatonNotFoundError
 from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, proportion_interval
 from formal_rope.theory import BOUNDED, EXPRESSIBLE, NO_PREDICTION, NOT_EXPRESSIBLE, VERDICTS
@@ -137,6 +138,8 @@ def _language_classes(language: str, alphabet) -> tuple[str | None, str | None]:
     """(MLRegTest class, logic class) of a language; the logic class None when it cannot be resolved."""
     try:
         verdict = classification_of(language, alphabet)
+    except AutomatonNotFoundError as error:  # a class left out would change the tables: refused instead
+        raise FormalRopeError(f"cannot read the language of a run: {error}") from None
     except FormalRopeError:
         return mlregtest_class_of(language), None
     return mlregtest_class_of(language), logic_class(verdict)
@@ -190,8 +193,10 @@ def _by_language(outcomes) -> dict:
 def _agreement_rows(outcomes, encodings, level: float) -> list[AgreementRow]:
     rows = []
     cells = _by_language(outcomes)
+    present = {o.predicted for o in outcomes}
+    verdicts = [verdict for verdict in VERDICTS if verdict in present] + sorted(present - set(VERDICTS), key=str)
     for encoding in encodings:
-        for verdict in VERDICTS:
+        for verdict in verdicts:  # the theory's verdicts in order, then any other label the runs carry
             chosen = [o for o in outcomes if o.encoding == encoding and o.predicted == verdict]
             if not chosen:
                 continue

@@ -72,6 +72,18 @@ class FollowUpRequest:
         return SearchSettings(budget=self.budget)
 
 
+def follow_up_folder(out: str | Path, request: FollowUpRequest | None = None) -> Path:
+    """Where the follow-up of `request` of the atlas in `out` lives: OUT/follow-up with the default
+    settings, else OUT/follow-up-KEY=VALUE,... naming every setting that differs, so follow-ups with
+    other settings never share a folder or overwrite each other's follow-up.json."""
+    request = FollowUpRequest() if request is None else request
+    default = FollowUpRequest()
+    names = ("max_length", "budget", "sample", "scale", "seed", "steps")
+    changed = [f"{name}={getattr(request, name)}" for name in names
+               if getattr(request, name) != getattr(default, name)]
+    return Path(out) / (FOLLOW_UP_DIR if not changed else f"{FOLLOW_UP_DIR}-{','.join(changed)}")
+
+
 @dataclass(frozen=True)
 class FollowUpRun:
     """One planned follow-up run: its kind, the atlas run it follows and its own config."""
@@ -160,13 +172,17 @@ def plan_follow_up(results, agreement: Agreement, request: FollowUpRequest) -> l
 
 
 def write_plan(folder: Path, planned: list[FollowUpRun], request: FollowUpRequest) -> Path:
-    """`folder/follow-up.json`: the request and, per follow-up run, its kind and the run it follows."""
-    payload = {"format": 1, "request": asdict(request),
-               "runs": [{"kind": run.kind, "source_run_id": run.source_run_id, "run_id": run.config.run_id(),
-                         "config": run.config.to_dict()}
-                        for run in planned]}
-    folder.mkdir(parents=True, exist_ok=True)
+    """`folder/follow-up.json`: the request and, per follow-up run, its kind and the run it follows.
+    Entries an earlier plan recorded there and this one does not plan are kept (after the new ones),
+    so a rerun never drops what the folder's runs follow."""
+    runs = [{"kind": run.kind, "source_run_id": run.source_run_id, "run_id": run.config.run_id(),
+             "config": run.config.to_dict()} for run in planned]
     path = folder / PLAN_FILE
+    if path.is_file():
+        planned_ids = {entry["run_id"] for entry in runs}
+        runs += [entry for entry in _read_plan(folder).get("runs", []) if entry.get("run_id") not in planned_ids]
+    payload = {"format": 1, "request": asdict(request), "runs": runs}
+    folder.mkdir(parents=True, exist_ok=True)
     write_bytes_atomically(path, (json.dumps(payload, indent=1) + "\n").encode(), "the atlas's follow-up plan")
     return path
 
@@ -184,10 +200,12 @@ def _value(row: dict | None, name: str):
     return None if row is None else cell_value(row.get(name))
 
 
-def follow_up_of(out: str | Path, agreement: Agreement | None = None) -> list[FollowUpOutcome]:
-    """The follow-up of the atlas in `out` (`out/follow-up`) beside the runs it follows; [] without one."""
+def follow_up_of(out: str | Path, agreement: Agreement | None = None,
+                 request: FollowUpRequest | None = None) -> list[FollowUpOutcome]:
+    """The follow-up of `request` (None: the default settings) of the atlas in `out`
+    (`follow_up_folder`) beside the runs it follows; [] without one."""
     out = Path(out)
-    folder = out / FOLLOW_UP_DIR
+    folder = follow_up_folder(out, request)
     if not (folder / PLAN_FILE).is_file():
         return []
     plan = _read_plan(folder)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +180,43 @@ class LanguageSet:
         return cls(str(data["spec"]), int(data["seed"]), tuple(LanguageEntry.from_row(row) for row in data["entries"]))
 
 
+def merged_language_set(recorded: LanguageSet | None, planned: LanguageSet) -> LanguageSet:
+    """What a results folder records after an atlas of `planned` ran into it: every entry it
+    recorded (`recorded`, None: none yet), then the planned entries of languages (text and alphabet)
+    it did not record. A planned entry whose id another recorded language holds gets a fresh id
+    (`ID~2`, ...), so no entry is dropped or replaced. The spec joins both when they differ."""
+    if recorded is None:
+        return planned
+    entries = list(recorded.entries)
+    languages = {(entry.language, entry.alphabet) for entry in entries}
+    ids = {entry.id for entry in entries}
+    for entry in planned.entries:
+        if (entry.language, entry.alphabet) in languages:
+            continue
+        identifier, number = entry.id, 1
+        while identifier in ids:
+            number += 1
+            identifier = f"{entry.id}~{number}"
+        entries.append(entry if identifier == entry.id else replace(entry, id=identifier))
+        ids.add(identifier)
+        languages.add((entry.language, entry.alphabet))
+    same = (recorded.spec, recorded.seed) == (planned.spec, planned.seed)
+    spec = recorded.spec if same or planned.spec in recorded.spec.split(" + ") else f"{recorded.spec} + {planned.spec}"
+    return LanguageSet(spec, recorded.seed, tuple(entries))
+
+
+def read_language_set(path: str | Path) -> LanguageSet | None:
+    """The language set recorded at `path` (an atlas folder's atlas-languages.json); None when there
+    is none; FormalRopeError when the file is not one."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        return LanguageSet.from_json(json.loads(read_bounded_text(path, "MAX_TEXT_INPUT_BYTES", "the language set")))
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise FormalRopeError(f"{path} is not an atlas language set ({error}); move it away first") from None
+
+
 def entry_dfa(entry: LanguageEntry) -> DFA:
     """The minimal DFA of an entry, resolved exactly as `--lang LANGUAGE --alphabet ALPHABET` is."""
     return language_dfa(resolve_language(entry.language, entry.alphabet))
@@ -276,27 +313,49 @@ def registry_language_entries() -> list[tuple[LanguageEntry, DFA]]:
     return [_resolved_entry(f"registry/{entry.name}", "registry", entry.name) for entry in registry_entries()]
 
 
-def user_entries(lines: list[tuple[str, str | None]], label: str) -> list[tuple[LanguageEntry, DFA]]:
-    """Entries for (language, alphabet or None) pairs, ids user/<label>/<line index>."""
-    return [_resolved_entry(f"user/{label}/{index}", "user", text, alphabet) for index, (text, alphabet) in
-            enumerate(lines)]
+def user_entries(lines: list[tuple[str, str | None]], label: str, where: str | None = None,
+                 numbers: list[int] | None = None) -> list[tuple[LanguageEntry, DFA]]:
+    """Entries for (language, alphabet or None) pairs, ids user/<label>/<line index>. An entry that
+    does not resolve is an error naming `where` (the list's file) and its line (`numbers`)."""
+    results = []
+    for index, (text, alphabet) in enumerate(lines):
+        try:
+            results.append(_resolved_entry(f"user/{label}/{index}", "user", text, alphabet))
+        except FormalRopeError as error:
+            line = index + 1 if numbers is None else numbers[index]
+            place = f"{where}, line {line}" if where is not None else f"item {index + 1}"
+            message = str(error).replace("\n", "; ")
+            raise FormalRopeError(f"language list {place} ({text!r}): {message}") from None
+    return results
 
 
-def read_language_list(path: str | Path) -> list[tuple[str, str | None]]:
-    """A user list: one language per line, optionally a tab and an alphabet; blank lines and # comments skipped."""
+def _numbered_language_list(path: str | Path) -> list[tuple[int, str, str | None]]:
+    """(line number, language, alphabet or None) of every language line of a user list."""
     try:
         text = read_bounded_text(Path(path), "MAX_TEXT_INPUT_BYTES", "the language list")
     except (OSError, UnicodeDecodeError) as error:
         raise FormalRopeError(f"cannot read language list {path}: {error}") from None
     items = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         language, _, alphabet = line.partition("\t")
-        items.append((language.strip(), alphabet.strip() or None))
+        items.append((number, language.strip(), alphabet.strip() or None))
     if not items:
         raise FormalRopeError(f"the language list {path} names no language")
     return items
+
+
+def read_language_list(path: str | Path) -> list[tuple[str, str | None]]:
+    """A user list: one language per line, optionally a tab and an alphabet; blank lines and # comments skipped."""
+    return [(language, alphabet) for _, language, alphabet in _numbered_language_list(path)]
+
+
+def file_entries(path: str) -> list[tuple[LanguageEntry, DFA]]:
+    """The entries of a `file:PATH` part; an unresolvable line is an error naming the file and line."""
+    numbered = _numbered_language_list(path)
+    return user_entries([(language, alphabet) for _, language, alphabet in numbered], Path(path).stem, where=path,
+                        numbers=[number for number, _, _ in numbered])
 
 
 # ------------------------------------------------------------------------------------------- specs
@@ -309,6 +368,8 @@ def _options(text: str, allowed: tuple[str, ...], part: str) -> dict[str, str]:
             raise FormalRopeError(
                 f"language set {part!r}: unknown option {item!r}; options are {', '.join(f'{k}=...' for k in allowed)}"
             )
+        if key in options:  # the last would win silently: the user meant one of them
+            raise FormalRopeError(f"language set {part!r}: option {key} is given twice; give it once")
         options[key] = value.strip()
     return options
 
@@ -349,9 +410,28 @@ def _generated_options(rest: str, part: str) -> dict[str, Any]:
     periods = (None,)
     if family == "ltl_p_mod":
         periods = tuple(_integer(p, "period", part, 2) for p in options.get("period", "2/3/4/5").split("/"))
+        repeated = sorted({p for p in periods if periods.count(p) > 1})
+        if repeated:
+            raise FormalRopeError(f"language set {part!r}: period {repeated[0]} is given twice; list each period once")
+    elif "period" in options:
+        raise FormalRopeError(f"language set {part!r}: period= applies to family=ltl_p_mod only (the least k of "
+                              f"its MOD); {family} has none"
+                              + (" (its moduli are drawn from 2..5)" if family == "counting" else ""))
+    alphabets = []
+    for item in options.get("alphabets", "ab/abc").split("/"):
+        try:
+            alphabet = tuple(parse_alphabet(item))
+        except FormalRopeError as error:
+            raise FormalRopeError(f"language set {part!r}: alphabets: {error}") from None
+        if len(alphabet) < 2:
+            raise FormalRopeError(f"language set {part!r}: alphabets: {item!r} has {len(alphabet)} symbol; each "
+                                  "alphabet needs at least 2 (e.g. alphabets=ab/abc), since a language over one "
+                                  "symbol is one of lengths only")
+        alphabets.append(alphabet)
+    if len(set(alphabets)) < len(alphabets):
+        raise FormalRopeError(f"language set {part!r}: alphabets lists an alphabet twice; list each once")
     return {"family": family, "count": _integer(options.get("count", "5"), "count", part), "periods": periods,
-            "depth": _integer(options.get("depth", "3"), "depth", part),
-            "alphabets": tuple(tuple(parse_alphabet(item)) for item in options.get("alphabets", "ab/abc").split("/"))}
+            "depth": _integer(options.get("depth", "3"), "depth", part), "alphabets": tuple(alphabets)}
 
 
 def _filtered_mlregtest(sizes, classes) -> tuple[MLRegTestFile, ...]:
@@ -369,8 +449,8 @@ def language_set_size(spec: str = "default", seed: int = 0) -> int:
     """How many languages `build_language_set(spec, seed)` holds, without building it: the MLRegTest
     sample is drawn (file names only), generated families count `count` per period (a family that
     cannot be filled is an error only when the set is built), the registry and user lists are
-    counted. Instant for the full atlas (`formalrope atlas --dry-run`), where building classifies
-    1,430 languages."""
+    counted. Instant, but an upper bound: building drops languages equal to earlier ones and refuses
+    what cannot be built, so `formalrope atlas --dry-run` builds the set (`atlas.plan.plan_atlas`)."""
     total = 0
     for part in _parts(spec):
         name, _, rest = part.partition(":")
@@ -401,6 +481,9 @@ def with_per_cell(spec: str, per_cell: int) -> str:
             rest = ",".join([f"per_cell={int(per_cell)}", *kept])
             part = f"mlregtest:{rest}"
         parts.append(part)
+    if not any(part.partition(":")[0].strip() == "mlregtest" for part in parts):
+        raise FormalRopeError(f"--per-cell draws MLRegTest languages per cell, but the language set {spec!r} has no "
+                              "mlregtest part; add one (e.g. --set mlregtest+registry) or leave --per-cell out")
     return "+".join(parts)
 
 
@@ -431,7 +514,7 @@ def build_language_set(spec: str = "default", seed: int = 0) -> LanguageSet:
         elif name == "registry" and not rest:
             new = registry_language_entries()
         elif name == "file" and rest:
-            new = user_entries(read_language_list(rest.strip()), Path(rest.strip()).stem)
+            new = file_entries(rest.strip())
         else:
             raise _unknown_part(part)
         pairs.extend(new)
@@ -458,7 +541,9 @@ __all__ = [
     "entry_dfa",
     "language_set_size",
     "logic_class",
+    "merged_language_set",
     "mlregtest_files",
+    "read_language_set",
     "read_language_list",
     "stratified_sample",
     "with_per_cell",

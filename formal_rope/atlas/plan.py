@@ -23,10 +23,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from formal_rope.atlas.languages import LanguageEntry, LanguageSet
+from formal_rope.atlas.languages import LanguageEntry, LanguageSet, build_language_set
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings
-from formal_rope.sweeps.grid import SCALE_NAMES, build_spec, expand_grid
+from formal_rope.sweeps.grid import MAX_GRID_RUNS, SCALE_NAMES, build_spec, expand_grid
 from formal_rope.theory import auto_periods
 from formal_rope.training.config import GLOBAL_WINDOW, POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.scales import SCALES
@@ -105,9 +105,15 @@ def atlas_request(encodings, *, scale: str = "quick", seeds: int = 2, periods="a
         raise FormalRopeError(f"--eval must be {' or '.join(EVAL_MODES)}, got {eval_mode!r}")
     if budget < 0:
         raise FormalRopeError(f"--worst-case-budget must be non-negative, got {budget}")
+    if int(seeds) > MAX_GRID_RUNS:  # before any language is built: the dry run refuses it as the run does
+        raise FormalRopeError(f"--seeds {int(seeds):,} is more than a sweep may run ({MAX_GRID_RUNS:,} runs at most)")
     parsed = tuple(parse_encoding(name) for name in encodings)
     if not parsed:
         raise FormalRopeError("the atlas needs at least one encoding (--pe)")
+    names = [item.name for item in parsed]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:  # its runs would be planned once: a count the user did not ask for
+        raise FormalRopeError(f"--pe names {repeated[0]} twice; list each encoding once")
     settings = {**ATLAS_RECIPE, **({} if steps is None else {"steps": int(steps)})}
     return AtlasRequest(parsed, AtlasRecipe(scale=scale, seeds=int(seeds), periods=periods, settings=settings),
                         SearchSettings(budget=budget) if eval_mode == "worst-case" else None)
@@ -157,6 +163,42 @@ def atlas_configs(languages: LanguageSet, encodings, recipe: AtlasRecipe) -> lis
                     seen.add(config.run_id())
                     configs.append(config)
     return configs
+
+
+@dataclass(frozen=True)
+class AtlasPlan:
+    """What an atlas runs (`plan_atlas`), the one plan both `--dry-run` and the real run print:
+    its languages (entries whose every run an earlier entry already plans are left out, in
+    `dropped`) and its runs."""
+
+    languages: LanguageSet
+    configs: tuple[RunConfig, ...]
+    dropped: tuple[LanguageEntry, ...] = ()
+
+
+def plan_atlas(spec: str, seed: int, request: AtlasRequest) -> AtlasPlan:
+    """Build the language set of (`spec`, `seed`) and expand its runs: FormalRopeError for whatever
+    the set or the grid refuses (a bad part or option, an unfillable family, too many runs)."""
+    languages = build_language_set(spec, seed)
+    bound = len(languages) * len(request.encodings) * request.recipe.seeds
+    if bound > MAX_GRID_RUNS:
+        raise FormalRopeError(f"the atlas of {spec!r} plans up to {bound:,} runs ({len(languages)} languages × "
+                              f"{len(request.encodings)} encodings × {request.recipe.seeds} seeds), more than a sweep "
+                              f"may run ({MAX_GRID_RUNS:,}); use fewer seeds, encodings or languages")
+    configs: list[RunConfig] = []
+    kept: list[LanguageEntry] = []
+    dropped: list[LanguageEntry] = []
+    seen: set[str] = set()
+    for entry in languages:
+        new = [config for config in atlas_configs(LanguageSet(spec, seed, (entry,)), request.encodings,
+                                                  request.recipe) if config.run_id() not in seen]
+        if not new:
+            dropped.append(entry)  # the same language (text and alphabet) as an earlier entry
+            continue
+        kept.append(entry)
+        seen.update(config.run_id() for config in new)
+        configs.extend(new)
+    return AtlasPlan(LanguageSet(languages.spec, languages.seed, tuple(kept)), tuple(configs), tuple(dropped))
 
 
 def encoding_label(config: RunConfig) -> str:

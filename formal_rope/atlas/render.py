@@ -41,8 +41,9 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
 
 
-def agreement_table(agreement: Agreement) -> list[str]:
-    """Per encoding and predicted verdict: runs learned, and languages' success rates, with intervals."""
+def agreement_cells(agreement: Agreement) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the agreement table, grouped by encoding, then predicted verdict: what the
+    terminal prints and the results page shows (one grouping, one text)."""
     level = f"{agreement.level:.0%}"
     header = ["encoding", "predicted", "runs learned", "run rate", f"run {level} CI", "languages",
               "all seeds", "no seed", "language rate", f"language {level} CI"]
@@ -50,7 +51,12 @@ def agreement_table(agreement: Agreement) -> list[str]:
              + (f" ({row.failed_runs} failed)" if row.failed_runs else ""), _percent(row.run_rate),
              _interval(row.run_interval), str(row.languages), str(row.languages_all_seeds), str(row.languages_no_seed),
              _percent(row.language_rate), _interval(row.language_interval)] for row in agreement.rows]
-    return _table(header, rows)
+    return header, rows
+
+
+def agreement_table(agreement: Agreement) -> list[str]:
+    """Per encoding and predicted verdict: runs learned, and languages' success rates, with intervals."""
+    return _table(*agreement_cells(agreement))
 
 
 def class_table(agreement: Agreement, kind: str) -> list[str]:

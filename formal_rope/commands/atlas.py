@@ -18,27 +18,30 @@ import typer
 from rich.console import Console
 
 from formal_rope.atlas.agreement import read_agreement
-from formal_rope.atlas.estimate import calibrate
+from formal_rope.atlas.estimate import calibrate, duration_text
 from formal_rope.atlas.estimate import estimate as estimate_of
 from formal_rope.atlas.figure import write_figure
 from formal_rope.atlas.follow_up import DEFAULT_BUDGET as FOLLOW_UP_BUDGET
 from formal_rope.atlas.follow_up import (
     DEFAULT_MAX_LENGTH,
     DEFAULT_SAMPLE,
-    FOLLOW_UP_DIR,
+    LEARNED,
+    NOT_LEARNED,
+    SEARCHED,
     FollowUpRequest,
+    follow_up_folder,
     follow_up_of,
     plan_follow_up,
     write_plan,
 )
 from formal_rope.atlas.follow_up import DEFAULT_SCALE as FOLLOW_UP_SCALE
-from formal_rope.atlas.languages import build_language_set, language_set_size, with_per_cell
-from formal_rope.atlas.plan import atlas_configs, atlas_request, calibration_config, planned_runs
+from formal_rope.atlas.languages import merged_language_set, read_language_set, with_per_cell
+from formal_rope.atlas.plan import atlas_request, calibration_config, encoding_label, plan_atlas
 from formal_rope.atlas.render import agreement_markdown, follow_up_markdown
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.run_options import check_positive
 from formal_rope.commands.sweep_display import interrupted, run_with_progress
-from formal_rope.commands.terminal import json_ready
+from formal_rope.commands.terminal import check_output_place, json_ready
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import write_bytes_atomically
 from formal_rope.sweeps.checks import check_grid
@@ -75,6 +78,8 @@ def _periods(text: str):
         periods = ()
     if not periods or any(period < 1 for period in periods):
         raise FormalRopeError(f"--periods {text!r}: expected auto or positive integers like 2,3")
+    if len(set(periods)) < len(periods):
+        raise FormalRopeError(f"--periods {text!r} names a period twice; list each once")
     return periods
 
 
@@ -83,7 +88,7 @@ def _print_json(payload) -> None:
 
 
 def _report(out: Path, json_output: bool, figure: Path | None, level: float, extra: dict | None = None) -> None:
-    """Print the agreement tables of `out` (Markdown, or JSON) and draw the figure."""
+    """Print the agreement tables of `out` (Markdown, or JSON) and draw the figure at `figure` (None: none)."""
     agreement = read_agreement(out, level)
     written = write_figure(agreement, figure, title=f"atlas: {out}") if figure is not None else None
     if json_output:
@@ -95,22 +100,86 @@ def _report(out: Path, json_output: bool, figure: Path | None, level: float, ext
         print(f"figure written to {written}")
 
 
-def _dry_run(request, set_spec: str, seed: int, estimate: bool, workers: int, json_output: bool) -> None:
-    """The run count from the set's size (nothing is classified) and, with `estimate`, the core-hours."""
-    languages = language_set_size(set_spec, seed)
-    runs = planned_runs(languages, request.encodings, request.recipe.seeds)
-    payload = {"set": set_spec, "seed": seed, "languages": languages,
+# The options each mode reads; one given where its mode does not read it is refused, never ignored.
+_ATLAS_ONLY = ("set_spec", "per_cell", "pe", "periods", "seeds", "scale", "eval_mode", "worst_case_budget")
+_FOLLOW_UP_ONLY = ("follow_up_budget", "follow_up_max_length", "follow_up_sample", "follow_up_scale")
+_RUN_OPTIONS = ("workers", "dry_run", *ro.RunFlags._fields)
+
+
+def _given_options(context) -> dict[str, str]:
+    """The options given on the command line (parameter name -> its flag); none without a context
+    (the function called from Python)."""
+    if context is None:
+        return {}
+    given = {}
+    for param in context.command.params:
+        source = context.get_parameter_source(param.name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            given[param.name] = "/".join(param.opts + list(getattr(param, "secondary_opts", []) or []))
+    return given
+
+
+def _refuse(given: dict[str, str], names, why: str) -> None:
+    unused = [given[name] for name in names if name in given]
+    if unused:
+        raise FormalRopeError(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect {why}; "
+                              "leave it out")
+
+
+def _check_modes(given: dict[str, str], report_only: bool, follow_up: bool, dry_run: bool) -> None:
+    if report_only:
+        _refuse(given, ("follow_up", "seed", "steps", "out", "estimate", *_ATLAS_ONLY, *_FOLLOW_UP_ONLY,
+                        *_RUN_OPTIONS), "with --report-only (it reads the folder and trains nothing)")
+    elif follow_up:
+        _refuse(given, _ATLAS_ONLY, "with --follow-up (it reruns the atlas in --out with that atlas's languages, "
+                "encodings and recipe)")
+        _refuse(given, ("figure", "confidence", "estimate"), "with --follow-up")
+    else:
+        _refuse(given, _FOLLOW_UP_ONLY, "without --follow-up")
+    if not dry_run:
+        _refuse(given, ("estimate",), "without --dry-run")
+    elif "figure" in given:
+        _refuse(given, ("figure",), "with --dry-run (it draws nothing)")
+
+
+def _plan_lines(plan, request, finished: set[str], out: Path) -> list[str]:
+    """What the plan runs, as the dry run and the real run both say it."""
+    runs = len(plan.configs)
+    done = sum(config.run_id() in finished for config in plan.configs)
+    others = len(finished) - done
+    lines = [f"{plan.languages.spec} (seed {plan.languages.seed}): {len(plan.languages)} languages, "
+             f"{len(request.encodings)} encodings, {request.recipe.seeds} seeds: {runs} runs "
+             f"({request.recipe.scale} scale) → {out}"]
+    if plan.dropped:
+        names = ", ".join(entry.id for entry in plan.dropped[:3]) + (", ..." if len(plan.dropped) > 3 else "")
+        lines.append(f"{len(plan.dropped)} listed language(s) left out: the same language as an earlier entry "
+                     f"({names})")
+    if done or others:
+        lines.append(f"{out} holds {done} of these runs finished (skipped) and {others} other run(s), kept")
+    return lines
+
+
+def _dry_run(plan, request, out: Path, estimate: bool, workers: int, json_output: bool) -> None:
+    """The plan the real run would run (built by the same code), and, with `estimate`, its cost."""
+    finished = finished_run_ids(out) if out.is_dir() else set()
+    to_run = [config for config in plan.configs if config.run_id() not in finished]
+    payload = {"set": plan.languages.spec, "seed": plan.languages.seed, "languages": len(plan.languages),
                "encodings": [item.name for item in request.encodings], "seeds": request.recipe.seeds,
-               "scale": request.recipe.scale, "runs": runs}
-    lines = [f"{set_spec}: {languages} languages × {len(request.encodings)} encodings × "
-             f"{request.recipe.seeds} seeds = {runs} runs ({request.recipe.scale} scale)"]
-    if estimate:
+               "scale": request.recipe.scale, "runs": len(plan.configs), "to_run": len(to_run),
+               "dropped": [entry.id for entry in plan.dropped], "other_runs_in_out": len(finished - {
+                   config.run_id() for config in plan.configs})}
+    lines = _plan_lines(plan, request, finished, out)
+    if estimate and to_run:
         template = calibration_config(request.recipe)
-        result = estimate_of([template], calibrate(template, request.worst_case), runs=runs)
+        result = estimate_of([template], calibrate(template, request.worst_case), runs=len(to_run))
         payload["estimate"] = result.to_dict(workers)
-        lines.append(f"estimate on this machine: {result.seconds_per_run:.0f} s per run, {result.core_hours:.1f} "
-                     f"core-hours, about {result.wall_hours(workers):.1f} h with {workers} worker(s) "
-                     f"(calibrated in {result.calibration.measured_s:.0f} s; packs make it shorter)")
+        lines.append(
+            f"estimate on this machine: {result.seconds_per_run:.0f} s per run that never learns, "
+            f"{result.worst_seconds_per_run:.0f} s per run that learns (searched at every tested length); "
+            f"{len(to_run)} runs: {duration_text(result.core_hours_if_none_learns)} to "
+            f"{duration_text(result.core_hours)} of one core, at most about "
+            f"{duration_text(result.wall_hours(workers))} "
+            f"with {workers} worker(s) (calibrated in {result.calibration.measured_s:.0f} s; packs make it shorter)")
     if json_output:
         _print_json(payload)
     else:
@@ -119,6 +188,7 @@ def _dry_run(request, set_spec: str, seed: int, estimate: bool, workers: int, js
 
 @ro.with_option_groups
 def atlas(
+    ctx: typer.Context,
     set_spec: str = typer.Option(
         "default", "--set",
         help="The language set: default (51 languages), full (all 930 MLRegTest automata + 500 generated), or a "
@@ -158,11 +228,18 @@ def atlas(
     ),
     workers: int = typer.Option(2, "--workers", help="Parallel worker processes (local backend) or Ray tasks."),
     run: ro.RunFlags = None,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the number of runs (and the estimate); run nothing."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan (languages and runs, built as the real run builds them: what it "
+        "refuses is refused) and the estimate; run nothing. With --follow-up: every planned run."),
     estimate: bool = typer.Option(True, "--estimate/--no-estimate", help=_ESTIMATE_HELP),
     report_only: Optional[Path] = typer.Option(
-        None, "--report-only", help="Print the agreement tables of this results folder (and draw its figure); train "
-        "nothing.",
+        None, "--report-only", help="Print the agreement tables of this results folder; train and write nothing "
+        "(--figure PATH draws its figure).",
+    ),
+    figure: Optional[Path] = typer.Option(
+        None, "--figure", show_default=False,
+        help="Draw the figure (success rate per class and encoding) into this PNG. Default: OUT/atlas.png after a "
+        "run; with --report-only no figure unless this is given (a report writes nothing unless asked).",
     ),
     follow_up: bool = typer.Option(
         False, "--follow-up",
@@ -188,48 +265,67 @@ def atlas(
     json_output: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
     """Put the theory's prediction beside training over a language set: plan, run (resumable), agreement tables."""
+    _check_modes(_given_options(ctx), report_only is not None, follow_up, dry_run)
     check_positive(workers=workers, seeds=seeds, steps=steps)
     if not 0 < confidence < 1:
         raise FormalRopeError(f"--confidence must lie strictly between 0 and 1, got {confidence}")
+    if figure is not None:
+        check_output_place(figure, "the figure")
     if report_only is not None:
-        _report(report_only, json_output, report_only / FIGURE_FILE, confidence)
+        _report(report_only, json_output, figure, confidence)
         return
 
     if follow_up:
         request = FollowUpRequest(budget=follow_up_budget, max_length=follow_up_max_length, sample=follow_up_sample,
                                   scale=follow_up_scale, seed=seed, steps=steps)
-        if dry_run:
-            run.check(workers)
+        run.check(workers)  # what a real run checks, contacting nothing
+        if not dry_run:
+            check_output_place(follow_up_folder(out, request), "the follow-up folder", folder=True)
         _run_follow_up(request, out, workers, run, json_output, dry_run)
         return
     spec = set_spec if per_cell is None else with_per_cell(set_spec, per_cell)
     request = atlas_request(_split(pe), scale=scale, seeds=seeds, periods=_periods(periods), eval_mode=eval_mode,
                             budget=worst_case_budget, steps=steps)
-    if dry_run:
-        run.check(workers)  # what a real run checks, contacting nothing
-        _dry_run(request, spec, seed, estimate, workers, json_output)
-        return
-    _run_atlas(request, spec, seed, out, workers, run, json_output, confidence)
-
-
-def _run_atlas(request, spec: str, seed: int, out: Path, workers: int, run, json_output: bool,
-               confidence: float) -> None:
-
-
+    run.check(workers)  # before the set is built: contacts nothing
+    if not dry_run:
+        check_output_place(out, "the results folder", folder=True)
+        read_language_set(out / LANGUAGES_FILE)  # a damaged record: refused before the set is built
+    plan = plan_atlas(spec, seed, request)
     console = Console(stderr=True)
-    languages = build_language_set(spec, seed)
-    configs = atlas_configs(languages, request.encodings, request.recipe)
-    for note in check_grid(configs, "atlas"):
+    for note in check_grid(list(plan.configs), "atlas"):
         console.print(f"[dim]note: {note}[/]", highlight=False, soft_wrap=True)
-    finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
+    if dry_run:
+        _dry_run(plan, request, out, estimate, workers, json_output)
+        return
+    _run_atlas(plan, request, out, workers, run, json_output, confidence,
+               out / FIGURE_FILE if figure is None else figure, console)
+
+
+def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, confidence: float, figure: Path,
+               console) -> None:
+    finished = finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
+    recorded = read_language_set(out / LANGUAGES_FILE)
+    configs = list(plan.configs)
 
     def record_set() -> None:
+        # Merged into what the folder records: a rerun with another set never drops the other runs' entries.
+        languages = merged_language_set(recorded, plan.languages)
         write_bytes_atomically(out / LANGUAGES_FILE, (json.dumps(languages.to_json(), ensure_ascii=False, indent=1)
                                                       + "\n").encode(), "the atlas's language set")
-        console.print(f"[bold]atlas[/] {spec} (seed {seed}): {len(languages)} languages, {len(configs)} runs → {out}")
+        for index, line in enumerate(_plan_lines(plan, request, finished, out)):
+            console.print(f"[bold]atlas[/] {line}" if index == 0 else line, highlight=False, soft_wrap=True)
 
     summary = _sweep(configs, out, run, workers, console, request.worst_case, record_set)
-    _report(out, json_output, out / FIGURE_FILE, confidence, extra={"sweep": summary.to_dict()})
+    planned = {config.run_id() for config in configs}
+    others = len(finished - planned)
+    if others and not json_output:
+        console.print(f"the tables cover every run in {out}: this plan's {len(configs)} and {others} other(s)",
+                      highlight=False, soft_wrap=True)
+    _report(out, json_output, figure, confidence, extra={
+        "sweep": summary.to_dict(), "plan": {"set": plan.languages.spec, "seed": plan.languages.seed,
+                                             "languages": len(plan.languages), "runs": len(configs),
+                                             "dropped": [entry.id for entry in plan.dropped],
+                                             "other_runs_in_out": others}})
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
@@ -252,29 +348,55 @@ def _sweep(configs, out: Path, run, workers: int, console, worst_case, before: C
     return summary
 
 
+def _planned_json(item) -> dict:
+    config = item.config
+    return {"kind": item.kind, "source_run_id": item.source_run_id, "run_id": config.run_id(),
+            "language": config.language, "encoding": encoding_label(config), "seed": config.seed,
+            "test_max_length": max(config.tested_lengths()), "layers": config.layers, "d_model": config.d_model,
+            "steps": config.steps}
+
+
+def _planned_line(item) -> str:
+    config = item.config
+    change = (f"tested to {max(config.tested_lengths())}" if item.kind == SEARCHED
+              else f"{config.layers} layers, d_model {config.d_model}, {config.steps} steps")
+    return (f"  {item.kind}: {config.language} · {encoding_label(config)} · seed {config.seed} ({change}); "
+            f"run {config.run_id()} follows {item.source_run_id}")
+
+
 def _run_follow_up(request: FollowUpRequest, out: Path, workers: int, run, json_output: bool, dry_run: bool) -> None:
-    """Plan the follow-up of the atlas in `out`, run it into OUT/follow-up (unless `dry_run`), print it."""
+    """Plan the follow-up of the atlas in `out`, run it into its folder (unless `dry_run`), print it."""
     console = Console(stderr=True)
     results = read_results(out)
-    planned = plan_follow_up(results, read_agreement(out), request)
-    folder = out / FOLLOW_UP_DIR
+    agreement = read_agreement(out)
+    planned = plan_follow_up(results, agreement, request)
+    folder = follow_up_folder(out, request)
     kinds = {}
     for item in planned:
         kinds[item.kind] = kinds.get(item.kind, 0) + 1
+    found = {kind: sum(item.kind == kind for item in agreement.disagreements) for kind in (LEARNED, NOT_LEARNED)}
+    why = f"{found[LEARNED]} '{LEARNED}' and {found[NOT_LEARNED]} '{NOT_LEARNED}' disagreement(s)"
+    if found[NOT_LEARNED] and not request.sample:
+        why += " (--follow-up-sample 0 reruns none of the latter)"
     console.print(f"[bold]atlas follow-up[/] of {out}: {len(planned)} runs "
-                  f"({', '.join(f'{count} {kind}' for kind, count in kinds.items()) or 'no disagreement'}) → {folder}")
+                  f"({', '.join(f'{count} {kind}' for kind, count in kinds.items()) or 'nothing to rerun'}; {why}) "
+                  f"→ {folder}", highlight=False, soft_wrap=True)
     if dry_run or not planned:
         if json_output:
-            _print_json({"results": str(out), "follow_up": str(folder), "runs": len(planned), "kinds": kinds})
+            _print_json({"results": str(out), "follow_up": str(folder), "runs": len(planned), "kinds": kinds,
+                         "disagreements": found, "planned": [_planned_json(item) for item in planned]})
+        elif planned:
+            print("\n".join(_planned_line(item) for item in planned))
         return
     configs = [item.config for item in planned]
     if folder.is_dir():
         finished_run_ids(folder)  # a damaged or foreign file: an error before any training
     summary = _sweep(configs, folder, run, workers, console, request.worst_case,
                      lambda: write_plan(folder, planned, request))
-    outcomes = follow_up_of(out)
+    outcomes = follow_up_of(out, request=request)
     if json_output:
         _print_json({"results": str(out), "follow_up": str(folder), "sweep": summary.to_dict(),
+                     "planned": [_planned_json(item) for item in planned],
                      "outcomes": [asdict(item) for item in outcomes]})
     else:
         print(follow_up_markdown(outcomes))

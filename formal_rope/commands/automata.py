@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 import typer
@@ -15,8 +16,9 @@ from rich.table import Table
 
 from formal_rope.automata import accepts, equivalent, language_dfa, to_dot, to_json, to_table, union_alphabet
 from formal_rope.automata.membership import format_word
-from formal_rope.commands.terminal import input_strings, stdout_console
+from formal_rope.commands.terminal import check_output_place, input_strings, stdout_console
 from formal_rope.errors import FormalRopeError
+from formal_rope.files import write_bytes_atomically
 from formal_rope.lang.source import resolve_language
 
 _EXPR_HELP = (
@@ -51,15 +53,29 @@ def _word_text(symbols, alphabet) -> str:
 def dfa_command(
     expression: str = typer.Argument(..., metavar="EXPR", help=_EXPR_HELP),
     alphabet: Optional[str] = typer.Option(None, "--alphabet", "-a", help=_ALPHABET_HELP),
-    dot: bool = typer.Option(False, "--dot", help="Print Graphviz DOT source (pipe into `dot -Tsvg`)."),
+    dot: bool = typer.Option(
+        False, "--dot", help="Print Graphviz DOT source (pipe into `dot -Tsvg`, which needs Graphviz's dot program)."
+    ),
+    svg: Optional[Path] = typer.Option(
+        None, "--svg", help="Also draw the DFA into this SVG file as the results page draws it (no Graphviz "
+        "needed; up to 24 states).",
+    ),
     max_states: int = typer.Option(10**6, "--max-states", min=1, help=_MAX_STATES_HELP),
     json_output: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Build and print the minimal complete DFA of a language (→ marks the start, * accepting states)."""
     if dot and json_output:
         raise FormalRopeError("--dot and --json are two output formats; give one of them")
+    if svg is not None:
+        check_output_place(svg, "the DFA drawing")
     language = _resolve(expression, alphabet)
     dfa = _build(language, max_states)
+    if svg is not None:
+        # function-local: the page's module (pandas) loads only when a drawing is asked for
+        from formal_rope.sweeps.results_page import dfa_svg_file
+
+        write_bytes_atomically(svg, dfa_svg_file(dfa).encode(), "the DFA drawing")
+        print(f"DFA drawing written to {svg}", file=sys.stderr)
     if dot:
         print(to_dot(dfa), end="")
         return

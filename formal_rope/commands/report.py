@@ -12,6 +12,7 @@ from rich.console import Console
 
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.sweep_display import JSON, TABLE, note, print_report
+from formal_rope.commands.terminal import check_output_place
 from formal_rope.errors import FormalRopeError
 from formal_rope.sweeps.report import DEFAULT_GROUPING, ReportRequest, reference_table
 from formal_rope.sweeps.results_page import write_results_page
@@ -85,6 +86,10 @@ class ReportFlags(NamedTuple):
         """What to report of `results`, a `ReportRequest` (FormalRopeError for a malformed option; a
         note for an option that has no effect)."""
         grouping = _grouping(self.by)
+        for where, what in ((self.plot, "the plot"), (self.html, "the results page"),
+                            (self.plot_curves, "the curves plot")):
+            if where is not None:  # before the table is printed: a bad place is refused, not found last
+                check_output_place(where, what)
         if not 0 < self.confidence < 1:
             raise FormalRopeError(
                 f"--confidence must lie strictly between 0 and 1 (e.g. 0.95), got {self.confidence}")

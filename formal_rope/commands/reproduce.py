@@ -143,14 +143,19 @@ def _checked_options(tables, run: ro.RunFlags, workers: int, console) -> list[tu
 def _run_table(plan, run_options: dict, scale: str, console, json_output: bool) -> dict:
     """Run one table's sweep, print its report (unless json_output) and its deviations from the
     paper; return the report's JSON document."""
+    searched = run_options.get("worst_case") is not None
+    done = len({config.run_id() for config in plan.configs} & finished_run_ids(plan.out, worst_case=searched))
     console.print(
         f"[bold]{plan.name}[/] ({plan.spec.description}): {len(plan.configs)} "
-        f"runs at {scale} scale → {plan.out}"
+        f"runs at {scale} scale → {plan.out}" + (f" ({done} already finished there, skipped)" if done else ""),
+        soft_wrap=True,
     )
     try:
-        run_with_progress(plan.configs, plan.out, console, axes=swept_fields(plan.configs), **run_options)
+        summary = run_with_progress(plan.configs, plan.out, console, axes=swept_fields(plan.configs), **run_options)
     except KeyboardInterrupt:
         raise interrupted(plan.configs, plan.out) from None
+    console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done (skipped), statuses "
+                  f"{summary.statuses}, {summary.wall_s:.0f}s", soft_wrap=True)
     request = ReportRequest(out=plan.out, plot=plan.out / f"{plan.name}.png", reference=plan.spec.reference,
                             title=plan.name, scale=scale, variants=plan.spec.variants,
                             variant_baseline=plan.spec.overrides, languages=plan.spec.languages,

@@ -18,6 +18,7 @@ from typing import Annotated, Callable, NamedTuple, Optional
 
 import typer
 
+from formal_rope.commands.terminal import check_output_place
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings
 from formal_rope.numbers import float_text, int_text
@@ -350,6 +351,8 @@ def curve_options(log_every: int | None, tensorboard: str | None) -> CurveOption
     """CurveOptions of --log-every and --tensorboard, checked (the tensorboard package is installed)."""
     options = CurveOptions(log_every=log_every, tensorboard=tensorboard)
     check_tensorboard(options)
+    if tensorboard is not None:  # a file or unwritable place there: refused now, not as a failed run
+        check_output_place(tensorboard, "the TensorBoard folder", folder=True)
     return options
 
 

@@ -110,6 +110,27 @@ def prepare_out_folder(path, what: str):
     return path
 
 
+def check_output_place(path, what: str, *, folder: bool = False) -> Path:
+    """Check, before any work and without writing anything, that `what` can be written at `path`: a
+    file (or with `folder`, a folder) there or nothing, and the nearest existing folder on the way
+    writable. FormalRopeError naming the place otherwise (exit 2, one line)."""
+    given = Path(os.path.expanduser(os.fspath(path)))
+    if not folder and (given.is_dir() or str(path).endswith(("/", "\\"))):
+        raise FormalRopeError(f"cannot write {what} {path}: it is a folder (give a file name inside it)")
+    _check_parent_folders(given, what)
+    target = output_path(given, what, folder=folder)  # a FIFO, a device, a file where a folder goes
+    existing = target if target.is_dir() else next(p for p in target.parents if p.exists())
+    if not existing.is_dir():
+        raise FormalRopeError(f"cannot write {what} {path}: {existing} is a file, not a folder")
+    probe = existing / f".formal-rope-probe.{os.getpid()}.{os.urandom(4).hex()}"
+    try:  # a file made and removed at once (permissions alone do not tell root, or a read-only mount)
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.unlink(probe)
+    except OSError as error:
+        raise FormalRopeError(f"cannot write {what} {path}: {existing}: {error.strerror or error}") from None
+    return given
+
+
 def _check_parent_folders(path, what: str) -> None:
     """A file where a folder of `path` should be gets a message that names it (mkdir says only
     'File exists')."""

@@ -371,11 +371,39 @@ def resolve_language(spec: str, alphabet: Sequence[str] | str | None = None, for
     return _finish(spec, kind, text, parsed, explicit, None, detected)
 
 
-def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Language:
+# The project's root (data/ lives there): a relative automaton path that names one of the project's
+# files (data/mlregtest/..., as atlas results store them) means that file from any working directory.
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class AutomatonNotFoundError(FormalRopeError):
+    """A .att path that names no file: neither where the command runs nor in the project."""
+
+
+def automaton_path(text: str) -> Path:
+    """The file a written .att path names: absolute or relative to the working directory, else (for a
+    relative path the working directory lacks) relative to the project root, so a stored run means the
+    same language wherever it is read. FormalRopeError when neither holds the file, or when both hold
+    different files of that name (the answer would depend on where the command runs)."""
     path = Path(text).expanduser()
-    if not path.is_file():
-        problem = "is not a file" if path.exists() else "not found"
-        raise FormalRopeError(f"automaton file {text!r} {problem}")
+    project = PROJECT_ROOT / path if not path.is_absolute() else None
+    in_project = project is not None and project.is_file()
+    if path.is_file():
+        if in_project and path.resolve() != project.resolve() and path.read_bytes() != project.read_bytes():
+            raise FormalRopeError(
+                f"automaton file {text!r} is ambiguous: {path.resolve()} (in the working directory) and {project} "
+                "(in the project) differ; give an absolute path"
+            )
+        return path
+    if in_project:
+        return project
+    problem = "is not a file" if path.exists() else "not found"
+    where = "" if path.is_absolute() else f" (looked in the working directory and in {PROJECT_ROOT})"
+    raise AutomatonNotFoundError(f"automaton file {text!r} {problem}{where}")
+
+
+def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Language:
+    path = automaton_path(text)
     labels = att_alphabet(path, required=explicit is None)
     if explicit is not None:
         missing = [label for label in labels if label not in explicit]

@@ -21,6 +21,7 @@ import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
@@ -334,6 +335,27 @@ def _transition_table(dfa) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>")
 
 
+# The page's DFA rules, for an SVG file standing alone (`dfa --svg`).
+_DFA_FILE_STYLE = (
+    "svg text{font:12px system-ui,sans-serif}"
+    ".state circle{fill:#fff;stroke:#1d1f23;stroke-width:1.4}.state.accepting circle{fill:#eaf4ff}"
+    ".state text{text-anchor:middle;dominant-baseline:central}.edge{fill:none;stroke:#444;stroke-width:1.2}"
+    ".label{text-anchor:middle;dominant-baseline:central;fill:#1a56b0}"
+)
+
+
+def dfa_svg_file(dfa) -> str:
+    """The DFA drawn as the results page draws it, as a standalone SVG document (its style inside):
+    what `formalrope dfa --svg` writes, with no Graphviz needed. FormalRopeError above
+    MAX_DRAWN_STATES states (a circle of more states is unreadable: use --dot and Graphviz)."""
+    if dfa.n_states > MAX_DRAWN_STATES:
+        raise FormalRopeError(f"the DFA has {dfa.n_states} states; --svg draws at most {MAX_DRAWN_STATES} "
+                              "(use --dot and Graphviz's dot for larger ones)")
+    drawing = dfa_svg(dfa)
+    head, _, rest = drawing.partition(">")
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{head}><style>{_DFA_FILE_STYLE}</style>{rest}\n'
+
+
 def dfa_svg(dfa, prefix: str = "dfa") -> str:
     """The DFA as an inline SVG: states on a circle (double circles accept, an arrow into the start),
     parallel transitions merged into one arrow labelled with their symbols, arrows between two
@@ -493,28 +515,34 @@ def _accuracy_figure(runs, evals, prefix: str) -> str:
 # The atlas's agreement table: rendered when the runs carry its prediction columns.
 
 
-def atlas_agreement_section(runs) -> str:
-    """The atlas agreement table, or "" when the runs lack the atlas's columns (`ATLAS_COLUMNS`):
-    per predictor (`predicted_by`) and prediction (`predicted`), the runs, languages, and how many
-    reached their longest test length, so a prediction and what training did sit side by side.
-    Generic over the columns' values: any prediction labels, any predictor names."""
+def atlas_agreement_section(runs, level: float = 0.95) -> str:
+    """The atlas agreement table, or "" when the runs lack the atlas's columns (`ATLAS_COLUMNS`): the
+    table `formalrope atlas` prints (`atlas.render.agreement_cells`: per encoding, then prediction,
+    the runs and languages that learned, judged on the worst-case N* where searched), so the page
+    and the terminal group and count alike."""
     if not set(ATLAS_COLUMNS) <= set(runs.columns) or not runs["predicted"].notna().any():
         return ""
-    frame = runs[runs["predicted"].notna()]
-    longest = frame["test_max_length"].astype(float) if "test_max_length" in frame.columns else None
-    reached = (frame["n_star"].astype(float) >= longest) if longest is not None else None
-    body = []
-    for (predictor, predicted), group in frame.groupby(["predicted_by", "predicted"], dropna=False, sort=True):
-        successes = int(reached.loc[group.index].sum()) if reached is not None else 0
-        mean = group["n_star"].astype(float).mean()
-        body.append([
-            (_e(predictor if _present(predictor) else "–"), None), (_e(predicted), None),
-            (str(len(group)), len(group)), (str(group["language"].nunique()), group["language"].nunique()),
-            (f"{successes}/{len(group)}", successes / len(group)), _number(mean, 1),
-        ])
-    headers = ["predicted by", "predicted", "runs", "languages", "reached max", "N* mean"]
-    return ('<p class="note">The atlas\'s prediction for each run beside what training reached.</p>'
-            + _table("atlas-table", headers, body))
+    # function-local: the atlas stage builds on the sweeps, so it loads only for an atlas's page
+    from formal_rope.atlas.agreement import agreement_of
+    from formal_rope.atlas.render import agreement_cells
+
+    header, rows = agreement_cells(agreement_of(SimpleNamespace(runs=runs[runs["predicted"].notna()]), level))
+    body = [[(_e(text), _sort_key(text)) for text in row] for row in rows]
+    return ('<p class="note">The atlas\'s prediction for each encoding beside what training reached (a run '
+            'learned when its worst-case N* reached its longest test length), as `formalrope atlas` prints it.</p>'
+            + _table("atlas-table", header, body))
+
+
+def _sort_key(text: str):
+    """A cell's number for sorting: 4/18 -> 4/18, 22% -> 22, 12 -> 12; None for text."""
+    head = text.split(" ")[0].rstrip("%")
+    try:
+        if "/" in head:
+            done, total = head.split("/")
+            return int(done) / int(total) if int(total) else None
+        return float(head)
+    except ValueError:
+        return None
 
 
 # ----------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from formal_rope.automata.language import language_dfa
 from formal_rope.classes.classify import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import And, Atom, Const, Historically, Iff, Implies, Not, Or, Past, Yesterday, children
-from formal_rope.lang.source import resolve_language
+from formal_rope.lang.source import automaton_path, resolve_language
 from formal_rope.theory import NO_PREDICTION, LanguageFacts, Prediction, mlregtest_ltl_p_y, predict_run
 from formal_rope.theory.locality import ltl_p_y_of
 from formal_rope.theory.predictions import NOTHING_PROVED
@@ -75,16 +75,32 @@ def language_ltl_p_y(language: str, resolved) -> bool | None:
     return None
 
 
-@lru_cache(maxsize=4096)
+def _place(language: str) -> str | None:
+    """The file an automaton path names from here (None for an expression or a name): part of the
+    caches' key, so a relative path read from another working directory is never answered from the
+    cache of another file."""
+    text = language.strip()
+    return str(automaton_path(text).resolve()) if text.lower().endswith(".att") else None
+
+
 def _resolved(language: str, alphabet: tuple[str, ...] | None) -> _Language:
+    return _resolved_at(language, alphabet, _place(language))
+
+
+@lru_cache(maxsize=4096)
+def _resolved_at(language: str, alphabet: tuple[str, ...] | None, place: str | None) -> _Language:
     resolved = resolve_language(language, alphabet)
     dfa = language_dfa(resolved)
     return _Language(dfa, classify(dfa), language_ltl_p_y(language, resolved))
 
 
-@lru_cache(maxsize=4096)
 def _locality(language: str, alphabet: tuple[str, ...] | None) -> bool | None:
-    entry = _resolved(language, alphabet)
+    return _locality_at(language, alphabet, _place(language))
+
+
+@lru_cache(maxsize=4096)
+def _locality_at(language: str, alphabet: tuple[str, ...] | None, place: str | None) -> bool | None:
+    entry = _resolved_at(language, alphabet, place)
     return ltl_p_y_of(entry.dfa, entry.classification)
 
 

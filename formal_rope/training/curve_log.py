@@ -23,7 +23,7 @@ from formal_rope.training.curves import CurveOptions, CurvePoint, PackCurves
 
 TENSORBOARD_INSTALL = "pip install 'formal-rope[tensorboard]' (or pip install tensorboard)"
 FLUSH_SECONDS = 10  # how stale a curve in TensorBoard may be while the run trains
-_UNSAFE = re.compile(r"[^A-Za-z0-9()\[\]+,.=@_-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9+,.=@_-]+")  # parentheses and brackets too: the shell's
 
 
 def check_tensorboard(options: CurveOptions | None = None) -> None:

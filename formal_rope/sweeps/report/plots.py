@@ -16,6 +16,18 @@ from formal_rope.sweeps.report.aggregate import DEFAULT_GROUPING, AggregateRow
 from formal_rope.sweeps.report.cells import PE_LABELS, reference_index
 
 
+def _whiskers(rows) -> list[list[float]]:
+    """±1 std whiskers of the rows' mean N*, cut to what N* can be: never below 0, never above the
+    largest N* a run reached (no run measures past its longest test length, so neither does a whisker)."""
+    lower, upper = [], []
+    for row in rows:
+        std = float(row.n_star_std) if _finite(row.n_star_std) else 0.0
+        top = float(row.n_star_max) if _finite(row.n_star_max) else row.n_star_mean + std
+        lower.append(max(0.0, min(std, row.n_star_mean)))
+        upper.append(max(0.0, min(std, top - row.n_star_mean)))
+    return [lower, upper]
+
+
 def _series(rows: list[AggregateRow]) -> dict:
     """Rows per plotted series: (pe, other grouping values) -> rows; the label names the PE and the
     values of any extra grouping columns (report --by language,pe,layers: one series per layers)."""
@@ -69,7 +81,7 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
         for index, ((pe, extra), series) in enumerate(_series([r for r in mine if r.base is not None]).items()):
             series.sort(key=lambda r: r.base)
             colour = f"C{index}"
-            ax.errorbar([r.base for r in series], [r.n_star_mean for r in series], yerr=[r.n_star_std for r in series],
+            ax.errorbar([r.base for r in series], [r.n_star_mean for r in series], yerr=_whiskers(series),
                         marker="o", capsize=3, color=colour, label=_label(pe, extra))
             points = [(r.base, paper[(language, pe, r.base)]["n_star_mean"]) for r in series
                       if (language, pe, r.base) in paper and _finite(paper[(language, pe, r.base)]["n_star_mean"])]
@@ -81,8 +93,9 @@ def plot_n_star(rows: list[AggregateRow], path: str | Path, title: str = "", ref
             if r.base is not None:
                 continue
             if r.pe == "nope":
+                (low,), (high,) = _whiskers([r])
                 ax.axhspan(
-                    r.n_star_mean - r.n_star_std, r.n_star_mean + r.n_star_std, color="grey", alpha=0.25,
+                    r.n_star_mean - low, r.n_star_mean + high, color="grey", alpha=0.25,
                     label="NoPE ±1 std",
                 )
                 ax.axhline(r.n_star_mean, color="grey", lw=1)
@@ -158,7 +171,7 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
     tops = [1.0]
     labelled = set()
     for index, ((pe, extra), members) in enumerate(series.items()):
-        xs, means, stds, maxima, paper_max, paper_mean = [], [], [], [], [], []
+        xs, means, drawn, maxima, paper_max, paper_mean = [], [], [], [], [], []
         for position, language in enumerate(languages):
             match = [r for r in members if r.language == language]
             if not match:
@@ -166,7 +179,7 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
             x = position + (index - (len(series) - 1) / 2) * width
             xs.append(x)
             means.append(match[0].n_star_mean)
-            stds.append(match[0].n_star_std)
+            drawn.append(match[0])
             maxima.append(match[0].n_star_max)
             ref = paper.get((language, pe, None))
             if ref and _finite(ref["n_star_max"]):
@@ -174,7 +187,7 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
             if ref and _finite(ref["n_star_mean"]):
                 paper_mean.append((x + width * 0.3, ref["n_star_mean"]))
         ax.bar(
-            xs, means, width=width * 0.95, yerr=stds, capsize=3, label=f"{_label(pe, extra)} (mean ±1 std)",
+            xs, means, width=width * 0.95, yerr=_whiskers(drawn), capsize=3, label=f"{_label(pe, extra)} (mean ±1 std)",
             color=f"C{index}",
         )
         ax.scatter(
@@ -186,7 +199,7 @@ def _plot_base_free(rows: list[AggregateRow], languages: list[str], path: str | 
                            zorder=4, label=None if name in labelled else f"{name} (hollow)")
                 labelled.add(name)
                 tops.extend(y for _, y in points)
-        tops.extend(m + s for m, s in zip(means, stds))
+        tops.extend(m + s for m, s in zip(means, _whiskers(drawn)[1]))
         tops.extend(maxima)
     ax.set_xticks(range(len(languages)), languages)
     ax.set_ylabel("N*")
