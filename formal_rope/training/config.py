@@ -537,6 +537,16 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     # The training curve (training.curves: loss and accuracy every log_every steps); None: not logged.
     curve: TrainingCurve | None = None
+    # The theory's own counterexamples (runs.blind_spots): for a run predicted not expressible, its
+    # language's witness family (text), the family strings scored up to the longest tested length,
+    # the shortest length of a misclassified one (None: none was) and that string. None: not tested.
+    family: str | None = None
+    family_strings_tried: int | None = None
+    refuted_at: int | None = None
+    family_failure: str | None = None
+    # Transitions of the minimal DFA its test strings took, of those a tested length can take (None: not counted).
+    test_transitions_covered: int | None = None
+    test_transitions: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""
