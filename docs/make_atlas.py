@@ -11,7 +11,9 @@ breadth and scale) and between `<!-- atlas results -->` and `<!-- end atlas resu
 agreement tables, per-class tables, disagreements and the figure, docs/img/atlas.png), all from
 `formal_rope.atlas.agreement` (what `formalrope atlas --report-only` prints), and between `<!-- atlas
 follow-up -->` and its end the follow-up of the disagreements (`formal_rope.atlas.follow_up`: what
-`formalrope atlas --follow-up` prints). `--check` only says
+`formalrope atlas --follow-up` prints), and between `<!-- atlas blind spots -->` and its end the
+blind-spot check of `atlas/results/blind-spots` (`formal_rope.atlas.render.blind_spot_markdown`).
+`--check` only says
 whether the page would change (exit 1 if it would).
 """
 
@@ -28,25 +30,44 @@ sys.path.insert(0, str(ROOT))  # the checkout's package, installed or not
 RESULTS = ROOT / "atlas" / "results"
 PAGE = ROOT / "docs" / "atlas.md"
 FIGURE = ROOT / "docs" / "img" / "atlas.png"
+BLIND_SPOTS = "blind-spots"  # the blind-spot check's results, inside the atlas's folder
 # encoding -> the claim its runs test
 CLAIMS = {"nope": "NoPE = LTL[P] (Li & Cotterell 2025)", "rope_p": "RoPE_P = LTL[P,MOD] (core paper Thm 3.1)"}
 
 
 def claim_sentence(agreement, encoding: str, claim: str) -> str:
-    """Whether `claim` held on the encoding's runs: no disagreement of either kind, or how many."""
+    """What the encoding's runs say about `claim`, in three verdicts: of the languages predicted not
+    expressible, on how many the failure the theory guarantees was found (refuted) and on how many it
+    was not (every seed right at every tested length: the claim's open cases); of those predicted
+    expressible, how many some seed learned, and how many none did, split by whether training fit
+    its training lengths (an unlearned expressible language is the recipe's failure, not the
+    theory's)."""
     from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED
+    from formal_rope.theory import EXPRESSIBLE, NOT_EXPRESSIBLE
 
     rows = [row for row in agreement.rows if row.encoding == encoding]
     if not rows:
         return f"{claim} was not tested (no {encoding} runs)."
     found = [item for item in agreement.disagreements if item.encoding == encoding]
-    learned = sum(item.kind == LEARNED for item in found)
-    missed = sum(item.kind == NOT_LEARNED for item in found)
-    languages = sum(row.languages for row in rows)
-    if not found:
-        return f"{claim} holds on all {languages} languages: no disagreement."
-    return (f"{claim} does not hold on {len(found)} of {languages} languages: {learned} predicted not expressible "
-            f"but learned at every tested length, {missed} predicted expressible but learned by no seed.")
+    standing = [item for item in found if item.kind == LEARNED]
+    missed = [item for item in found if item.kind == NOT_LEARNED]
+    by_verdict = {row.predicted: row for row in rows}
+    parts = []
+    impossible = by_verdict.get(NOT_EXPRESSIBLE)
+    if impossible is not None:
+        shown = ", ".join(f"`{item.language}`" for item in standing)
+        parts.append(f"of {impossible.languages} languages predicted not expressible, a failure was found on "
+                     f"{impossible.languages - len(standing)} (refuted, as the theory says)"
+                     + (f" and not found on {len(standing)} ({shown}: every seed right at every tested length; "
+                        "see the blind-spot check below)" if standing else ", on every one"))
+    possible = by_verdict.get(EXPRESSIBLE)
+    if possible is not None:
+        fit = sum(any(run.get("fit") for run in item.runs) for item in missed)
+        parts.append(f"of {possible.languages} predicted expressible, {possible.languages - len(missed)} were learned "
+                     f"by some seed" + (f" and {len(missed)} by none ({fit} fit their training lengths and failed "
+                                         f"beyond them, {len(missed) - fit} never fit them: the training recipe's "
+                                         "failures, which the theory does not predict either way)" if missed else ""))
+    return f"{claim}: " + "; ".join(parts) + "."
 
 
 def planned_languages(results: Path) -> int | None:
@@ -121,7 +142,19 @@ def regenerate(text: str, results: Path, figure: Path | None, figure_link: str =
     text = replaced(text, "atlas results", results_markdown(agreement, figure_link))
     if "<!-- atlas follow-up -->" in text:  # a page without the block (an older one) keeps its shape
         text = replaced(text, "atlas follow-up", follow_up_markdown(outcomes))
+    if "<!-- atlas blind spots -->" in text:
+        text = replaced(text, "atlas blind spots", blind_spots_text(results / BLIND_SPOTS))
     return text
+
+
+def blind_spots_text(folder: Path) -> str:
+    """The blind-spot check's table (`formal_rope.atlas.render.blind_spot_markdown`) from `folder`."""
+    from formal_rope.atlas.render import blind_spot_markdown
+    from formal_rope.sweeps.results import read_results
+
+    if not (folder / "runs").is_dir() or not any((folder / "runs").glob("*.parquet")):
+        return f"No blind-spot runs in `{folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder}` yet.\n"
+    return blind_spot_markdown(read_results(folder))
 
 
 def main() -> int:

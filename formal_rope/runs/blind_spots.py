@@ -45,6 +45,23 @@ def family_for(config: RunConfig, dfa, resolved_periods=None):
     return witness_family(dfa, family_modulus(resolved_periods or config.periods) if periodic else 1)
 
 
+def score_family(decide, family, dfa, max_length: int) -> FamilyTest:
+    """Score a classifier on `family`'s strings up to `max_length`, length by length: decide(symbols
+    (n, L)) -> bool (n,), accept. Stops after the shortest length with a misclassified string."""
+    listed = family_strings(family, dfa, int(max_length))
+    lengths = listed.lengths
+    refuted_at, failure = None, None
+    for length in sorted(set(lengths.tolist())):
+        rows = np.flatnonzero(lengths == length)
+        symbols = np.array([listed.strings[row] for row in rows], dtype=np.int64).reshape(len(rows), length)
+        wrong = np.flatnonzero(np.asarray(decide(symbols), dtype=bool) != listed.labels[rows])
+        if wrong.size:
+            refuted_at, failure = int(length), family.word(listed.strings[rows[wrong[0]]])
+            break  # the shortest failing length is known; longer strings cannot change it
+    tried = int(np.sum(lengths <= refuted_at)) if refuted_at is not None else len(lengths)
+    return FamilyTest(family.describe(), tried, refuted_at, failure)
+
+
 def family_test(model, config: RunConfig, dfa, resolved_periods=None, *, device="cpu", threads=None,
                 max_length: int | None = None) -> FamilyTest | None:
     """Score a single-run `model` on the family of `family_for` (None when there is none), every
@@ -53,19 +70,11 @@ def family_test(model, config: RunConfig, dfa, resolved_periods=None, *, device=
     if family is None:
         return None
     longest = int(max_length if max_length is not None else max(config.tested_lengths()))
-    listed = family_strings(family, dfa, longest)
-    lengths = listed.lengths
-    refuted_at, failure = None, None
-    for length in sorted(set(lengths.tolist())):
-        rows = np.flatnonzero(lengths == length)
-        symbols = np.array([listed.strings[row] for row in rows], dtype=np.int64).reshape(len(rows), length)
-        decisions = predict_pack(model, symbols, device=device, threads=threads)[0]
-        wrong = np.flatnonzero(decisions != listed.labels[rows])
-        if wrong.size:
-            refuted_at, failure = int(length), family.word(listed.strings[rows[wrong[0]]])
-            break  # the shortest failing length is known; longer strings cannot change it
-    tried = int(np.sum(lengths <= refuted_at)) if refuted_at is not None else len(lengths)
-    return FamilyTest(family.describe(), tried, refuted_at, failure)
+
+    def decide(symbols):
+        return predict_pack(model, symbols, device=device, threads=threads)[0]
+
+    return score_family(decide, family, dfa, longest)
 
 
 def test_coverage(config: RunConfig, dfa) -> TransitionCoverage | None:

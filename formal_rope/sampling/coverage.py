@@ -166,13 +166,16 @@ def takeable(dfa: DFA, accepted: bool, max_length: int, transitions: np.ndarray 
     return exists
 
 
-def rotation(candidates: np.ndarray, slots: int, length: int) -> np.ndarray:
-    """`slots` of `candidates` (indices), consecutive from an offset that moves `slots` per length
-    (wrapping, repeating when there are fewer candidates than slots)."""
+def rotation(candidates: np.ndarray, slots: int, length: int, total: int) -> np.ndarray:
+    """`slots` of `candidates` (sorted indices into `total` transitions): the first ones at or after
+    an offset into all `total` that moves `slots` per length (wrapping, repeating when there are
+    fewer candidates than slots). The offset moves through every transition's index whichever are
+    takeable at a length, so consecutive lengths take consecutive transitions."""
     if slots <= 0 or not len(candidates):
         return np.empty(0, dtype=np.int64)
-    offset = (int(length) * slots) % len(candidates)
-    return np.asarray(candidates)[(offset + np.arange(slots)) % len(candidates)]
+    offset = (int(length) * slots) % max(1, int(total))
+    first = int(np.searchsorted(candidates, offset))
+    return np.asarray(candidates)[(first + np.arange(slots)) % len(candidates)]
 
 
 def draw_taking(dfa: DFA, transitions: np.ndarray, lengths: np.ndarray, accepted: bool,
@@ -239,7 +242,7 @@ class CoveragePlan:
     def chosen(self, length: int, accepted: bool, slots: int) -> np.ndarray:
         """The transitions (k, 2) of a length's `slots` coverage strings of one label."""
         candidates = np.flatnonzero(self.exists[accepted][:, length])
-        return self.transitions[rotation(candidates, slots, length)]
+        return self.transitions[rotation(candidates, slots, length, len(self.transitions))]
 
     def rows(self, requests, seed: int) -> list[CoverageRows]:
         """The coverage strings of several lengths, `requests` = [(length, n_positive, n_negative)]:
