@@ -269,7 +269,8 @@ class CoveragePlan:
             symbols = draw_taking(self.dfa, transitions, lengths, accepted, uniforms, self.max_length)
             parts, column = [], 0
             for length, chosen, _ in items:
-                parts.append((symbols[column: column + len(chosen), :length], chosen))
+                part = symbols[column: column + len(chosen), :length] if len(chosen) else np.empty((0, length), np.int64)
+                parts.append((part, chosen))
                 column += len(chosen)
             drawn[accepted] = parts
         return [CoverageRows(positive[0], negative[0], positive[1], negative[1])

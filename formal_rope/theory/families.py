@@ -122,20 +122,18 @@ class FamilyStrings:
 
 
 def family_strings(family: WitnessFamily, dfa: DFA, max_length: int) -> FamilyStrings:
-    """Both strings of every pair m = 0, 1, ... no longer than `max_length`, labelled by `dfa` (the
-    two of a pair always differ)."""
+    """Both strings of every pair m = 0, 1, ... whose strings are no longer than `max_length`,
+    labelled by `dfa` (the two of a pair always differ), pair by pair."""
     from formal_rope.automata.membership import accepts_encoded
 
     strings, ms = [], []
     m = 0
     while True:
         first, second = family.pair(m)
-        if len(second) > max_length:
+        if max(len(first), len(second)) > max_length:
             break
-        for word in (first, second):
-            if len(word) <= max_length:
-                strings.append(word)
-                ms.append(m)
+        strings += [first, second]
+        ms += [m, m]
         m += 1
     labels = np.zeros(len(strings), dtype=bool)
     for length in sorted({len(word) for word in strings}):
