@@ -59,7 +59,7 @@ def claim_sentence(agreement, encoding: str, claim: str) -> str:
         parts.append(f"of {impossible.languages} languages predicted not expressible, a failure was found on "
                      f"{impossible.languages - len(standing)} (refuted, as the theory says)"
                      + (f" and not found on {len(standing)} ({shown}: every seed right at every tested length; "
-                        "see the blind-spot check below)" if standing else ", on every one"))
+                        "the follow-up and the blind-spot check below look again)" if standing else ", on every one"))
     possible = by_verdict.get(EXPRESSIBLE)
     if possible is not None:
         fit = sum(any(run.get("fit") for run in item.runs) for item in missed)
@@ -97,11 +97,43 @@ def follow_up_sentence(outcomes) -> str:
     return ("Followed up: " + "; ".join(parts) + " (below).") if parts else ""
 
 
-def verdict_paragraph(agreement, planned: int | None = None, outcomes=()) -> str:
+def blind_spot_sentence(folder: Path) -> str:
+    """What the blind-spot check in `folder` found, per (language, encoding, sampling mode): refuted
+    (the shortest failure and its string) or held ("" without runs there)."""
+    from formal_rope.atlas.agreement import REFUTED, run_outcomes
+    from formal_rope.sweeps.results import read_results
+
+    if not (folder / "runs").is_dir() or not any((folder / "runs").glob("*.parquet")):
+        return ""
+    cells: dict = {}
+    for outcome in run_outcomes(read_results(folder).runs):
+        cells.setdefault((outcome.language, outcome.encoding, outcome.sampling), []).append(outcome)
+    parts = []
+    for (language, encoding, sampling), outcomes in sorted(cells.items()):
+        refuted = [o for o in outcomes if o.verdict == REFUTED]
+        name = f"{encoding} on `{Path(language).name.removesuffix('.att')}` ({sampling} sampling)"
+        if not refuted:
+            parts.append(f"{name} held on {len(outcomes)} of {len(outcomes)} runs, the theory's family included")
+            continue
+        failures = []
+        for o in refuted:
+            if o.refuted_at is not None and (o.n_star_worst is None or o.refuted_at <= o.n_star_worst):
+                failures.append((o.refuted_at, o.family_failure, "the theory's family"))
+            elif o.worst_failure:
+                failures.append((len(o.worst_failure), o.worst_failure, "the search"))
+        length, string, by = min(failures) if failures else (None, None, None)
+        shown = f"; shortest failure at length {length}, found by {by}: `{string}`" if string else ""
+        parts.append(f"{name} was refuted on {len(refuted)} of {len(outcomes)} runs{shown}")
+    return "Evaluated again (below): " + "; ".join(parts) + "."
+
+
+def verdict_paragraph(agreement, planned: int | None = None, outcomes=(), blind_spots: str = "") -> str:
     sentences = [claim_sentence(agreement, encoding, claim) for encoding, claim in CLAIMS.items()]
     followed = follow_up_sentence(list(outcomes)) if outcomes else ""
     if followed:
         sentences.append(followed)
+    if blind_spots:
+        sentences.append(blind_spots)
     scope = f"{agreement.languages} languages, {agreement.runs} runs"
     if planned is not None and agreement.languages < planned:
         return (f"**A partial atlas so far** ({scope}; {planned} languages planned: the same command resumes it, "
@@ -138,7 +170,8 @@ def regenerate(text: str, results: Path, figure: Path | None, figure_link: str =
     outcomes = follow_up_of(results, agreement)
     if figure is not None:
         write_figure(agreement, figure, title="the atlas: success rate by class and encoding")
-    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results), outcomes))
+    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results), outcomes,
+                                                             blind_spot_sentence(results / BLIND_SPOTS)))
     text = replaced(text, "atlas results", results_markdown(agreement, figure_link))
     if "<!-- atlas follow-up -->" in text:  # a page without the block (an older one) keeps its shape
         text = replaced(text, "atlas follow-up", follow_up_markdown(outcomes))

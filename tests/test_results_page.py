@@ -165,8 +165,13 @@ def test_atlas_agreement_section_renders_from_the_atlas_columns(folder):
     assert len(rows) == 2
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
     # RoPE_P reaches the longest test length (500) on every run; no other encoding does.
-    assert cells[0] == ["classes", "fails", "18", "2", "0/18", f"{np.mean([41, 51, 61] * 2 + [60] * 12):.1f}"]
-    assert cells[1] == ["classes", "learns", "6", "2", "6/6", "500.0"]
+    # "refuted" counts runs predicted not_expressible that did not reach it (none here: other labels).
+    assert cells[0] == ["classes", "fails", "18", "2", "0/18", "–", f"{np.mean([41, 51, 61] * 2 + [60] * 12):.1f}"]
+    assert cells[1] == ["classes", "learns", "6", "2", "6/6", "–", "500.0"]
+    refuted = atlas_agreement_section(with_atlas.assign(predicted=np.where(runs["pe"] == "rope_p", "expressible",
+                                                                            "not_expressible")))
+    refuted_cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", refuted)[1:]]
+    assert refuted_cells[1][5] == "18"  # every not_expressible run failed before 500: refuted
     text = render_page(replace(report, runs=with_atlas), read_results(folder).evals, title="t", atlas=True)
     assert '<section id="atlas"' in text and "predicted by" in text
     assert '<section id="atlas"' not in render_page(replace(report, runs=with_atlas), read_results(folder).evals,

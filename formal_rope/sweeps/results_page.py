@@ -410,6 +410,9 @@ _RUN_COLUMNS = (  # (column, header, digits) of the runs tables; columns a folde
     ("variant", "variant", None), ("status", "status", None), ("n_star", "N*", 0), ("n_star_worst", "worst N*", 0),
     ("accuracy", "accuracy", 3), ("nnch_accuracy", "NNCH", 3), ("first_failure", "first failing string", None),
     ("worst_failure", "worst-case string", None), ("worst_failure_margin", "worst margin", 3),
+    ("sampling", "sampling", None), ("test_transitions_covered", "test transitions", None),
+    ("refuted_at", "family refuted at", None), ("family_failure", "family string", None),
+    ("final_train_accuracy", "final train acc", 3),
     ("steps_done", "steps", None), ("final_loss", "final loss", 4), ("wall_s", "wall s", 1),
     ("predicted", "predicted", None), ("predicted_by", "predicted by", None), ("run_id", "run id", None),
 )
@@ -425,7 +428,9 @@ def _runs_table(runs, table_id: str) -> str:
             value = run[name]
             if not _present(value):
                 cells.append(("–", None))
-            elif name in ("first_failure", "worst_failure"):
+            elif name == "test_transitions_covered" and _present(run.get("test_transitions")):
+                cells.append((f"{int(value)}/{int(run['test_transitions'])}", float(value)))
+            elif name in ("first_failure", "worst_failure", "family_failure"):
                 text = str(value)
                 shown = text if len(text) <= SHOWN_STRING else text[:SHOWN_STRING - 1] + "…"
                 cells.append((f'<code title="{_e(text)}">{_e(shown or "ε")}</code> <span class="meta">(len '
@@ -501,7 +506,12 @@ def atlas_agreement_section(runs) -> str:
         return ""
     frame = runs[runs["predicted"].notna()]
     longest = frame["test_max_length"].astype(float) if "test_max_length" in frame.columns else None
-    reached = (frame["n_star"].astype(float) >= longest) if longest is not None else None
+    measured = frame["n_star"].astype(float)
+    if "n_star_worst" in frame.columns:  # the worst-case N* where the run was searched
+        measured = frame["n_star_worst"].astype(float).fillna(measured)
+    reached = (measured >= longest) if longest is not None else None
+    if reached is not None and "refuted_at" in frame.columns:  # a misclassified family string is a failure
+        reached = reached & frame["refuted_at"].isna()
     body = []
     for (predictor, predicted), group in frame.groupby(["predicted_by", "predicted"], dropna=False, sort=True):
         successes = int(reached.loc[group.index].sum()) if reached is not None else 0
@@ -509,11 +519,16 @@ def atlas_agreement_section(runs) -> str:
         body.append([
             (_e(predictor if _present(predictor) else "–"), None), (_e(predicted), None),
             (str(len(group)), len(group)), (str(group["language"].nunique()), group["language"].nunique()),
-            (f"{successes}/{len(group)}", successes / len(group)), _number(mean, 1),
+            (f"{successes}/{len(group)}", successes / len(group)),
+            (str(len(group) - successes) if predicted == "not_expressible" else "–",
+             float(len(group) - successes) if predicted == "not_expressible" else None),
+            _number(mean, 1),
         ])
-    headers = ["predicted by", "predicted", "runs", "languages", "reached max", "N* mean"]
-    return ('<p class="note">The atlas\'s prediction for each run beside what training reached.</p>'
-            + _table("atlas-table", headers, body))
+    headers = ["predicted by", "predicted", "runs", "languages", "reached max", "refuted", "N* mean"]
+    return ('<p class="note">The atlas\'s prediction for each run beside what training reached (worst-case N* '
+            'where searched; a misclassified string of the theory\'s family counts as a failure). A run predicted '
+            'not expressible that did not reach the longest length is refuted: the failure the theory guarantees '
+            'was found.</p>' + _table("atlas-table", headers, body))
 
 
 # ----------------------------------------------------------------------------------------------
