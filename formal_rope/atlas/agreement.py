@@ -207,8 +207,10 @@ def run_outcomes(runs) -> list[RunOutcome]:
             n_star=None if n_star is None else int(n_star), n_star_worst=None if worst is None else int(worst),
             longest=int(longest), learned=right,
             worst_failure=cell_value(row.get("worst_failure")), mlregtest_class=mlregtest, logic_class=logic,
-            refuted_at=None if refuted_at is None else int(refuted_at), family_failure=cell_value(row.get("family_failure")),
-            family_strings_tried=None if tried is None else int(tried), sampling=config.sampling, fit=fit, fit_by=fit_by,
+            refuted_at=None if refuted_at is None else int(refuted_at),
+            family_failure=cell_value(row.get("family_failure")),
+            family_strings_tried=None if tried is None else int(tried), sampling=config.sampling, fit=fit,
+            fit_by=fit_by,
         ))
     return outcomes
 

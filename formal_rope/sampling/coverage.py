@@ -12,13 +12,14 @@ That draw is exact: it walks the product of the DFA with a "taken" bit (`taken_g
 (state, not yet) and (state, taken); the bit turns on when the run takes t), whose paths from
 (start, not yet) to (final, taken) are exactly those strings, one each, with the walker of
 `sampling.walker` (uniform over paths). The products of many transitions are one graph (disjoint
-copies), so one count table and one walk serve the strings of all of them. Which transitions a length holds strings for (with a label)
-is decided exactly without that table, from forward reachability (some string of length i reaches q)
-and the label's backward counts (some string of length r leads from q·a to the label), convolved
-over the position of t (`takeable`).
+copies), so one count table and one walk serve the strings of all of them. Which transitions a
+length holds strings for (with a label) is decided exactly without that table, from forward
+reachability (some string of length i reaches q) and the label's backward counts (some string of
+length r leads from q·a to the label), convolved over the position of t (`takeable`).
 
 Which transitions a test length draws: the takeable ones of each label, in (state, symbol) order,
-from an offset that moves with the length (`rotation`), so consecutive lengths take consecutive
+from an offset into all transitions that moves with the length (`rotation`), so consecutive lengths
+take consecutive
 transitions and a test range longer than |transitions| / slots visits every one of them. Training
 batches draw a transition uniformly among those takeable at some training length, then a length
 uniformly among those where it is. Everything is seeded; nothing here reads a global.
@@ -179,7 +180,8 @@ def rotation(candidates: np.ndarray, slots: int, length: int, total: int) -> np.
 
 
 def draw_taking(dfa: DFA, transitions: np.ndarray, lengths: np.ndarray, accepted: bool,
-                uniforms: np.ndarray, table_length: int | None = None, universe: np.ndarray | None = None) -> np.ndarray:
+                uniforms: np.ndarray, table_length: int | None = None,
+                universe: np.ndarray | None = None) -> np.ndarray:
     """One string per row: of length `lengths[i]`, with the label, taking `transitions[i]`, drawn
     uniformly among such strings (a walk of the taken-bit product, `taken_graph`; the distinct
     transitions are walked together, in groups whose count table fits _GROUP_ENTRIES). uniforms:
@@ -269,7 +271,8 @@ class CoveragePlan:
             symbols = draw_taking(self.dfa, transitions, lengths, accepted, uniforms, self.max_length)
             parts, column = [], 0
             for length, chosen, _ in items:
-                part = symbols[column: column + len(chosen), :length] if len(chosen) else np.empty((0, length), np.int64)
+                part = (symbols[column: column + len(chosen), :length] if len(chosen)
+                        else np.empty((0, length), np.int64))
                 parts.append((part, chosen))
                 column += len(chosen)
             drawn[accepted] = parts

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
-from formal_rope.classes.classify import format_word
 from formal_rope.automata.ops import minimize
+from formal_rope.classes.classify import format_word
 from formal_rope.classes.podfa import access_word, block_cycle
 
 
