@@ -19,8 +19,8 @@ length r leads from q·a to the label), convolved over the position of t (`takea
 
 Which transitions a test length draws: the takeable ones of each label, in (state, symbol) order,
 from an offset into all transitions that moves with the length (`rotation`), so consecutive lengths
-take consecutive
-transitions and a test range longer than |transitions| / slots visits every one of them. Training
+take consecutive transitions and a test range longer than |transitions| / slots visits every one of
+them. Training
 batches draw a transition uniformly among those takeable at some training length, then a length
 uniformly among those where it is. Everything is seeded; nothing here reads a global.
 """
