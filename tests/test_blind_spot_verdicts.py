@@ -69,7 +69,7 @@ def test_three_verdicts_and_fit():
     assert (rows["expressible"].missed_fit_runs, rows["expressible"].missed_unfit_runs) == (1, 1)
     text = agreement_markdown(agreement)
     assert "| nope | expressible | 0 | 0/2 | 1 / 1 |" in text
-    assert "training fit (final loss < 0.01)" in text and "training did not fit" in text
+    assert "training fit (final loss < 0.01)" in text and "training did not fit (final training accuracy < 99%)" in text
     # without the family failure the language is a standing "not expressible, learned"
     held = runs.assign(refuted_at=[None] * 4)
     assert LEARNED in {item.kind for item in agreement_of(Results(held, pd.DataFrame())).disagreements}

@@ -71,8 +71,12 @@ def _run_evidence(run: dict, kind: str) -> str:
         text += (f", the theory's family held on {run['family_strings_tried']} strings" if run.get("refuted_at") is None
                  else f", refuted by the family at length {run['refuted_at']}: {run['family_failure']!r}")
     if kind == NOT_LEARNED and run.get("fit") is not None:
-        text += ", training fit" if run["fit"] else ", training did not fit"
-        text += " (final loss < 0.01)" if run.get("fit_by") == "final loss" else ""
+        by_loss = run.get("fit_by") == "final loss"
+        if run["fit"]:
+            text += ", training fit" + (" (final loss < 0.01)" if by_loss else " (final training accuracy ≥ 99%)")
+        else:
+            text += ", training did not fit" + (" (final loss ≥ 0.01)" if by_loss
+                                                else " (final training accuracy < 99%)")
     return text
 
 
