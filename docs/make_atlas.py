@@ -11,7 +11,9 @@ breadth and scale) and between `<!-- atlas results -->` and `<!-- end atlas resu
 agreement tables, per-class tables, disagreements and the figure, docs/img/atlas.png), all from
 `formal_rope.atlas.agreement` (what `formalrope atlas --report-only` prints), and between `<!-- atlas
 follow-up -->` and its end the follow-up of the disagreements (`formal_rope.atlas.follow_up`: what
-`formalrope atlas --follow-up` prints). `--check` only says
+`formalrope atlas --follow-up` prints), and between `<!-- atlas blind spots -->` and its end the
+blind-spot check of `atlas/results/blind-spots` (`formal_rope.atlas.render.blind_spot_markdown`).
+`--check` only says
 whether the page would change (exit 1 if it would).
 """
 
@@ -28,25 +30,44 @@ sys.path.insert(0, str(ROOT))  # the checkout's package, installed or not
 RESULTS = ROOT / "atlas" / "results"
 PAGE = ROOT / "docs" / "atlas.md"
 FIGURE = ROOT / "docs" / "img" / "atlas.png"
+BLIND_SPOTS = "blind-spots"  # the blind-spot check's results, inside the atlas's folder
 # encoding -> the claim its runs test
 CLAIMS = {"nope": "NoPE = LTL[P] (Li & Cotterell 2025)", "rope_p": "RoPE_P = LTL[P,MOD] (core paper Thm 3.1)"}
 
 
 def claim_sentence(agreement, encoding: str, claim: str) -> str:
-    """Whether `claim` held on the encoding's runs: no disagreement of either kind, or how many."""
+    """What the encoding's runs say about `claim`, in three verdicts: of the languages predicted not
+    expressible, on how many the failure the theory guarantees was found (refuted) and on how many it
+    was not (every seed right at every tested length: the claim's open cases); of those predicted
+    expressible, how many some seed learned, and how many none did, split by whether training fit
+    its training lengths (an unlearned expressible language is the recipe's failure, not the
+    theory's)."""
     from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED
+    from formal_rope.theory import EXPRESSIBLE, NOT_EXPRESSIBLE
 
     rows = [row for row in agreement.rows if row.encoding == encoding]
     if not rows:
         return f"{claim} was not tested (no {encoding} runs)."
     found = [item for item in agreement.disagreements if item.encoding == encoding]
-    learned = sum(item.kind == LEARNED for item in found)
-    missed = sum(item.kind == NOT_LEARNED for item in found)
-    languages = sum(row.languages for row in rows)
-    if not found:
-        return f"{claim} holds on all {languages} languages: no disagreement."
-    return (f"{claim} does not hold on {len(found)} of {languages} languages: {learned} predicted not expressible "
-            f"but learned at every tested length, {missed} predicted expressible but learned by no seed.")
+    standing = [item for item in found if item.kind == LEARNED]
+    missed = [item for item in found if item.kind == NOT_LEARNED]
+    by_verdict = {row.predicted: row for row in rows}
+    parts = []
+    impossible = by_verdict.get(NOT_EXPRESSIBLE)
+    if impossible is not None:
+        shown = ", ".join(f"`{item.language}`" for item in standing)
+        parts.append(f"of {impossible.languages} languages predicted not expressible, a failure was found on "
+                     f"{impossible.languages - len(standing)} (refuted, as the theory says)"
+                     + (f" and not found on {len(standing)} ({shown}: every seed right at every tested length; "
+                        "the follow-up and the blind-spot check below look again)" if standing else ", on every one"))
+    possible = by_verdict.get(EXPRESSIBLE)
+    if possible is not None:
+        fit = sum(any(run.get("fit") for run in item.runs) for item in missed)
+        parts.append(f"of {possible.languages} predicted expressible, {possible.languages - len(missed)} were learned "
+                     f"by some seed" + (f" and {len(missed)} by none ({fit} fit their training lengths and failed "
+                                         f"beyond them, {len(missed) - fit} never fit them: the training recipe's "
+                                         "failures, which the theory does not predict either way)" if missed else ""))
+    return f"{claim}: " + "; ".join(parts) + "."
 
 
 def planned_languages(results: Path) -> int | None:
@@ -76,11 +97,43 @@ def follow_up_sentence(outcomes) -> str:
     return ("Followed up: " + "; ".join(parts) + " (below).") if parts else ""
 
 
-def verdict_paragraph(agreement, planned: int | None = None, outcomes=()) -> str:
+def blind_spot_sentence(folder: Path) -> str:
+    """What the blind-spot check in `folder` found, per (language, encoding, sampling mode): refuted
+    (the shortest failure and its string) or held ("" without runs there)."""
+    from formal_rope.atlas.agreement import REFUTED, run_outcomes
+    from formal_rope.sweeps.results import read_results
+
+    if not (folder / "runs").is_dir() or not any((folder / "runs").glob("*.parquet")):
+        return ""
+    cells: dict = {}
+    for outcome in run_outcomes(read_results(folder).runs):
+        cells.setdefault((outcome.language, outcome.encoding, outcome.sampling), []).append(outcome)
+    parts = []
+    for (language, encoding, sampling), outcomes in sorted(cells.items()):
+        refuted = [o for o in outcomes if o.verdict == REFUTED]
+        name = f"{encoding} on `{Path(language).name.removesuffix('.att')}` ({sampling} sampling)"
+        if not refuted:
+            parts.append(f"{name} held on {len(outcomes)} of {len(outcomes)} runs, the theory's family included")
+            continue
+        failures = []
+        for o in refuted:
+            if o.refuted_at is not None and (o.n_star_worst is None or o.refuted_at <= o.n_star_worst):
+                failures.append((o.refuted_at, o.family_failure, "the theory's family"))
+            elif o.worst_failure:
+                failures.append((len(o.worst_failure), o.worst_failure, "the search"))
+        length, string, by = min(failures) if failures else (None, None, None)
+        shown = f"; shortest failure at length {length}, found by {by}: `{string}`" if string else ""
+        parts.append(f"{name} was refuted on {len(refuted)} of {len(outcomes)} runs{shown}")
+    return "Evaluated again (below): " + "; ".join(parts) + "."
+
+
+def verdict_paragraph(agreement, planned: int | None = None, outcomes=(), blind_spots: str = "") -> str:
     sentences = [claim_sentence(agreement, encoding, claim) for encoding, claim in CLAIMS.items()]
     followed = follow_up_sentence(list(outcomes)) if outcomes else ""
     if followed:
         sentences.append(followed)
+    if blind_spots:
+        sentences.append(blind_spots)
     scope = f"{agreement.languages} languages, {agreement.runs} runs"
     if planned is not None and agreement.languages < planned:
         return (f"**A partial atlas so far** ({scope}; {planned} languages planned: the same command resumes it, "
@@ -117,11 +170,24 @@ def regenerate(text: str, results: Path, figure: Path | None, figure_link: str =
     outcomes = follow_up_of(results, agreement)
     if figure is not None:
         write_figure(agreement, figure, title="the atlas: success rate by class and encoding")
-    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results), outcomes))
+    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results), outcomes,
+                                                             blind_spot_sentence(results / BLIND_SPOTS)))
     text = replaced(text, "atlas results", results_markdown(agreement, figure_link))
     if "<!-- atlas follow-up -->" in text:  # a page without the block (an older one) keeps its shape
         text = replaced(text, "atlas follow-up", follow_up_markdown(outcomes))
+    if "<!-- atlas blind spots -->" in text:
+        text = replaced(text, "atlas blind spots", blind_spots_text(results / BLIND_SPOTS))
     return text
+
+
+def blind_spots_text(folder: Path) -> str:
+    """The blind-spot check's table (`formal_rope.atlas.render.blind_spot_markdown`) from `folder`."""
+    from formal_rope.atlas.render import blind_spot_markdown
+    from formal_rope.sweeps.results import read_results
+
+    if not (folder / "runs").is_dir() or not any((folder / "runs").glob("*.parquet")):
+        return f"No blind-spot runs in `{folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder}` yet.\n"
+    return blind_spot_markdown(read_results(folder))
 
 
 def main() -> int:

@@ -98,7 +98,7 @@ def test_agreement_per_class(synthetic):
 def test_report_and_figure(synthetic, tmp_path):
     agreement = read_agreement(synthetic)
     text = agreement_markdown(agreement)
-    assert "| nope | not_expressible | 2/4 (1 failed) | 50% |" in text
+    assert "| nope | not_expressible | 2 | 2/4 (1 failed) | – | 50% |" in text  # 2 refuted, 2 learned
     assert f"**{LEARNED}**: 1" in text and "`Σ*a`" in text
     labels, rates, texts = figure_cells(agreement)
     assert labels[:1] and rates[labels.index("LTL[P]")][0] == 1.0 and texts[labels.index("LTL[P]")][0].startswith("yes")
@@ -232,8 +232,9 @@ def test_make_atlas_regenerates_the_page(synthetic, tmp_path):
     page = ("# The atlas\n\n<!-- atlas verdict -->\nnot run yet\n<!-- end atlas verdict -->\n\n## Results\n\n"
             "<!-- atlas results -->\n<!-- end atlas results -->\n")
     text = module.regenerate(page, synthetic, tmp_path / "atlas.png")
-    assert "NoPE = LTL[P] (Li & Cotterell 2025) does not hold on 1 of 3 languages: 1 predicted not expressible" \
-        in text
+    assert "NoPE = LTL[P] (Li & Cotterell 2025): of 2 languages predicted not expressible, a failure was found on 1 " \
+        "(refuted, as the theory says) and not found on 1 (`Σ*a`" in text
+    assert "does not hold" not in text
     assert "### Agreement per encoding" in text and "![Success rate" in text and (tmp_path / "atlas.png").is_file()
     assert module.regenerate(text, synthetic, None) == text  # stable: --check sees no change
     assert (REPO / "docs" / "atlas.md").read_text().count("<!-- atlas results -->") == 1

@@ -14,7 +14,11 @@ from formal_rope.sweeps.results import load_results, read_results, write_run
 from formal_rope.training.config import LengthResult, RunConfig, RunResult
 from tests.cli_support import run_main
 
-WORST_CASE_COLUMNS = ("n_star_worst", "worst_failure", "worst_failure_margin", "worst_strings_tried")
+# Columns written after NNCH's score (old files lack them; pandas would rewrite their nullable
+# integers as float64, which the reader refuses as a hand-made file).
+WORST_CASE_COLUMNS = ("n_star_worst", "worst_failure", "worst_failure_margin", "worst_strings_tried",
+                      "family", "family_strings_tried", "refuted_at", "family_failure", "test_transitions_covered",
+                      "test_transitions", "final_train_accuracy")
 
 
 def _result(config, accuracies, complete, nnch):

@@ -173,9 +173,16 @@ def test_atlas_agreement_section_renders_from_the_atlas_columns(folder):
     assert cells == [[html.escape(text) for text in row] for row in expected]
     assert [row[0] for row in cells] == sorted({row[0] for row in cells}, key=[row[0] for row in cells].index)
     # RoPE_P reaches the longest test length (500) on every run; no other encoding does.
-    learned = {row[0]: row[2] for row in cells}
+    learned = {row[0]: row[header.index("learned")] for row in cells}
     assert learned["rope_p"] == "6/6" and all(value.startswith("0/") for key, value in learned.items()
                                               if key != "rope_p")
+    # a run predicted not expressible that did not reach the longest length is refuted
+    refuted_runs = atlas_agreement_section(with_atlas.assign(
+        predicted=np.where(runs["pe"] == "rope_p", "expressible", "not_expressible")))
+    refuted_cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", refuted_runs)[1:]]
+    refuted = {row[0]: row[header.index("refuted")] for row in refuted_cells}
+    expected_refuted = {pe: str(count) for pe, count in runs[runs["pe"] != "rope_p"]["pe"].value_counts().items()}
+    assert refuted == {"rope_p": "0", **expected_refuted}
     text = render_page(replace(report, runs=with_atlas), read_results(folder).evals, title="t", atlas=True)
     assert '<section id="atlas"' in text and "run rate" in text
     assert '<section id="atlas"' not in render_page(replace(report, runs=with_atlas), read_results(folder).evals,

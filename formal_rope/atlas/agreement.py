@@ -1,8 +1,15 @@
 """The agreement table: the theory's prediction beside what training reached, per encoding.
 
 A run's *outcome* is whether its worst-case N* (`n_star_worst`, `--eval worst-case`; the sampled N*
-where a run was not searched) reached the longest length it was tested on: "learned at every tested
-length". Failed runs measured nothing and are left out (counted apart). For each encoding:
+where a run was not searched) reached the longest length it was tested on and, for a run scored on
+the theory's families (`runs.blind_spots`, runs predicted not expressible), no family string up to
+that length was misclassified (`refuted_at` null): "learned at every tested length". Its *verdict*
+is one of three (`RunOutcome.verdict`): **refuted** (predicted not expressible, and the failure the
+theory guarantees was found: by the search, the sampled test sets or a family), **learned**, **not
+learned** (predicted anything else and not learned; `fit` says whether training fit its training
+lengths: final training accuracy >= FIT_ACCURACY, or for runs written before it was kept, final
+loss < FIT_LOSS), so an optimisation failure, a generalisation failure and a real counterexample
+read apart. Failed runs measured nothing and are left out (counted apart). For each encoding:
 
 * **agreement rows** (`AgreementRow`): per predicted verdict, the runs and how many learned, and the
   languages and their mean success rate over seeds, each with the exact Clopper–Pearson interval
@@ -38,6 +45,15 @@ from formal_rope.training.config import RunConfig
 
 NOT_LEARNED = "expressible, not learned"
 LEARNED = "not expressible, learned"
+# A run's verdict (`RunOutcome.verdict`): the theory's failure found, every tested length right, or neither.
+REFUTED = "refuted"
+RIGHT = "learned"
+MISSED = "not learned"
+RUN_VERDICTS = (REFUTED, RIGHT, MISSED)
+# Whether training fit its training lengths: the final training accuracy (the curve's last point)
+# at least FIT_ACCURACY; runs written before it was recorded: final loss below FIT_LOSS.
+FIT_ACCURACY = 0.99
+FIT_LOSS = 0.01
 VERDICT_MARKS = {EXPRESSIBLE: "✓", BOUNDED: "≤N", NOT_EXPRESSIBLE: "✗", NO_PREDICTION: "?"}
 
 
@@ -59,6 +75,23 @@ class RunOutcome:
     worst_failure: str | None
     mlregtest_class: str | None
     logic_class: str | None
+    refuted_at: int | None = None  # the shortest misclassified family string's length (runs.blind_spots)
+    family_failure: str | None = None
+    family_strings_tried: int | None = None
+    sampling: str = "uniform"
+    fit: bool | None = None  # training fit its lengths (None: unknown)
+    fit_by: str | None = None  # "train accuracy" or "final loss" (written before training accuracy was kept)
+
+    @property
+    def verdict(self) -> str | None:
+        """REFUTED (predicted not expressible and a failure found: by the search, the sampled test
+        sets or the theory's families), RIGHT (right at every tested length and on the families up
+        to it), MISSED (neither); None for a failed run."""
+        if self.learned is None:
+            return None
+        if self.learned:
+            return RIGHT
+        return REFUTED if self.predicted == NOT_EXPRESSIBLE else MISSED
 
 
 @dataclass(frozen=True)
@@ -75,6 +108,9 @@ class AgreementRow:
     language_rate: float  # mean over languages of the per-language success rate
     language_interval: dict
     failed_runs: int
+    refuted_runs: int = 0  # predicted not expressible, failure found
+    missed_fit_runs: int = 0  # not learned, but training fit its lengths
+    missed_unfit_runs: int = 0  # not learned, training did not fit (or unknown)
 
 
 @dataclass(frozen=True)
@@ -114,10 +150,13 @@ class Agreement:
     runs: int
     languages: int
     searched: bool  # every measured run had the worst-case search
+    sampling: dict = None  # sampling mode -> runs whose data it drew
+    family_tested: int = 0  # runs scored on the theory's families
 
     def to_json(self) -> dict:
         return {"level": self.level, "encodings": list(self.encodings), "runs": self.runs,
-                "languages": self.languages, "searched": self.searched,
+                "languages": self.languages, "searched": self.searched, "sampling": self.sampling,
+                "family_tested": self.family_tested,
                 "agreement": [asdict(row) for row in self.rows], "classes": [asdict(row) for row in self.classes],
                 "disagreements": [asdict(item) for item in self.disagreements]}
 
@@ -160,15 +199,35 @@ def run_outcomes(runs) -> list[RunOutcome]:
         longest = max(config.tested_lengths())
         measured = worst if worst is not None else n_star
         failed = row["status"] == "failed" or measured is None
+        refuted_at = cell_value(row.get("refuted_at"))
+        right = None if failed else int(measured) >= longest and (refuted_at is None or int(refuted_at) > longest)
         mlregtest, logic = _language_classes(config.language, config.alphabet)
+        fit, fit_by = _fit(row)
+        tried = cell_value(row.get("family_strings_tried"))
         outcomes.append(RunOutcome(
             run_id=row["run_id"], language=config.language, encoding=encoding_label(config), seed=int(config.seed),
             predicted=predicted, predicted_by=predicted_by, status=row["status"],
             n_star=None if n_star is None else int(n_star), n_star_worst=None if worst is None else int(worst),
-            longest=int(longest), learned=None if failed else int(measured) >= longest,
+            longest=int(longest), learned=right,
             worst_failure=cell_value(row.get("worst_failure")), mlregtest_class=mlregtest, logic_class=logic,
+            refuted_at=None if refuted_at is None else int(refuted_at),
+            family_failure=cell_value(row.get("family_failure")),
+            family_strings_tried=None if tried is None else int(tried), sampling=config.sampling, fit=fit,
+            fit_by=fit_by,
         ))
     return outcomes
+
+
+def _fit(row: dict) -> tuple[bool | None, str | None]:
+    """Whether a run fit its training lengths, and by what: its final training accuracy (>= FIT_ACCURACY),
+    or for runs written before it was kept, its final loss (< FIT_LOSS)."""
+    accuracy = cell_value(row.get("final_train_accuracy"))
+    if accuracy is not None:
+        return float(accuracy) >= FIT_ACCURACY, "train accuracy"
+    loss = cell_value(row.get("final_loss"))
+    if loss is not None:
+        return float(loss) < FIT_LOSS, "final loss"
+    return None, None
 
 
 def _rate(values) -> float:
@@ -213,6 +272,9 @@ def _agreement_rows(outcomes, encodings, level: float) -> list[AgreementRow]:
                 languages_no_seed=sum(rate == 0 for rate in rates),
                 language_rate=_rate(rates), language_interval=_interval(rates, level),
                 failed_runs=len(chosen) - len(measured),
+                refuted_runs=sum(o.verdict == REFUTED for o in measured),
+                missed_fit_runs=sum(o.verdict == MISSED and bool(o.fit) for o in measured),
+                missed_unfit_runs=sum(o.verdict == MISSED and not o.fit for o in measured),
             ))
     return rows
 
@@ -250,7 +312,9 @@ def _disagreements(outcomes) -> list[Disagreement]:
         else:
             continue
         evidence = tuple({"run_id": o.run_id, "seed": o.seed, "n_star": o.n_star, "n_star_worst": o.n_star_worst,
-                          "longest": o.longest, "worst_failure": o.worst_failure}
+                          "longest": o.longest, "worst_failure": o.worst_failure, "refuted_at": o.refuted_at,
+                          "family_failure": o.family_failure, "family_strings_tried": o.family_strings_tried,
+                          "sampling": o.sampling, "fit": o.fit, "fit_by": o.fit_by}
                          for o in sorted(measured, key=lambda o: o.seed))
         found.append(Disagreement(kind, encoding, language, cell[0].predicted_by, cell[0].logic_class,
                                   cell[0].mlregtest_class, evidence))
@@ -271,6 +335,8 @@ def agreement_of(results, level: float = DEFAULT_LEVEL) -> Agreement:
         classes=tuple(_class_rows(outcomes, encodings)), disagreements=tuple(_disagreements(outcomes)),
         runs=len(outcomes), languages=len({o.language for o in outcomes}),
         searched=bool(measured) and all(o.n_star_worst is not None for o in measured),
+        sampling={mode: sum(o.sampling == mode for o in outcomes) for mode in sorted({o.sampling for o in outcomes})},
+        family_tested=sum(o.family_strings_tried is not None for o in outcomes),
     )
 
 

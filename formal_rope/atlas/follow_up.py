@@ -228,14 +228,17 @@ def follow_up_of(out: str | Path, agreement: Agreement | None = None,
         worst = _value(row, "n_star_worst")
         measured = worst if worst is not None else _value(row, "n_star")
         status = _value(row, "status")
-        learned = None if row is None or status == "failed" or measured is None else int(measured) >= longest
+        refuted_at = _value(row, "refuted_at")  # a misclassified string of the theory's family (runs.blind_spots)
+        learned = None if row is None or status == "failed" or measured is None else \
+            int(measured) >= longest and (refuted_at is None or int(refuted_at) > longest)
         outcomes.append(FollowUpOutcome(
             kind=entry["kind"], encoding=encoding_label(source_config), language=source_config.language,
             seed=int(source_config.seed), source_run_id=entry["source_run_id"], run_id=entry["run_id"],
             source_n_star_worst=evidence.get(entry["source_run_id"], {}).get("n_star_worst"),
             source_longest=int(max(source_config.tested_lengths())), status=status,
             n_star=_value(row, "n_star"), n_star_worst=worst, longest=int(longest), learned=learned,
-            worst_failure=_value(row, "worst_failure"), strings_tried=_value(row, "worst_strings_tried"),
+            worst_failure=_value(row, "worst_failure") or _value(row, "family_failure"),
+            strings_tried=_value(row, "worst_strings_tried"),
             model=f"{config.layers} layers, d_model {config.d_model}, {config.steps} steps",
         ))
     return outcomes

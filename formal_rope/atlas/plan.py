@@ -15,7 +15,11 @@ expressible" whatever the periods).
 The training recipe (`ATLAS_RECIPE`): all training negatives near-misses
 (`train_near_miss_fraction = 1`), under which RoPE_P reached N* = 500 on 5 of 5 seeds at periods 2
 and 3 (docs/findings.md, "Stable RoPE_P"), where the quick recipe's uniform negatives got 1 of 5 at
-period 3: inexpressibility is then less confounded with a failure to train.
+period 3: inexpressibility is then less confounded with a failure to train. And coverage sampling
+(`sampling.coverage`): training batches, test sets and so the worst-case search's seeds include
+strings that take every transition of the minimal DFA, rare ones included. The committed atlas in
+atlas/results was trained before coverage sampling existed, with uniform sampling (its runs' ids
+lack the field); a new atlas run gets coverage, and so another id.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from formal_rope.training.config import GLOBAL_WINDOW, POSITIONAL_ENCODINGS, Run
 from formal_rope.training.scales import SCALES
 
 DEFAULT_ENCODINGS = ("nope", "rope_p", "rope", "rope_w8+nope")
-ATLAS_RECIPE = {"train_near_miss_fraction": 1.0}
+ATLAS_RECIPE = {"train_near_miss_fraction": 1.0, "sampling": "coverage"}
 DEFAULT_BUDGET = 64  # worst-case search: strings per length beyond the test set (`--worst-case-budget`)
 FALLBACK_PERIOD = 2
 CALIBRATION_LANGUAGE = "(ab)*"  # what the dry run's estimate trains on (any language costs about the same)

@@ -42,13 +42,16 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def agreement_cells(agreement: Agreement) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of the agreement table, grouped by encoding, then predicted verdict: what the
+    """(header, rows) of the agreement table, grouped by encoding, then predicted verdict: runs refuted /
+    learned / not learned (fit, not fit), and languages' success rates, with intervals. What the
     terminal prints and the results page shows (one grouping, one text)."""
     level = f"{agreement.level:.0%}"
-    header = ["encoding", "predicted", "runs learned", "run rate", f"run {level} CI", "languages",
-              "all seeds", "no seed", "language rate", f"language {level} CI"]
-    rows = [[row.encoding, row.predicted, f"{row.learned_runs}/{row.runs}"
-             + (f" ({row.failed_runs} failed)" if row.failed_runs else ""), _percent(row.run_rate),
+    header = ["encoding", "predicted", "refuted", "learned", "not learned (fit / not fit)", "run rate",
+              f"run {level} CI", "languages", "all seeds", "no seed", "language rate", f"language {level} CI"]
+    rows = [[row.encoding, row.predicted, str(row.refuted_runs), f"{row.learned_runs}/{row.runs}"
+             + (f" ({row.failed_runs} failed)" if row.failed_runs else ""),
+             f"{row.missed_fit_runs} / {row.missed_unfit_runs}" if row.missed_fit_runs + row.missed_unfit_runs else "–",
+             _percent(row.run_rate),
              _interval(row.run_interval), str(row.languages), str(row.languages_all_seeds), str(row.languages_no_seed),
              _percent(row.language_rate), _interval(row.language_interval)] for row in agreement.rows]
     return header, rows
@@ -79,18 +82,34 @@ def class_table(agreement: Agreement, kind: str) -> list[str]:
     return _table([f"{kind} class", "languages", *agreement.encodings], rows)
 
 
+def _run_evidence(run: dict, kind: str) -> str:
+    """One seed's evidence: N* sampled/worst-case, the failing string, the families, whether it fit."""
+    text = f"seed {run['seed']}: N* {run['n_star']}/{'–' if run['n_star_worst'] is None else run['n_star_worst']}" \
+           f" of {run['longest']}"
+    if run["worst_failure"]:
+        text += f", fails on {_string(run['worst_failure'])}"
+    if run.get("family_strings_tried") is not None:
+        text += (f", the theory's family held on {run['family_strings_tried']} strings" if run.get("refuted_at") is None
+                 else f", refuted by the family at length {run['refuted_at']}: {_string(run['family_failure'])}")
+    if kind == NOT_LEARNED and run.get("fit") is not None:
+        by_loss = run.get("fit_by") == "final loss"
+        if run["fit"]:
+            text += ", training fit" + (" (final loss < 0.01)" if by_loss else " (final training accuracy ≥ 99%)")
+        else:
+            text += ", training did not fit" + (" (final loss ≥ 0.01)" if by_loss
+                                                else " (final training accuracy < 99%)")
+    return text
+
+
 def disagreement_lines(agreement: Agreement, limit: int | None = None) -> list[str]:
-    """One bullet per disagreement with its evidence (N* sampled/worst-case per seed, a failing string)."""
+    """One bullet per disagreement with its evidence (N* sampled/worst-case per seed, a failing string,
+    the theory's family, whether training fit)."""
     lines = []
     for kind in (LEARNED, NOT_LEARNED):
         found = [item for item in agreement.disagreements if item.kind == kind]
         lines.append(f"**{kind}**: {len(found)}" + ("" if found else " (none)"))
         for item in found[:limit]:
-            runs = "; ".join(
-                f"seed {run['seed']}: N* {run['n_star']}/{'–' if run['n_star_worst'] is None else run['n_star_worst']}"
-                f" of {run['longest']}"
-                + (f", fails on {_string(run['worst_failure'])}" if run["worst_failure"] else "")
-                for run in item.runs)
+            runs = "; ".join(_run_evidence(run, kind) for run in item.runs)
             mlregtest = item.mlregtest_class and f"MLRegTest {item.mlregtest_class}"
             classes = ", ".join(filter(None, (item.logic_class, mlregtest)))
             lines.append(f"- {item.encoding} on `{item.language}` ({classes}): {runs}. "
@@ -103,8 +122,16 @@ def disagreement_lines(agreement: Agreement, limit: int | None = None) -> list[s
 def agreement_markdown(agreement: Agreement, limit: int | None = 20) -> str:
     """The whole report: agreement table, class tables, disagreements."""
     searched = "worst-case N*" if agreement.searched else "N* (sampled where a run was not searched)"
-    parts = [f"{agreement.runs} runs on {agreement.languages} languages; a run learned when its {searched} "
-             "reached its longest tested length.", "", "### Agreement per encoding", "", *agreement_table(agreement),
+    modes = agreement.sampling or {"uniform": agreement.runs}
+    drawn = ", ".join(f"{mode} sampling for {count}" for mode, count in modes.items())
+    families = (f"; {agreement.family_tested} runs predicted not expressible were also scored on the theory's "
+                "families, and a misclassified family string counts as a failure" if agreement.family_tested
+                else "; no run was scored on the theory's families (results written before they existed)")
+    parts = [f"{agreement.runs} runs on {agreement.languages} languages (data drawn by {drawn}); a run learned when "
+             f"its {searched} reached its longest tested length{families}. A run predicted not expressible is "
+             "**refuted** when a failure was found (the one the theory guarantees); a run not learned is **fit** "
+             "when training fit its training lengths (final training accuracy ≥ 99%; runs without it: final "
+             "loss < 0.01).", "", "### Agreement per encoding", "", *agreement_table(agreement),
              "", "### Per logic class", "", *class_table(agreement, "logic")]
     if any(row.kind == "MLRegTest" for row in agreement.classes):
         parts += ["", "### Per MLRegTest class", "", *class_table(agreement, "MLRegTest")]
@@ -160,3 +187,42 @@ def follow_up_markdown(outcomes: list[FollowUpOutcome]) -> str:
                          "strings searched", "outcome"],
                         [_follow_up_row(o) for o in outcomes if o.kind == SCALED]) + [""]
     return "\n".join(parts)
+
+
+def _blind_spot_row(outcome, row: dict) -> list[str]:
+    from formal_rope.atlas.agreement import cell_value
+
+    covered, total = cell_value(row.get("test_transitions_covered")), cell_value(row.get("test_transitions"))
+    tried = cell_value(row.get("family_strings_tried"))
+    if tried is None:
+        family = "not tested"
+    elif outcome.refuted_at is None:
+        family = f"held on all {tried} strings"
+    else:
+        family = f"refuted at length {outcome.refuted_at}: `{outcome.family_failure}`"
+    worst = "–" if outcome.n_star_worst is None else str(outcome.n_star_worst)
+    search = f"at {len(outcome.worst_failure)}: `{outcome.worst_failure}`" if outcome.worst_failure else "none"
+    accuracy = cell_value(row.get("final_train_accuracy"))
+    return [outcome.encoding, outcome.sampling, str(outcome.seed), f"{outcome.n_star}/{worst} of {outcome.longest}",
+            _measure(cell_value(row.get("worst_strings_tried"))), search,
+            "–" if covered is None else f"{covered}/{total}", family,
+            "–" if accuracy is None else f"{accuracy:.1%}", outcome.verdict or "failed"]
+
+
+def blind_spot_markdown(results) -> str:
+    """The blind-spot check of a results folder read back (`sweeps.results.read_results`): per run its
+    sampling mode, N* (sampled/worst-case), the search's failure, the transitions of the minimal DFA
+    its test strings took, the theory's family (held, or refuted at a length, with the string), the
+    final training accuracy and the run's verdict; then the families tested, once each."""
+    from formal_rope.atlas.agreement import cell_value, run_outcomes
+
+    rows = {row["run_id"]: row for row in results.runs.to_dict("records")}
+    outcomes = sorted(run_outcomes(results.runs), key=lambda o: (o.language, o.encoding, o.sampling, o.seed))
+    table = _table(["encoding", "sampling", "seed", "N* (sampled/worst)", "strings searched", "search found",
+                    "test transitions covered", "theory's family", "final train accuracy", "verdict"],
+                   [_blind_spot_row(o, rows[o.run_id]) for o in outcomes])
+    families = sorted({(o.language, cell_value(rows[o.run_id].get("family"))) for o in outcomes
+                       if cell_value(rows[o.run_id].get("family"))})
+    lines = [f"- `{language}`: {family} (the DFA labels the two strings of each m differently)"
+             for language, family in families]
+    return "\n".join(table + ([""] + lines if lines else [])) + "\n"

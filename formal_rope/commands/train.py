@@ -101,6 +101,13 @@ def _render(result, checkpoint: Path | None) -> None:
         summary.add_row("worst-case N*", f"{result.n_star_worst} ({result.worst_strings_tried:,} strings searched)")
         summary.add_row("worst-case failure", "none found" if result.worst_failure is None
                         else f"{result.worst_failure}{margin}")
+    if result.family is not None:
+        summary.add_row("theory's family", f"{result.family}: " + (
+            f"held on all {result.family_strings_tried} strings" if result.refuted_at is None
+            else f"refuted at length {result.refuted_at} by {result.family_failure}"))
+    if result.test_transitions is not None:
+        summary.add_row("test transitions", f"{result.test_transitions_covered} of {result.test_transitions} "
+                        f"transitions of the minimal DFA taken by the test strings ({config.sampling} sampling)")
     summary.add_row("wall time", f"{result.wall_s:.1f} s")
     if checkpoint is not None:
         summary.add_row("checkpoint", str(checkpoint))
@@ -127,7 +134,7 @@ def _render(result, checkpoint: Path | None) -> None:
 _EFFECT_OPTIONS = {"--base": "base", "--periods": "periods", "--rope-fraction": "rope_fraction",
                    "--phase-precision": "phase_precision", "--n-per-length": "n_per_length",
                    "--nnch-samples": "nnch_samples",
-                   "--train-near-miss": "train_near_miss_fraction"}
+                   "--train-near-miss": "train_near_miss_fraction", "--sampling": "sampling"}
 
 
 def _merge_set(fields: dict, assignments: dict[str, list]) -> dict:
@@ -228,6 +235,12 @@ class TrainSettings(NamedTuple):
         None, "--train-near-miss",
         help="Share of training negatives replaced by near-misses (0..1; default 0, the paper's uniform negatives).",
     )
+    sampling: Optional[str] = typer.Option(
+        None, "--sampling",
+        help="uniform (default: uniform within each class and length) or coverage: a quarter of each training "
+        "batch's positives and negatives, half of each test length's positives and uniform negatives, drawn per "
+        "transition of the minimal DFA, so rare transitions are trained and tested (docs/sampling.md).",
+    )
     train_lengths: Optional[str] = typer.Option(
         None, "--train-lengths",
         help="Training length range, e.g. 0..40 (the default; with --data: the training file's lengths, and a range "
@@ -277,7 +290,7 @@ class TrainSettings(NamedTuple):
             "layers": self.layers, "d_model": self.d_model, "heads": self.heads,
             "eval_mode": ro.parse_eval(self.eval_mode)[0],
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
-            "nnch_samples": self.nnch_samples, "init_from": self.init_from,
+            "nnch_samples": self.nnch_samples, "init_from": self.init_from, "sampling": self.sampling,
         }
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:

@@ -25,6 +25,7 @@ import torch
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.progress import ProgressArg, RunProgress
+from formal_rope.runs.blind_spots import family_test, test_coverage
 from formal_rope.runs.search import search_pack, with_worst_case
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
 from formal_rope.training.config import RunConfig, RunResult
@@ -97,6 +98,7 @@ class _Measured:
     init_notes: list
     error: str | None = None
     log: PackLog | None = None  # the runs' training curves (None: not logged)
+    blind_spots: list = None  # per run (FamilyTest | None, TransitionCoverage | None), runs.blind_spots
 
 
 def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=None,
@@ -128,6 +130,7 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
     results = _pack_results(configs, measured, ingredients, key, wall=time.perf_counter() - started)
     if options.worst_case is not None:
         results = [with_worst_case(result, found) for result, found in zip(results, measured.searches)]
+    results = [with_blind_spots(result, found) for result, found in zip(results, measured.blind_spots)]
     results = [replace(result, warnings=(*result.warnings, *notes)) if notes else result
                for result, notes in zip(results, measured.init_notes)]
     if measured.log is not None:  # each run's curve on its result (and in its checkpoint below)
@@ -190,7 +193,8 @@ def _measure(configs: list[RunConfig], ingredients: PackIngredients, key: str, o
                               state=options.state, state_key=key, on_step=options.on_step,
                               curves=None if log is None else log.recorder)
         evaluations, searches = _evaluate(model, configs, ingredients, outcomes, options, reporter)
-        return _Measured(model, outcomes, evaluations, searches, init_notes, log=log)
+        spots = _blind_spots(model, configs, ingredients, outcomes, options)
+        return _Measured(model, outcomes, evaluations, searches, init_notes, log=log, blind_spots=spots)
     except (TrainingStateError, InitFromError):
         raise  # a saved state or init checkpoint that cannot be used is the user's input, not this pack's failure
     except Exception as exception:  # recorded, not raised: a sweep must survive one bad pack
@@ -200,7 +204,7 @@ def _measure(configs: list[RunConfig], ingredients: PackIngredients, key: str, o
         failed = runs > 1  # its runs train again alone, each with its own log
         return _Measured(model, [("failed", outcome[1], outcome[2]) for outcome in outcomes], [None] * runs,
                          [None] * runs, init_notes, error=f"{type(exception).__name__}: {exception}",
-                         log=None if failed else log)
+                         log=None if failed else log, blind_spots=[(None, None)] * runs)
     finally:
         reporter.close()
         if log is not None:  # logged points on disk (a pack that raised: closed, its runs log again alone)
@@ -232,6 +236,38 @@ def _evaluate(model: Classifier, configs, ingredients: PackIngredients, outcomes
         )):
             searches[run] = found
     return evaluations, searches
+
+
+def _blind_spots(model: Classifier, configs, ingredients: PackIngredients, outcomes, options: PackOptions) -> list:
+    """Per run (its family test, its test sets' transition coverage), `runs.blind_spots`; (None,
+    None) for a run that did not train to the end. Runs sharing test sets share one count."""
+    found: list = [(None, None)] * len(configs)
+    counted: dict = {}
+    for run, config in enumerate(configs):
+        if outcomes[run][0] != "ok":
+            continue
+        dfa = ingredients.dfas[run]
+        single = model if model.runs == 1 else model.select_runs([run])
+        tested = family_test(single, config, dfa, ingredients.periods[run], device=options.device,
+                             threads=options.eval_threads)
+        key = (config.language, config.alphabet, config.eval_seed, config.n_per_length, config.test_near_miss_fraction,
+               config.sampling, config.test_min_length, config.test_max_length, config.test_lengths)
+        if key not in counted:
+            counted[key] = test_coverage(config, dfa)
+        found[run] = (tested, counted[key])
+    return found
+
+
+def with_blind_spots(result: RunResult, found) -> RunResult:
+    """`result` with its family test and transition coverage (`_blind_spots`)."""
+    tested, coverage = found if found is not None else (None, None)
+    changes = {}
+    if tested is not None:
+        changes.update(family=tested.family, family_strings_tried=tested.tried, refuted_at=tested.refuted_at,
+                       family_failure=tested.failure)
+    if coverage is not None:
+        changes.update(test_transitions_covered=coverage.covered, test_transitions=coverage.total)
+    return replace(result, **changes) if changes else result
 
 
 def _pack_results(configs, measured: _Measured, ingredients: PackIngredients, key: str, *,

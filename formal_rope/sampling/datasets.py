@@ -29,6 +29,14 @@ from formal_rope.sampling.counts import (
     near_miss_graph,
     reachable_pairs,
 )
+from formal_rope.sampling.coverage import (
+    COVERAGE,
+    TEST_SHARE,
+    UNIFORM,
+    CoveragePlan,
+    check_sampling,
+    coverage_slots,
+)
 from formal_rope.sampling.distributions import (
     ACCEPTED,
     DEFAULT_DISTRIBUTION,
@@ -307,6 +315,7 @@ def test_sets(
     near_miss_fraction: float = 0.5,
     progress=None,
     distribution: str = DEFAULT_DISTRIBUTION,
+    sampling: str = UNIFORM,
 ) -> list[LabeledSet]:
     """One LabeledSet per entry of `lengths` (the paper's test set: lengths 41..500, 512 each).
 
@@ -318,8 +327,14 @@ def test_sets(
 
     `distribution` says how the positives of a length are drawn (DISTRIBUTIONS: "uniform", or
     "flare" as FLaRe's sampler draws them); it draws the same uniforms, so the negatives and
-    near-misses are the same under both."""
+    near-misses are the same under both.
+
+    `sampling` "coverage" (`sampling.coverage`) replaces TEST_SHARE of each length's positives and of
+    its uniform negatives by strings drawn per transition of the DFA (each uniform among the strings
+    of its label and length that take that transition), from a generator of their own: every other
+    row is the row uniform sampling draws."""
     require_dfa(dfa, "test_sets", "dfa")
+    check_sampling(sampling)
     positive_table = positive_distribution(distribution).table
     lengths = [int(length) for length in lengths]
     _check_test_set_request(lengths, n_per_length, near_miss_fraction, seed)
@@ -345,6 +360,7 @@ def test_sets(
         _plan(length, n_per_length, near_miss_fraction, pos, neg, near)
         for length, pos, neg, near in zip(lengths, has_positive, has_negative, has_near_miss)
     ]
+    coverage = CoveragePlan(dfa, longest) if sampling == COVERAGE else None
 
     results: list[LabeledSet] = []
     for chunk in _chunks([max(length, 1) * n_per_length for length in lengths], _CHUNK_DRAWS):
@@ -365,6 +381,11 @@ def test_sets(
             ]
             for kind, kind_blocks in blocks.items()
         }
+        covering = None
+        if coverage is not None:
+            covering = coverage.rows([(plans[index].length, coverage_slots(plans[index].n_positive, TEST_SHARE),
+                                       coverage_slots(plans[index].n_uniform_negative, TEST_SHARE))
+                                      for index in chunk], seed)
         for position, index in enumerate(chunk):
             plan = plans[index]
             parts = [sampled[kind][position] for kind in (ACCEPTED, REJECTED, NEAR_MISS)]
@@ -383,6 +404,8 @@ def test_sets(
                     )
                     note = f"{note}; {message}" if note else message
                 parts[2], n_near_miss = near, len(near)
+            if covering is not None:
+                parts = _with_coverage(parts, covering[position])
             symbols = np.concatenate(parts)
             labels = np.zeros(len(symbols), dtype=bool)
             labels[: plan.n_positive] = True
@@ -395,13 +418,23 @@ def test_sets(
     return results
 
 
+def _with_coverage(parts: list[np.ndarray], rows) -> list[np.ndarray]:
+    """[positives, uniform negatives, near-misses] with the first rows of the first two replaced by
+    the length's coverage strings (`coverage.CoverageRows`)."""
+    positives, negatives = (np.array(part, copy=True) for part in parts[:2])
+    positives[: len(rows.positives)] = rows.positives
+    negatives[: len(rows.negatives)] = rows.negatives
+    return [positives, negatives, parts[2]]
+
+
 def test_set(
     dfa: DFA, length: int, n_per_length: int = 512, seed: int = 0, near_miss_fraction: float = 0.5,
-    distribution: str = DEFAULT_DISTRIBUTION,
+    distribution: str = DEFAULT_DISTRIBUTION, sampling: str = UNIFORM,
 ) -> LabeledSet:
     """The LabeledSet for one length; identical to the corresponding entry of `test_sets`."""
     require_dfa(dfa, "test_set", "dfa")
-    return test_sets(dfa, [length], n_per_length, seed, near_miss_fraction, distribution=distribution)[0]
+    return test_sets(dfa, [length], n_per_length, seed, near_miss_fraction, distribution=distribution,
+                     sampling=sampling)[0]
 
 
 # pytest would otherwise collect these public functions as tests when imported into test modules.

@@ -27,12 +27,15 @@ ALIAS_TABLE_LIMIT = 8_000_000
 
 
 def walk_sorted(
-    counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pad: bool = True, starts: np.ndarray | None = None
+    counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, pad: bool = True, starts: np.ndarray | None = None,
+    alias: bool = True,
 ) -> np.ndarray:
     """Core walker for `lengths` sorted in non-increasing order.
 
     starts: optional start node per string (default: the graph's start for all).
     uniforms: float64 (>= lengths[0], n) position-major U[0, 1) draws; row t drives position t.
+    alias: False weighs each step's edges from the log table even where alias tables would fit
+    (the same distribution; for a table walked a few times, building alias rows would cost more).
     Returns position-major symbols (lengths[0], n), int8 when the alphabet allows (callers convert
     while transposing); entries past a string's end hold PAD when
     `pad`, otherwise they are left unspecified (callers that slice each string out skip the fill).
@@ -60,7 +63,7 @@ def walk_sorted(
     symbol_is_edge = bool(
         np.array_equal(graph.edge_symbol, np.broadcast_to(np.arange(degree), graph.edge_symbol.shape))
     )
-    use_alias = degree > 1 and counts.table_entries <= ALIAS_TABLE_LIMIT
+    use_alias = alias and degree > 1 and counts.table_entries <= ALIAS_TABLE_LIMIT
     if use_alias:
         keep, alias = counts.alias_table
         flat_keep, flat_alias = keep.ravel(), alias.ravel()
@@ -99,23 +102,26 @@ def walk_sorted(
     return out
 
 
-def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
+def walk(counts: LogCounts, lengths: np.ndarray, uniforms: np.ndarray, starts: np.ndarray | None = None,
+         alias: bool = True) -> np.ndarray:
     """Sample one path per entry of `lengths` (any order) from the graph's start node (or from
     `starts[i]` for string i).
 
     uniforms: float64 (max(lengths), len(lengths)) of U[0, 1) draws, position-major; column i drives
       string i (entries past its end are ignored).
     Returns int64 symbols (len(lengths), max(lengths)) padded with PAD. Every requested length must
-    have at least one path (callers check counts.nonempty).
+    have at least one path (callers check counts.nonempty). alias: as for `walk_sorted`.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.size == 0:
         return np.empty((0, 0), dtype=np.int64)
     order = np.argsort(-lengths, kind="stable")
     if np.all(order == np.arange(lengths.size)):
-        return np.array(walk_sorted(counts, lengths, uniforms, starts=starts).T, dtype=np.int64, order="C")
+        return np.array(walk_sorted(counts, lengths, uniforms, starts=starts, alias=alias).T, dtype=np.int64,
+                        order="C")
     out = walk_sorted(
-        counts, lengths[order], uniforms[:, order], starts=None if starts is None else np.asarray(starts)[order]
+        counts, lengths[order], uniforms[:, order], starts=None if starts is None else np.asarray(starts)[order],
+        alias=alias,
     )
     symbols = np.empty((lengths.size, out.shape[0]), dtype=np.int64)
     symbols[order] = out.T

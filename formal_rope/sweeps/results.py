@@ -107,6 +107,7 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
         "accuracy": float(result.accuracy),
         **metric_columns(result),
         **worst_case_columns(result),
+        **blind_spot_columns(result),
         # The theory's verdict for the run, from the class decider and the config (never the result).
         **prediction_columns(config, result.resolved_periods),
         "pack_id": result.pack_id,
@@ -143,6 +144,25 @@ def worst_case_columns(result: RunResult) -> dict:
     }
 
 
+def blind_spot_columns(result: RunResult) -> dict:
+    """The theory's families (`runs.blind_spots`: refuted_at, the shortest length of a misclassified
+    family string, null when the model held or was not tested; family_strings_tried null when not
+    tested), the test sets' transition coverage, and the final training accuracy (the curve's last
+    point: mean over its last log_every steps; null without a curve)."""
+    curve = result.curve
+    final = curve.train_accuracy[-1] if curve is not None and len(curve.train_accuracy) else None
+    return {
+        "family": result.family,
+        "family_strings_tried": None if result.family_strings_tried is None else int(result.family_strings_tried),
+        "refuted_at": None if result.refuted_at is None else int(result.refuted_at),
+        "family_failure": result.family_failure,
+        "test_transitions_covered": None if result.test_transitions_covered is None
+        else int(result.test_transitions_covered),
+        "test_transitions": None if result.test_transitions is None else int(result.test_transitions),
+        "final_train_accuracy": None if final is None or final != final else float(final),
+    }
+
+
 def metric_columns(result: RunResult) -> dict:
     """The columns placed beside n_star and accuracy (mean over the *evaluated* lengths of the balanced
     sets): nnch_accuracy and eval_complete (whether every test length was evaluated)."""
@@ -162,6 +182,8 @@ RUN_COLUMN_TYPES = {
     "nnch_accuracy": "float64", "eval_complete": "bool",
     "n_star_worst": "int64", "worst_failure": "string", "worst_failure_margin": "float64",
     "worst_strings_tried": "int64",
+    "family": "string", "family_strings_tried": "int64", "refuted_at": "int64", "family_failure": "string",
+    "test_transitions_covered": "int64", "test_transitions": "int64", "final_train_accuracy": "float64",
     "predicted": "string", "predicted_by": "string", "predicted_reason": "string",
     "data": "string", "data_hash": "string",
     "pack_id": "string", "pack_size": "int64",
@@ -351,7 +373,9 @@ def _normalised_runs(folder: Path, frame):
                 "n_star_worst": frame["n_star_worst"].astype("float64").where(~failed)}
     measured.update({name: frame[name].where(~failed) for name in ("accuracy", "nnch_accuracy")})
     # Nullable integers: N* stays an integer (41, not 41.0) where a failed run's is missing.
-    return frame.assign(**measured).astype({"n_star": "Int64", "n_star_worst": "Int64", "worst_strings_tried": "Int64"})
+    return frame.assign(**measured).astype({name: "Int64" for name in (
+        "n_star", "n_star_worst", "worst_strings_tried", "family_strings_tried", "refuted_at",
+        "test_transitions_covered", "test_transitions")})
 
 
 _STATUS_RANK = {"ok": 0, "diverged": 0, "failed": 1}

@@ -432,6 +432,9 @@ _RUN_COLUMNS = (  # (column, header, digits) of the runs tables; columns a folde
     ("variant", "variant", None), ("status", "status", None), ("n_star", "N*", 0), ("n_star_worst", "worst N*", 0),
     ("accuracy", "accuracy", 3), ("nnch_accuracy", "NNCH", 3), ("first_failure", "first failing string", None),
     ("worst_failure", "worst-case string", None), ("worst_failure_margin", "worst margin", 3),
+    ("sampling", "sampling", None), ("test_transitions_covered", "test transitions", None),
+    ("refuted_at", "family refuted at", None), ("family_failure", "family string", None),
+    ("final_train_accuracy", "final train acc", 3),
     ("steps_done", "steps", None), ("final_loss", "final loss", 4), ("wall_s", "wall s", 1),
     ("predicted", "predicted", None), ("predicted_by", "predicted by", None), ("run_id", "run id", None),
 )
@@ -447,7 +450,9 @@ def _runs_table(runs, table_id: str) -> str:
             value = run[name]
             if not _present(value):
                 cells.append(("–", None))
-            elif name in ("first_failure", "worst_failure"):
+            elif name == "test_transitions_covered" and _present(run.get("test_transitions")):
+                cells.append((f"{int(value)}/{int(run['test_transitions'])}", float(value)))
+            elif name in ("first_failure", "worst_failure", "family_failure"):
                 text = str(value)
                 # in full, run-length compressed or visibly cut (the whole string in its tooltip)
                 shown = shown_string(text)

@@ -51,6 +51,7 @@ SAMPLING_FIELDS: dict[str, str] = {
     "test_near_miss_fraction": "its test negatives are the test files' negatives, not sampled near-misses",
     "nnch_samples": "NNCH's score reads uniformly random strings labelled by a language's DFA, and the run tests on "
                     "the test files' strings",
+    "sampling": "its strings are the files' strings, not drawn from the language's DFA",
 }
 # Uniform strings per test length for NNCH's score: few, so that `reproduce table2` (quick scale: 16
 # balanced strings per length) takes about 3% longer than without them, its slowest run ((ab)*: all of
@@ -127,6 +128,11 @@ class RunConfig:
     # loaded (shapes must agree); parameters new in this run keep their own initialisation. Neutral
     # (None) for every run written before it, so their ids are unchanged.
     init_from: str | None = None
+    # How the sampler draws strings (`sampling.coverage`): uniform (uniform within each class and
+    # length, as the papers do) or coverage (part of every training batch, test set and so the
+    # worst-case search's seeds are strings that take chosen transitions of the minimal DFA, so
+    # that every transition is visited, rare ones included). Neutral "uniform": ids unchanged.
+    sampling: str = "uniform"
 
     def __post_init__(self) -> None:
         self._canonical_hybrid()
@@ -293,7 +299,7 @@ ID_NEUTRAL: dict = {
     "test_max_length": 500, "n_per_length": 512, "nnch_samples": 2, "eval_mode": "full", "eval_seed": 0,
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
     "data": None, "data_hash": None, "test_near_miss_fraction": 0.5, "layer_pe": None, "window": None,
-    "init_from": None,
+    "init_from": None, "sampling": "uniform",
 }
 
 # The values of the fields that name one of a few choices. They are checked when a RunConfig is
@@ -303,9 +309,11 @@ FIELD_CHOICES: dict[str, tuple[str, ...]] = {
     "attention": ("auto", "triton", "torch"),
     "eval_mode": ("full", "nstar"),
     "lr_schedule": ("constant", "cosine"),
+    "sampling": ("uniform", "coverage"),
 }
 _CHOICE_WORDS = {"phase_precision": "phase precision", "attention": "attention implementation",
-                 "eval_mode": "eval mode", "lr_schedule": "lr schedule"}
+                 "eval_mode": "eval mode", "lr_schedule": "lr schedule",
+                 "sampling": "sampling mode"}
 
 
 def check_choices(config: RunConfig) -> None:
@@ -529,6 +537,16 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     # The training curve (training.curves: loss and accuracy every log_every steps); None: not logged.
     curve: TrainingCurve | None = None
+    # The theory's own counterexamples (runs.blind_spots): for a run predicted not expressible, its
+    # language's witness family (text), the family strings scored up to the longest tested length,
+    # the shortest length of a misclassified one (None: none was) and that string. None: not tested.
+    family: str | None = None
+    family_strings_tried: int | None = None
+    refuted_at: int | None = None
+    family_failure: str | None = None
+    # Transitions of the minimal DFA its test strings took, of those a tested length can take (None: not counted).
+    test_transitions_covered: int | None = None
+    test_transitions: int | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict (config nested, per-length results as a list of dicts)."""

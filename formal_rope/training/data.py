@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -29,6 +29,7 @@ from formal_rope.sampling import (
     walk,
     walk_training_batches,
 )
+from formal_rope.sampling.coverage import COVERAGE, TrainingCoverage, with_training_coverage
 from formal_rope.sampling.formats import check_labels, load_dataset
 from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
 from formal_rope.training.nnch import nnch_set
@@ -88,10 +89,12 @@ def test_length_blocks(dfa, config: RunConfig) -> Iterator:
         block.append(length)
         size += max(1, length) * config.n_per_length
         if size >= TEST_SYMBOL_BUDGET:
-            yield from test_sets(dfa, block, config.n_per_length, config.eval_seed, config.test_near_miss_fraction)
+            yield from test_sets(dfa, block, config.n_per_length, config.eval_seed, config.test_near_miss_fraction,
+                                 sampling=config.sampling)
             block, size = [], 0
     if block:
-        yield from test_sets(dfa, block, config.n_per_length, config.eval_seed, config.test_near_miss_fraction)
+        yield from test_sets(dfa, block, config.n_per_length, config.eval_seed, config.test_near_miss_fraction,
+                             sampling=config.sampling)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,13 +119,21 @@ class SampledData:
         return draw_training_batch(self.dfa, rng, batch_size, config.train_min_length, config.train_max_length)
 
     def finish(self, batch, rng: np.random.Generator):
-        """What `training_batch` does after its walk: near-miss negatives, drawn from `rng`."""
+        """What `training_batch` does after its walk: near-miss negatives, then (sampling
+        "coverage") coverage strings, drawn from `rng`."""
         config = self.config
         if config.train_near_miss_fraction > 0:
             batch = mix_near_misses(
                 batch, self.dfa, rng, config.train_near_miss_fraction, config.train_min_length, config.train_max_length
             )
+        if config.sampling == COVERAGE:
+            batch = with_training_coverage(batch, self.training_coverage, rng)
         return batch
+
+    @cached_property
+    def training_coverage(self) -> TrainingCoverage:
+        """The transitions each label takes at the training lengths (`sampling.coverage`)."""
+        return TrainingCoverage(self.dfa, self.config.train_min_length, self.config.train_max_length)
 
     def test_sets(self) -> Iterator:
         return test_length_blocks(self.dfa, self.config)

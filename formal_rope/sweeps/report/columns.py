@@ -116,6 +116,28 @@ def _predictions(group) -> str:
     return ", ".join(verdicts) or "–"
 
 
+def _family(group) -> str:
+    """The theory's families on a row's runs (`runs.blind_spots`): refuted / tested and the shortest
+    refuting length; '–' where no run was tested (not predicted not expressible, or written before)."""
+    if "family_strings_tried" not in group.columns:
+        return "–"
+    tested = group[group["family_strings_tried"].notna()]
+    if not len(tested):
+        return "–"
+    refuted = tested["refuted_at"].dropna()
+    shortest = f" (from {int(refuted.min())})" if len(refuted) else ""
+    return f"{len(refuted)}/{len(tested)} refuted{shortest}"
+
+
+def _transitions(group) -> str:
+    """The fewest transitions of the minimal DFA a row's runs' test strings took, of how many."""
+    if "test_transitions" not in group.columns or not group["test_transitions"].notna().any():
+        return "–"
+    chosen = group[group["test_transitions"].notna()]
+    low = chosen.loc[chosen["test_transitions_covered"].astype(float).idxmin()]
+    return f"{int(low['test_transitions_covered'])}/{int(low['test_transitions'])}"
+
+
 # In table order; each printer shows its own columns in this order, after the grouping columns.
 COLUMNS: tuple[Column, ...] = (
     Column("runs", _runs),
@@ -144,6 +166,10 @@ COLUMNS: tuple[Column, ...] = (
            printers=(MARKDOWN,), shown=_searched),
     Column("predicted", lambda row, context: row.statistic("predicted"), printers=(RICH,),
            statistic=("predicted", _predictions)),
+    Column("theory's family", lambda row, context: row.statistic("family"), printers=(RICH,),
+           statistic=("family", _family)),
+    Column("test transitions", lambda row, context: row.statistic("test_transitions"), printers=(RICH,),
+           statistic=("test_transitions", _transitions)),
     Column("NNCH max", _nnch(lambda row: f"{row.nnch_max:.3f}"), printers=(RICH,)),
     Column("NNCH mean±std", _nnch(lambda row: f"{row.nnch_mean:.3f}±{row.nnch_std:.3f}"), printers=(RICH,)),
     Column("paper: acc max / N* max (mean)", _paper_rich, printers=(RICH,), shown=_paper_beside_rich, style="dim"),
