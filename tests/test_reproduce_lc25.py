@@ -13,10 +13,9 @@ from formal_rope.automata import language_dfa
 from formal_rope.classes import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
-from formal_rope.sweeps.grid import load_sweep_file, paper_sweep_path
+from formal_rope.sweeps.grid import expand_grid, load_sweep_file, paper_sweep_path
 from formal_rope.sweeps.lc25 import lc25_rows, paper_table
 from formal_rope.sweeps.plan import GridRequest, sweep_spec
-from formal_rope.sweeps.grid import expand_grid
 from sweeps_support import cli, fake_runner
 
 FLIPPED = {"lc_dyck12", "lc_dyck11", "lc_rdp1", "lc_ldp1", "lc_ldp2"}  # "one symbol flipped / incorrect"
@@ -90,7 +89,8 @@ def test_the_table_stands_beside_theirs_with_the_split(tmp_path, capsys, monkeyp
     import formal_rope.sweeps.runner as runner_module
 
     real_run_sweep = runner_module.run_sweep
-    monkeypatch.setattr(runner_module, "run_sweep", lambda *a, **k: real_run_sweep(*a, **{**k, "runner": _theory_runner}))
+    monkeypatch.setattr(runner_module, "run_sweep",
+                        lambda *a, **k: real_run_sweep(*a, **{**k, "runner": _theory_runner}))
     code, stdout, _ = cli(capsys, ["reproduce", "lc25", "--seeds", "2", "--eval", "full", "--out", str(tmp_path / "r"),
                                    "--json"])
     assert code == 0

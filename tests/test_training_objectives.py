@@ -24,7 +24,7 @@ from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.layout import rectangular_layout
 from formal_rope.training.objective_spec import parse_objective
-from formal_rope.training.objectives import objective_step, objective_targets, string_targets
+from formal_rope.training.objectives import objective_step, string_targets
 from formal_rope.training.packing import pack_signature
 from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs

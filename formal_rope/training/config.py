@@ -22,7 +22,6 @@ from formal_rope.lang.source import parse_alphabet, resolve_language
 from formal_rope.numbers import float_text, int_text
 from formal_rope.training.checks import GLOBAL_WINDOW, check_config
 from formal_rope.training.curves import TrainingCurve
-from formal_rope.training.objective_spec import FINAL, canonical_objective
 from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS: the config's public name)
     BASE_ENCODINGS,
     PERIODIC_ENCODINGS,
@@ -32,6 +31,7 @@ from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS
     encoding,
     primary_encoding,
 )
+from formal_rope.training.objective_spec import FINAL, canonical_objective
 from formal_rope.training.option_text import lengths_fields, parse_layer_pe, parse_window
 
 # field -> the encodings it applies to (from the registry's rows); every other field applies to every run.

@@ -79,7 +79,8 @@ def prefix_states(dfa, symbols: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     table = np.asarray(dfa.transitions)
     for column in range(width):
         symbol = symbols[:, column]
-        states[:, column + 1] = np.where(symbol >= 0, table[states[:, column], np.maximum(symbol, 0)], states[:, column])
+        moved = table[states[:, column], np.maximum(symbol, 0)]
+        states[:, column + 1] = np.where(symbol >= 0, moved, states[:, column])
     return states
 
 
@@ -103,7 +104,8 @@ def string_targets(dfa, symbols: np.ndarray, lengths: np.ndarray) -> dict:
     }
 
 
-def objective_targets(objective: Objective, batches, dfas, layout: TokenLayout, device="cpu") -> ObjectiveTargets | None:
+def objective_targets(objective: Objective, batches, dfas, layout: TokenLayout,
+                      device="cpu") -> ObjectiveTargets | None:
     """The targets of `objective`'s position components for one step (None when it reads eos only):
     run r's strings `batches[r]` (symbols, lengths, labels) labelled by `dfas[r]`, placed at their
     tokens in `layout`'s run-major rows."""

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from formal_rope.progress import TrainingProgress
 from formal_rope.training.config import RunConfig
@@ -31,8 +30,14 @@ from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.model import Classifier
 from formal_rope.training.objective_spec import Objective, parse_objective
-from formal_rope.training.objectives import ObjectiveStep, ObjectiveTargets, objective_step, objective_targets
-from formal_rope.training.objectives import check_objective_dfas, resolve_objective
+from formal_rope.training.objectives import (
+    ObjectiveStep,
+    ObjectiveTargets,
+    check_objective_dfas,
+    objective_step,
+    objective_targets,
+    resolve_objective,
+)
 from formal_rope.training.setup import make_optimizer
 from formal_rope.training.state import PackTrainingState, load_pack_state, open_state_store, save_pack_state
 
