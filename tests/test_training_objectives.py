@@ -225,3 +225,43 @@ def test_objective_without_a_dfa_is_refused():
     with pytest.raises(FormalRopeError, match="labels every prefix"):
         check_objective_dfas(parse_objective("prefix"), [None], "data:somewhere")
     check_objective_dfas(parse_objective("final"), [None], "data:somewhere")
+
+
+def test_a_killed_run_with_auxiliary_heads_resumes_bit_identically(tmp_path):
+    from formal_rope.training.state import StateOptions
+
+    settings = {**TINY, "steps": 12}
+    configs = [RunConfig(LDP1, alphabet=("a", "x", "y"), objective="prefix+next-set+lm:0.5", seed=seed, **settings)
+               for seed in (0, 1)]
+    whole, whole_model = run_pack(configs, progress=False)
+    state = StateOptions(str(tmp_path / "state"), every=4)
+
+    class Stop(KeyboardInterrupt):
+        pass
+
+    def stop_at_7(step, _losses):
+        if step == 7:
+            raise Stop()
+
+    with pytest.raises(Stop):
+        run_pack(configs, progress=False, state=state, on_step=stop_at_7)
+    resumed, resumed_model = run_pack(configs, progress=False, state=state)
+    for a, b in zip(whole, resumed):
+        assert (a.final_loss, a.per_length, a.n_star) == (b.final_loss, b.per_length, b.n_star)
+    for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
+        assert torch.equal(x, y), name
+    assert any(name.startswith("auxiliary.") for name in whole_model.state_dict())
+
+
+def test_train_and_sweep_take_the_objective(tmp_path, capsys):
+    from sweeps_support import cli
+
+    code, stdout, _ = cli(capsys, ["sweep", "--lang", "(ab)*", "--pe", "nope", "--seeds", "1", "--set",
+                                   "objective=final,final+next-set:0.5", "--dry-run", "--json"])
+    assert code == 0 and [run["objective"] for run in json.loads(stdout)] == ["final", "final+next-set:0.5"]
+    code, stdout, _ = cli(capsys, ["train", "--lang", "(ab)*", "--pe", "nope", "--layers", "1", "--d-model", "16",
+                                   "--heads", "2", "--steps", "2", "--batch-size", "4", "--test-lengths", "41..42",
+                                   "--n-per-length", "2", "--objective", "next_set", "--no-save", "--json"])
+    assert code == 0 and json.loads(stdout)["config"]["objective"] == "next-set"
+    code, _, stderr = cli(capsys, ["train", "--lang", "(ab)*", "--objective", "final+lm:x"])
+    assert code == 2 and "must be a number" in stderr
