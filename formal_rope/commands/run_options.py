@@ -102,6 +102,12 @@ NnchSamples = Annotated[Optional[int], typer.Option(
     "accuracy over the test lengths but the first: 42..500; NNCH draws 512). Default 2; 0: not measured. Runs on "
     "--data files have no NNCH score.")]
 
+Objective = Annotated[Optional[str], typer.Option(
+    "--objective", help="What the model is trained to predict (docs/training.md, \"Objectives\"): final (the "
+    "string's label at eos, the default), prefix (every prefix's label), next-set (at every position the symbols "
+    "that keep the prefix completable, and eos), lm (next symbol on positive strings; only beside another) or a "
+    "weighted sum such as final+next-set:0.5. Every run is scored by its eos verdict.")]
+
 # Hybrid models (docs/training.md, "Hybrid models: per-layer encodings and sliding windows").
 LayerPe = Annotated[Optional[str], typer.Option(
     "--layer-pe", help="A hybrid: one positional encoding per layer, e.g. rope,rope,nope or rope*5,nope (nope, rope, "

@@ -76,6 +76,8 @@ def _render(result, checkpoint: Path | None) -> None:
         summary.add_row("hybrid", hybrid_label(config.pe, config.layer_pe, config.window))
     if config.init_from is not None:
         summary.add_row("init from", config.init_from)
+    if config.objective != "final":
+        summary.add_row("objective", config.objective)
     summary.add_row("training", f"{result.steps_done} steps, batch {config.batch_size}, lr {config.lr:g}, final loss "
                     + (f"{result.final_loss:.3g}" if result.final_loss is not None else "-"))
     tested = config.tested_lengths()
@@ -269,6 +271,7 @@ class TrainSettings(NamedTuple):
     nnch_samples: ro.NnchSamples = None
     layer_pe: ro.LayerPe = None
     window: ro.Window = None
+    objective: ro.Objective = None
     init_from: Optional[str] = typer.Option(
         None, "--init-from",
         help="Continue from a checkpoint's weights with this run's settings: a .zip path, or a run id "
@@ -291,6 +294,7 @@ class TrainSettings(NamedTuple):
             "eval_mode": ro.parse_eval(self.eval_mode)[0],
             "phase_precision": self.phase_precision, "attention": self.attention, "n_per_length": self.n_per_length,
             "nnch_samples": self.nnch_samples, "init_from": self.init_from, "sampling": self.sampling,
+            "objective": self.objective,
         }
         fields = {key: value for key, value in plain.items() if value is not None}
         if self.periods is not None:

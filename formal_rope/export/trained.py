@@ -146,6 +146,11 @@ def trained_export(path) -> tuple[dict, dict]:
             "except on a string whose two logits tie within that noise)",
         ],
     }
+    if config.objective != "final":
+        export_config["notes"].append(
+            f"trained with objective {config.objective}: the export holds the eos verdict (the readout every "
+            "objective is scored by); the objective's other heads are training-only and left out"
+        )
     return tensors, export_config
 
 

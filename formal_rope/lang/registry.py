@@ -38,6 +38,7 @@ class RegistryEntry:
 
 _PAPER = "core paper, Table 1"
 _PARITY = "core paper, §3.4 and Prop. B.3"
+_LC25 = "Li & Cotterell 2025, §E.1.2 and Table 1"
 
 REGISTRY: tuple[RegistryEntry, ...] = (
     RegistryEntry("aa_star", "(aa)*", "regex", ("a",), "even length: a repeated an even number of times", _PAPER),
@@ -89,6 +90,24 @@ REGISTRY: tuple[RegistryEntry, ...] = (
         "LTL[P,MOD] example",
     ),
     RegistryEntry("a_since_b", "a S b", "ltl", ("a", "b", "c"), "a b followed only by a's: Σ*ba*", "LTL[S] example"),
+    # Li & Cotterell (NeurIPS 2025), §E.1.2: their regular languages (CNT, aⁿbⁿ, is not regular), each
+    # over the smallest alphabet that keeps its class. Their RDP/LDP symbols b0, b1, b2 are written x,
+    # y, z and a1, a2 are a, b (single-character symbols); LT/PT take |Σ| = 3 where |Σ| > 2 matters.
+    *(RegistryEntry(name, expression, "regex", tuple(alphabet), description, _LC25)
+      for name, expression, alphabet, description in (
+          ("lc_parity", "a*(ba*ba*)*", "ab", "PARITY: an even number of b (regular, not star-free)"),
+          ("lc_dyck12", "(a(ab)*b)*", "ab", "DYCK(1,2): Dyck-1 of depth at most 2 (star-free, not LTL[P])"),
+          ("lc_dyck11", "(ab)*", "ab", "DYCK(1,1): (ab)* (star-free, not LTL[P])"),
+          ("lc_lt2", "Σ*abΣ*", "abc", "LT-2: contains the factor ab, |Σ| = 3 (star-free, not LTL[P])"),
+          ("lc_rdp1", "[ay]*ax*", "axy", "RDP-1: (Σ∖{b0})* a (Σ∖{a,b1})*, b0 = x, b1 = y (LTL[P,F], not LTL[P])"),
+          ("lc_last", "Σ*b", "ab", "LAST: ends with b (LTL[P,F], not LTL[P])"),
+          ("lc_pt2", "Σ*aΣ*bΣ*", "abc", "PT-2: the subsequence ab, |Σ| = 3 (LTL[P])"),
+          ("lc_lt1", "Σ*aΣ*", "ab", "LT-1: contains an a (LTL[P])"),
+          ("lc_ldp1", "y*a[ax]*", "axy", "LDP-1: (Σ∖{a,b0})* a (Σ∖{b1})*, b0 = x, b1 = y (LTL[P])"),
+          ("lc_ldp2", "[byz]*a[axz]*b[abxy]*", "abxyz",
+           "LDP-2: (Σ∖{a1,b0})* a1 (Σ∖{a2,b1})* a2 (Σ∖{b2})*, a1 = a, a2 = b, b0 = x, b1 = y, b2 = z (LTL[P])"),
+          ("lc_first", "bΣ*", "ab", "FIRST: begins with b (LTL[P])"),
+      )),
 )
 
 

@@ -191,7 +191,7 @@ def _measure(configs: list[RunConfig], ingredients: PackIngredients, key: str, o
         reporter.stage("train", first.steps)
         outcomes = train_pack(model, configs, ingredients.data, report=reporter.update, device=options.device,
                               state=options.state, state_key=key, on_step=options.on_step,
-                              curves=None if log is None else log.recorder)
+                              curves=None if log is None else log.recorder, dfas=ingredients.dfas)
         evaluations, searches = _evaluate(model, configs, ingredients, outcomes, options, reporter)
         spots = _blind_spots(model, configs, ingredients, outcomes, options)
         return _Measured(model, outcomes, evaluations, searches, init_notes, log=log, blind_spots=spots)

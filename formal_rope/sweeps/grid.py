@@ -43,7 +43,7 @@ PAPER_TABLES = ("table2", "table4", "table5")  # the core paper's tables that `r
 EXPERIMENTS = {
     "ablation": "ablation_table2", "ablation45": "ablation_tables45", "stability": "rope_p_stability",
     "joformer": "joformer", "test_sets": "table2_test_sets", "recipes": "rope_p_recipes", "e6": "e6_hybrid",
-    "hybrids": "hybrids",
+    "hybrids": "hybrids", "lc25": "lc25",
 }
 
 # Keys of a sweep TOML file (top level); per-scale tables [quick]/[paper] take RunConfig fields
@@ -90,6 +90,9 @@ class SweepSpec:
     stages: tuple = ()
     description: str = ""
     reference: dict = field(default_factory=dict)  # paper numbers, for display only
+    # ((language, {RunConfig field: value}), ...): settings of one language's runs (a sweep file's
+    # [language_settings]: Li & Cotterell sample each language's negatives their own way).
+    language_settings: tuple = ()
 
     def __post_init__(self) -> None:
         if not self.languages:
@@ -128,12 +131,13 @@ def expand_grid(spec: SweepSpec, resolve_periods=None) -> list[RunConfig]:
     variants = spec.variants or (("", {}),)
     stages = dict(spec.stages)
     by_point: dict = {}  # (variant name, grid point) -> its config: a stage's source at the same point
+    per_language = dict(spec.language_settings)
     points = itertools.product(
         variants, spec.languages, spec.pes, spec.bases, spec.seeds, spec.lrs, *(values for _, values in spec.axes)
     )
     for (name, variant), language, pe, base, seed, lr, *axis_values in points:
         point = (language, pe, base, seed, lr, *axis_values)
-        settings = {**spec.overrides, **variant, **dict(zip(axis_names, axis_values))}
+        settings = {**spec.overrides, **per_language.get(language, {}), **variant, **dict(zip(axis_names, axis_values))}
         stage = stages.get(name)
         if stage is not None:
             lr = lr * stage.get("lr_scale", 1.0)
@@ -349,7 +353,7 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
     except tomllib.TOMLDecodeError as error:
         raise FormalRopeError(f"{path}: invalid TOML: {error}") from None
 
-    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference", "axes", "variants"}
+    allowed_top = _GRID_KEYS | set(SCALE_NAMES) | {"reference", "axes", "variants", "language_settings"}
     for key in data:
         if key not in allowed_top:
             raise _unknown_key_error(path, text, key, "the sweep file", allowed_top)
@@ -404,9 +408,29 @@ def load_sweep_file(path: str | Path, scale: str | None = None) -> tuple[SweepSp
             stages=stages,
             description=str(data.get("description", "")),
             reference=_checked_reference(path, data.get("reference", {})),
+            language_settings=_checked_language_settings(path, text, data.get("language_settings", {}),
+                                                         grid.get("languages", ())),
         ),
         chosen,
     )
+
+
+def _checked_language_settings(path: Path, text: str, table, languages) -> tuple:
+    """The [language_settings] table: a language of the grid -> RunConfig settings for its runs
+    (typed like [quick]; no grid axis)."""
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise FormalRopeError(f"{path}: [language_settings] must hold one table per language "
+                              "([language_settings.NAME] with RunConfig settings)")
+    checked = []
+    for language, settings in table.items():
+        if language not in languages:
+            raise FormalRopeError(f"{path}: [language_settings] names {language!r}, which is not in languages")
+        for key in settings:
+            if key not in _RUNCONFIG_KEYS:
+                raise _unknown_key_error(path, text, key, f"language_settings.{language}",
+                                         _RUNCONFIG_KEYS - set(_AXIS_FIELDS))
+        checked.append((language, _checked_section(path, text, f"language_settings.{language}", settings)))
+    return tuple(checked)
 
 
 def _checked_variants(path: Path, text: str, variants, axes) -> tuple[tuple, tuple]:
@@ -475,6 +499,7 @@ def build_spec(
     stages=(),
     description: str = "",
     reference: dict | None = None,
+    language_settings=(),
 ) -> SweepSpec:
     """Combine a scale preset with explicit settings (explicit ones win).
 
@@ -521,6 +546,7 @@ def build_spec(
         stages=stages,
         description=description,
         reference=dict(reference or {}),
+        language_settings=tuple(language_settings),
     )
     if grid_size(spec) > MAX_GRID_RUNS:
         raise FormalRopeError(

@@ -181,6 +181,10 @@ def sweep_spec(request: GridRequest, languages, defaults: dict | None = None) ->
         overrides={key: value for key, value in {**spec.overrides, **defaults, **settings}.items() if key not in axes},
         axes={**file_axes, **axes}, variants=spec.variants, stages=spec.stages, description=spec.description,
         reference=spec.reference,
+        # A language's own settings yield to what the command sets (--steps, --set FIELD=..., an axis).
+        language_settings=tuple((language, {key: value for key, value in own.items()
+                                            if key not in settings and key not in axes})
+                                for language, own in spec.language_settings),
     ), chosen
 
 
@@ -229,14 +233,18 @@ def check_scale(scale: str) -> str:
 
 def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: int | None = None,
                    steps: int | None = None, n_per_length: int | None = None, nnch_samples: int | None = None,
-                   state_dir: str | None = None, hybrid: dict | None = None) -> list[TablePlan]:
+                   state_dir: str | None = None, hybrid: dict | None = None,
+                   objective: str | None = None) -> list[TablePlan]:
     """The tables of `reproduce TABLE` at `scale` (seeds, steps, strings per length and NNCH's uniform
     strings per length overridden where given): each sweep file's grid, in `out` (`all`: a folder per
     table inside it; default results/<table>-<scale>), each table of `all` with its own subfolder of
-    `state_dir`. `hybrid`: layer_pe / window for every run (`reproduce --layer-pe/--window`)."""
+    `state_dir`. `hybrid`: layer_pe / window for every run (`reproduce --layer-pe/--window`);
+    `objective`: every run's training objective (`reproduce --objective`)."""
     settings = {key: value for key, value in (("steps", steps), ("n_per_length", n_per_length),
                                               ("nnch_samples", nnch_samples)) if value is not None}
     settings.update(hybrid or {})
+    if objective is not None:
+        settings["objective"] = objective
     plans = []
     for name in reproduce_tables(table):
         # Asked of the grid module when called: the one lookup of the paper's files that Python users share.

@@ -31,6 +31,7 @@ from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS
     encoding,
     primary_encoding,
 )
+from formal_rope.training.objective_spec import FINAL, canonical_objective
 from formal_rope.training.option_text import lengths_fields, parse_layer_pe, parse_window
 
 # field -> the encodings it applies to (from the registry's rows); every other field applies to every run.
@@ -133,6 +134,11 @@ class RunConfig:
     # worst-case search's seeds are strings that take chosen transitions of the minimal DFA, so
     # that every transition is visited, rare ones included). Neutral "uniform": ids unchanged.
     sampling: str = "uniform"
+    # What the run is trained to predict (`training.objective_spec`): `final` (the label at eos),
+    # `prefix`, `next-set`, `lm` or a weighted sum such as final+next-set:0.5, kept in canonical
+    # spelling. Every objective is scored by the eos verdict. Neutral ("final") for every run
+    # written before it, so their ids are unchanged.
+    objective: str = FINAL
 
     def __post_init__(self) -> None:
         self._canonical_hybrid()
@@ -142,6 +148,7 @@ class RunConfig:
                 value = spec.default
             object.__setattr__(self, spec.name, coerce_field(spec.name, value))
         check_choices(self)
+        object.__setattr__(self, "objective", canonical_objective(self.objective))
         if self.alphabet is not None and _is_own_alphabet(self.language, self.alphabet):
             # `-a ab` on (ab)* trains exactly what no -a trains: one config, one run id.
             object.__setattr__(self, "alphabet", None)
@@ -299,7 +306,7 @@ ID_NEUTRAL: dict = {
     "test_max_length": 500, "n_per_length": 512, "nnch_samples": 2, "eval_mode": "full", "eval_seed": 0,
     "lr_schedule": "constant", "warmup_steps": 0, "train_near_miss_fraction": 0.0, "test_lengths": None,
     "data": None, "data_hash": None, "test_near_miss_fraction": 0.5, "layer_pe": None, "window": None,
-    "init_from": None, "sampling": "uniform",
+    "init_from": None, "sampling": "uniform", "objective": FINAL,
 }
 
 # The values of the fields that name one of a few choices. They are checked when a RunConfig is

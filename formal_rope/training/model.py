@@ -25,6 +25,7 @@ from torch.nn import functional as F
 from formal_rope.kernels import causal_attention, readout_attention, rotate_by
 from formal_rope.training.encodings.base import PositionalEncoding
 from formal_rope.training.layout import TokenLayout, rectangular_layout, special_tokens
+from formal_rope.training.objective_spec import head_width
 from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear, affine, select_runs_of
 
 
@@ -225,6 +226,7 @@ class Classifier(nn.Module):
         ffn_mult: int = 4,
         attention: str = "auto",
         windows=None,
+        auxiliary: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         windows = tuple(windows) if windows is not None else (None,) * layers
@@ -245,6 +247,11 @@ class Classifier(nn.Module):
         self.blocks = nn.ModuleList(Block(runs, d_model, heads, ffn_mult, window) for window in windows)
         self.final_norm = PackedLayerNorm(runs, d_model)
         self.readout = PackedLinear(runs, d_model, 2)
+        # The objective's heads beside the readout (`objective_spec.HEADS`: next-set's symbol
+        # columns, the language model's), read at every position in training only; none for `final`.
+        self.auxiliary = nn.ModuleDict(
+            {head: PackedLinear(runs, d_model, head_width(head, self.n_symbols)) for head in auxiliary}
+        )
         # Seeds from torch's global generator, so torch.manual_seed(s) before construction still
         # decides the weights; the trainer re-initialises each run from its config's seed.
         self.initialize(torch.randint(0, 2**62, (runs,)).tolist())
@@ -263,6 +270,8 @@ class Classifier(nn.Module):
             block.reset_run(run, generator)
         self.final_norm.reset_run(run, generator)
         self.readout.reset_run(run, generator)
+        for head, layer in self.auxiliary.items():  # drawn last: the other weights are those without heads
+            layer.reset_run(run, generator, head_width(head, self.symbol_counts[run]))
 
     def initialize(self, seeds) -> "Classifier":
         """Initialise run r from a generator seeded with seeds[r]: a run's weights depend on its seed only."""
@@ -294,6 +303,23 @@ class Classifier(nn.Module):
         readout_only=False runs the last block at every position and then reads eos: the
         definition the readout-only path (the default) is tested against.
         """
+        x = self._stream(layout, readout_only)
+        if len(self.blocks) == 0 or not readout_only:
+            x = (
+                x.reshape(-1, x.shape[-1])
+                .index_select(0, layout.readout_rows.reshape(-1))
+                .view(layout.runs, -1, x.shape[-1])
+            )
+        return self.readout(self.final_norm(x))
+
+    def hidden_states(self, layout: TokenLayout) -> torch.Tensor:
+        """The final layer's normed stream (R, L, d_model) at every run-major token of `layout` (what
+        the readout and the objective's heads read at positions other than eos)."""
+        return self.final_norm(self._stream(layout, False))
+
+    def _stream(self, layout: TokenLayout, readout_only: bool) -> torch.Tensor:
+        """The residual stream after the last block: (R, L, d) at every token, or with
+        `readout_only` (R, B, d) at each string's eos (the last block's readout-only path)."""
         x = self.embedding(layout.tokens)  # (R, L, d)
         additive = self.positional.embedding(max(layout.widths, default=1), layout.tokens.device, x.dtype)
         if additive is not None:
@@ -302,13 +328,7 @@ class Classifier(nn.Module):
         last = len(self.blocks) - 1
         for layer, block in enumerate(self.blocks):
             x = block(x, layout, self.positional, layer, self.attention_impl, readout_only and layer == last)
-        if last < 0 or not readout_only:
-            x = (
-                x.reshape(-1, x.shape[-1])
-                .index_select(0, layout.readout_rows.reshape(-1))
-                .view(layout.runs, -1, x.shape[-1])
-            )
-        return self.readout(self.final_norm(x))
+        return x
 
     def select_runs(self, indices) -> "Classifier":
         """A new Classifier holding copies of runs `indices` of this pack (in that order), its embedding
@@ -330,5 +350,11 @@ class Classifier(nn.Module):
         selected.blocks = select_runs_of(self.blocks, index)
         selected.final_norm = select_runs_of(self.final_norm, index)
         selected.readout = select_runs_of(self.readout, index)
+        auxiliary = select_runs_of(self.auxiliary, index)
+        for head in list(auxiliary.keys()):
+            width = head_width(head, selected.n_symbols)
+            if width != auxiliary[head].out_features:
+                auxiliary[head] = auxiliary[head].keep_outputs(width)
+        selected.auxiliary = auxiliary
         selected.train(self.training)
         return selected

@@ -87,13 +87,26 @@ class PackedLinear(nn.Module):
         return affine(flat, self.weight, self.bias).view(*x.shape[:-1], self.out_features)
 
     @torch.no_grad()
-    def reset_run(self, run: int, generator: torch.Generator) -> None:
-        """nn.Linear's default initialisation of run `run`, drawn from `generator`."""
-        self.weight[run].uniform_(
+    def reset_run(self, run: int, generator: torch.Generator, rows: int | None = None) -> None:
+        """nn.Linear's default initialisation of run `run`, drawn from `generator`; with `rows`, the
+        draws of an nn.Linear with that many outputs (the run's first `rows` outputs; the others,
+        which a run over a smaller alphabet never reads, are zeros)."""
+        rows = self.out_features if rows is None else rows
+        self.weight[run, :rows].uniform_(
             -_kaiming_bound(self.in_features), _kaiming_bound(self.in_features), generator=generator
         )
         bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-        self.bias[run].uniform_(-bound, bound, generator=generator)
+        self.bias[run, :rows].uniform_(-bound, bound, generator=generator)
+        self.weight[run, rows:].zero_()
+        self.bias[run, rows:].zero_()
+
+    def keep_outputs(self, rows: int) -> "PackedLinear":
+        """A copy holding each run's first `rows` outputs (a head cut back to a smaller alphabet)."""
+        kept = PackedLinear(self.weight.shape[0], self.in_features, rows)
+        with torch.no_grad():
+            kept.weight = nn.Parameter(self.weight[:, :rows].clone(), self.weight.requires_grad)
+            kept.bias = nn.Parameter(self.bias[:, :rows].clone(), self.bias.requires_grad)
+        return kept
 
     @torch.no_grad()
     def zero_run(self, run: int) -> None:

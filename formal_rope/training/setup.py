@@ -27,6 +27,7 @@ from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings.builders import PositionalSpec, build_positional
 from formal_rope.training.model import Classifier
+from formal_rope.training.objective_spec import auxiliary_heads
 from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.packing import check_packable, language_key
 from formal_rope.training.workload import check_workload
@@ -197,6 +198,7 @@ def build_pack(configs, n_symbols, periods) -> Classifier:
         ffn_mult=first.ffn_mult,
         attention=first.attention,
         windows=first.layer_windows(),
+        auxiliary=auxiliary_heads(first.objective),
     )
     return model.initialize([c.seed for c in configs])
 

@@ -23,13 +23,21 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from formal_rope.progress import TrainingProgress
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.model import Classifier
+from formal_rope.training.objective_spec import Objective, parse_objective
+from formal_rope.training.objectives import (
+    ObjectiveStep,
+    ObjectiveTargets,
+    check_objective_dfas,
+    objective_step,
+    objective_targets,
+    resolve_objective,
+)
 from formal_rope.training.setup import make_optimizer
 from formal_rope.training.state import PackTrainingState, load_pack_state, open_state_store, save_pack_state
 
@@ -44,6 +52,8 @@ def learning_rate(config: RunConfig, step: int) -> float:
         return config.lr * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * fraction)))
     return config.lr
 
+
+FINAL_OBJECTIVE = parse_objective("final")
 
 STRINGS_PER_BUCKET = 16  # a step's strings (all runs) per length bucket, roughly
 MIN_BUCKETS, MAX_BUCKETS = 4, 16
@@ -73,30 +83,40 @@ def bucket_widths(min_length: int, max_length: int, buckets: int = MIN_BUCKETS) 
 @dataclass(frozen=True, eq=False)
 class PackInputs:
     """One training step's strings of every run: their token layout (`formal_rope.training.layout`:
-    each run's strings back to back, attention per length bucket) and labels (R, B) in each run's
-    own batch order."""
+    each run's strings back to back, attention per length bucket), labels (R, B) in each run's
+    own batch order, and what the objective's position components read (`objectives`; None for
+    an objective read at eos alone)."""
 
     layout: TokenLayout
     labels: torch.Tensor
+    targets: ObjectiveTargets | None = None
+    objective: Objective = FINAL_OBJECTIVE
 
 
-def pack_inputs(batches, n_symbols, widths, device="cpu") -> PackInputs:
+def pack_inputs(batches, n_symbols, widths, device="cpu", objective: Objective = FINAL_OBJECTIVE,
+                dfas=None) -> PackInputs:
     """The runs' batches (one TrainingBatch per run, equal sizes) as one step's inputs: strings in
     the length buckets of `widths`, no run padded to another's strings. n_symbols: the alphabet
-    size of every run, or one per run (`Classifier.symbol_counts`)."""
+    size of every run, or one per run (`Classifier.symbol_counts`). An objective that reads every
+    prefix takes its targets from each run's DFA (`dfas`)."""
     lengths = np.stack([np.asarray(b.lengths, dtype=np.int64) for b in batches])  # (R, B)
     layout = ragged_layout([b.symbols for b in batches], lengths, n_symbols, widths, device)
     labels = torch.from_numpy(np.stack([np.asarray(b.labels, dtype=np.int64) for b in batches])).to(device)
-    return PackInputs(layout, labels)
+    targets = objective_targets(objective, batches, dfas, layout, device) if objective.reads_positions else None
+    return PackInputs(layout, labels, targets, objective)
+
+
+def pack_step(model: Classifier, inputs: PackInputs) -> ObjectiveStep:
+    """Per-run loss (R,) of the inputs' objective over each run's own batch, its count of correct
+    eos verdicts (R,) and each component's loss (`objectives.objective_step`)."""
+    return objective_step(model, inputs.objective, inputs.layout, inputs.labels, inputs.targets)
 
 
 def pack_losses(model: Classifier, inputs: PackInputs) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-run mean cross-entropy (R,) over each run's own batch, and its count of correct answers (R,)."""
-    logits = model.forward_layout(inputs.layout)  # (R, B, 2)
-    runs, batch = inputs.labels.shape
-    losses = F.cross_entropy(logits.reshape(-1, 2), inputs.labels.reshape(-1), reduction="none").view(runs, batch)
-    return losses.mean(1), (logits.detach().argmax(-1) == inputs.labels).sum(1)
-
+    """Per-run mean loss (R,) over each run's own batch (`final`: the cross-entropy at eos), and its
+    count of correct answers (R,)."""
+    step = pack_step(model, inputs)
+    return step.loss, step.correct
 
 
 def train_pack(
@@ -111,6 +131,7 @@ def train_pack(
     state_key: str | None = None,
     on_step: Callable[[int, list[float]], None] | None = None,
     curves=None,
+    dfas=None,
 ) -> list[tuple[str, float | None, int]]:
     """Optimise every run of the pack in place. Returns per run (status "ok" | "diverged", final mean
     loss, steps done).
@@ -120,6 +141,8 @@ def train_pack(
     state: StateOptions (save every state.every steps to state.uri under state_key, resume from there).
     on_step(step, losses) sees every step's per-run losses (NaN for frozen runs).
     curves: a `curves.PackCurves` that records each run's training curve from the step's losses.
+    dfas: per run, its language's DFA (the targets of an objective that reads every prefix:
+    `objectives`); not needed for `final`.
     """
     configs = list(configs)
     runs = len(configs)
@@ -127,6 +150,9 @@ def train_pack(
     batch_size = configs[0].batch_size
     widths = bucket_widths(configs[0].train_min_length, configs[0].train_max_length, step_buckets(runs * batch_size))
     n_symbols = model.symbol_counts  # each run's own token ids (a mixed-language pack)
+    objective = resolve_objective(configs)
+    dfas = list(dfas) if dfas is not None else [None] * runs
+    check_objective_dfas(objective, dfas, configs[0].language)
     optimizer = make_optimizer(model, configs)
     max_norms = torch.tensor([float(c.grad_clip) for c in configs], dtype=torch.float64)
     store = None
@@ -148,7 +174,7 @@ def train_pack(
         for run, batch in zip(active_runs, fresh):
             last_batches[run] = batch
         batches = list(last_batches)
-        losses, correct = pack_losses(model, pack_inputs(batches, n_symbols, widths, device))
+        losses, correct = pack_losses(model, pack_inputs(batches, n_symbols, widths, device, objective, dfas))
         loss_values, correct_values = torch.stack((losses.detach().double(), correct.double())).cpu().tolist()
         for run in active_runs:
             if not math.isfinite(loss_values[run]):
@@ -211,4 +237,5 @@ def train_model(
 ) -> tuple[str, float | None, int]:
     """Optimise a single-run model in place (a pack of one). Returns (status "ok" | "diverged", final
     mean loss, steps done)."""
-    return train_pack(model, [config], [run_data(config, dfa)], report=report, device=device, log_every=log_every)[0]
+    return train_pack(model, [config], [run_data(config, dfa)], report=report, device=device, log_every=log_every,
+                      dfas=[dfa])[0]

@@ -37,6 +37,8 @@ def cell_text(name: str, value) -> str:
         return PE_LABELS.get(value, value)
     if name == "base":
         return format_base(value)
+    if isinstance(value, (tuple, list)) and len(value) > 8:  # e.g. 230 even test lengths: their span
+        return f"{value[0]}..{value[-1]} ({len(value)} values)"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
