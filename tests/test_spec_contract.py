@@ -107,7 +107,7 @@ _OTHER_VALUE = {
     "lr_schedule": "cosine", "eval_mode": "nstar", "language": "(aa)*", "test_lengths": (41, 45, 50),
     "data": "flare/ab", "data_hash": "0123456789abcdef",
     "layer_pe": ("rope", "rope", "rope", "rope", "nope"), "window": 32, "init_from": "0123456789abcdef",
-    "sampling": "coverage",
+    "sampling": "coverage", "objective": "next-set",
     # Other values a run can use (a RunConfig refuses the others when built): heads must split d_model
     # into heads of even dimension, the fractions lie in [0, 1].
     "d_model": 128, "heads": 4, "rope_fraction": 0.75, "test_near_miss_fraction": 0.25,
