@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from browser_support import Browser, browser_path
+from formal_rope.atlas.render import agreement_cells_of_runs
 from formal_rope.automata import language_dfa
 from formal_rope.lang.source import resolve_language
 from formal_rope.sweeps.grid import expand_grid
@@ -159,10 +160,10 @@ def test_dfa_drawing_has_one_node_per_state_and_one_arrow_per_state_pair():
 def test_atlas_agreement_section_renders_from_the_atlas_columns(folder):
     report = build_report(folder)
     runs = report.runs.drop(columns=["predicted", "predicted_by"])
-    assert atlas_agreement_section(runs) == ""
+    assert atlas_agreement_section(runs, agreement_cells_of_runs) == ""
     predicted = np.where(runs["pe"] == "rope_p", "learns", "fails")
     with_atlas = runs.assign(predicted=predicted, predicted_by="classes")
-    section = atlas_agreement_section(with_atlas)
+    section = atlas_agreement_section(with_atlas, agreement_cells_of_runs)
     rows = re.findall(r"<tr>(.*?)</tr>", section)[1:]  # after the header
     cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
     # grouped as the terminal groups it: by encoding, then prediction (atlas.render.agreement_cells)
@@ -178,12 +179,13 @@ def test_atlas_agreement_section_renders_from_the_atlas_columns(folder):
                                               if key != "rope_p")
     # a run predicted not expressible that did not reach the longest length is refuted
     refuted_runs = atlas_agreement_section(with_atlas.assign(
-        predicted=np.where(runs["pe"] == "rope_p", "expressible", "not_expressible")))
+        predicted=np.where(runs["pe"] == "rope_p", "expressible", "not_expressible")), agreement_cells_of_runs)
     refuted_cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", refuted_runs)[1:]]
     refuted = {row[0]: row[header.index("refuted")] for row in refuted_cells}
     expected_refuted = {pe: str(count) for pe, count in runs[runs["pe"] != "rope_p"]["pe"].value_counts().items()}
     assert refuted == {"rope_p": "0", **expected_refuted}
-    text = render_page(replace(report, runs=with_atlas), read_results(folder).evals, title="t", atlas=True)
+    text = render_page(replace(report, runs=with_atlas), read_results(folder).evals, title="t",
+                       atlas_table=agreement_cells_of_runs)
     assert '<section id="atlas"' in text and "run rate" in text
     assert '<section id="atlas"' not in render_page(replace(report, runs=with_atlas), read_results(folder).evals,
                                                     title="t")  # an ordinary sweep's page

@@ -156,6 +156,7 @@ class _NeverWrong:
         # function-local: numpy and the membership test load with the calibration only
         import numpy as np
 
+        # function-local, as numpy above: loaded with the calibration only
         from formal_rope.automata.membership import accepts_encoded
 
         symbols = np.asarray(symbols)
@@ -171,6 +172,8 @@ def _searched_length_seconds(template: RunConfig, worst_case, lengths) -> float:
     # function-local: torch and the model load with the calibration only
     from formal_rope.evaluation.engine import search
     from formal_rope.evaluation.models import PackScorer, sampled_start_sets
+
+    # function-local, as the two above: torch loads with the calibration only
     from formal_rope.training.setup import build_model, resolve_dfa, resolve_periods
 
     dfa = resolve_dfa(template)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
-from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED, Agreement
+from formal_rope.atlas.agreement import LEARNED, NOT_LEARNED, Agreement, agreement_of, cell_value, run_outcomes
 from formal_rope.atlas.follow_up import SCALED, SEARCHED, FollowUpOutcome, follow_up_summary
 from formal_rope.sampling.text import shown_string
 from formal_rope.sweeps.statistics import CLOPPER_PEARSON
@@ -55,6 +56,12 @@ def agreement_cells(agreement: Agreement) -> tuple[list[str], list[list[str]]]:
              _interval(row.run_interval), str(row.languages), str(row.languages_all_seeds), str(row.languages_no_seed),
              _percent(row.language_rate), _interval(row.language_interval)] for row in agreement.rows]
     return header, rows
+
+
+def agreement_cells_of_runs(runs, level: float) -> tuple[list[str], list[list[str]]]:
+    """`agreement_cells` of a results table's runs (pandas, with the atlas's prediction columns): what
+    the results page draws for an atlas folder (`sweeps.results_page.write_results_page(atlas_table=)`)."""
+    return agreement_cells(agreement_of(SimpleNamespace(runs=runs), level))
 
 
 def agreement_table(agreement: Agreement) -> list[str]:
@@ -190,8 +197,6 @@ def follow_up_markdown(outcomes: list[FollowUpOutcome]) -> str:
 
 
 def _blind_spot_row(outcome, row: dict) -> list[str]:
-    from formal_rope.atlas.agreement import cell_value
-
     covered, total = cell_value(row.get("test_transitions_covered")), cell_value(row.get("test_transitions"))
     tried = cell_value(row.get("family_strings_tried"))
     if tried is None:
@@ -199,9 +204,10 @@ def _blind_spot_row(outcome, row: dict) -> list[str]:
     elif outcome.refuted_at is None:
         family = f"held on all {tried} strings"
     else:
-        family = f"refuted at length {outcome.refuted_at}: `{outcome.family_failure}`"
+        family = f"refuted at length {outcome.refuted_at}: `{shown_string(outcome.family_failure)}`"
     worst = "–" if outcome.n_star_worst is None else str(outcome.n_star_worst)
-    search = f"at {len(outcome.worst_failure)}: `{outcome.worst_failure}`" if outcome.worst_failure else "none"
+    search = (f"at {len(outcome.worst_failure)}: `{shown_string(outcome.worst_failure)}`" if outcome.worst_failure
+              else "none")
     accuracy = cell_value(row.get("final_train_accuracy"))
     return [outcome.encoding, outcome.sampling, str(outcome.seed), f"{outcome.n_star}/{worst} of {outcome.longest}",
             _measure(cell_value(row.get("worst_strings_tried"))), search,
@@ -214,7 +220,6 @@ def blind_spot_markdown(results) -> str:
     sampling mode, N* (sampled/worst-case), the search's failure, the transitions of the minimal DFA
     its test strings took, the theory's family (held, or refuted at a length, with the string), the
     final training accuracy and the run's verdict; then the families tested, once each."""
-    from formal_rope.atlas.agreement import cell_value, run_outcomes
 
     rows = {row["run_id"]: row for row in results.runs.to_dict("records")}
     outcomes = sorted(run_outcomes(results.runs), key=lambda o: (o.language, o.encoding, o.sampling, o.seed))

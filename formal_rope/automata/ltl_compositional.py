@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from formal_rope.automata.dfa import DFA
-from formal_rope.automata.ops import DEFAULT_MAX_STATES, _moore_round, check_state_limit, minimize
+from formal_rope.automata.ops import DEFAULT_MAX_STATES, check_state_limit, minimize, moore_round
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import (
     And,
@@ -95,7 +95,7 @@ def _minimized(transitions: np.ndarray, value: np.ndarray) -> Machine:
     # shallow (a round per level of the run's partial order), and there are thousands of them.
     block, n_blocks = initial, int(initial.max()) + 1
     while transitions.shape[1]:
-        block = _moore_round(block, transitions)
+        block = moore_round(block, transitions)
         if int(block.max()) + 1 == n_blocks:
             break
         n_blocks = int(block.max()) + 1

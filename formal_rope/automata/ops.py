@@ -132,7 +132,7 @@ _MOORE_MIN_STATES = 4096
 _MOORE_MAX_ROUNDS = 32
 
 
-def _moore_round(block: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+def moore_round(block: np.ndarray, transitions: np.ndarray) -> np.ndarray:
     """One Moore refinement: dense block ids of (block, successor blocks) signatures.
 
     The signature is folded in one successor column at a time: pair (key, successor block) -> one
@@ -155,7 +155,7 @@ def _moore_rounds(transitions: np.ndarray, block: np.ndarray, max_rounds: int) -
     n_states = transitions.shape[0]
     n_blocks = int(block.max()) + 1
     for _ in range(max_rounds):
-        block = _moore_round(block, transitions)
+        block = moore_round(block, transitions)
         n_refined = int(block.max()) + 1
         if n_refined == n_blocks:
             return block, True
@@ -277,7 +277,7 @@ def _minimize_moore(dfa: DFA) -> DFA:
     block = np.asarray(block, dtype=np.int64).reshape(-1)
     n_blocks = int(block.max()) + 1
     while True:
-        block = _moore_round(block, transitions)
+        block = moore_round(block, transitions)
         n_refined = int(block.max()) + 1
         if n_refined == n_blocks:
             break

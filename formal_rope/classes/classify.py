@@ -168,7 +168,7 @@ def classify(
     alphabet = minimal.alphabet
     witness: dict[str, dict[str, Any]] = {}
     if not ltl_p:
-        witness["ltl_p"] = _podfa_witness(minimal)
+        witness["ltl_p"] = podfa_witness(minimal)
     if not ltl_p_mod:
         witness["ltl_p_mod"] = _stable_witness(minimal, monoid, sets)
     if group_element is not None:
@@ -216,7 +216,7 @@ def _prime_factors(number: int) -> list[int]:
 
 
 # ------------------------------------------------------------------------------------- witnesses
-def _podfa_witness(minimal: DFA) -> dict[str, Any]:
+def podfa_witness(minimal: DFA) -> dict[str, Any]:
     cycle = block_cycle(minimal, 1)
     assert cycle is not None
     q, p = cycle.states

@@ -34,6 +34,8 @@ import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.automata.ops import coaccessible_states, minimize
+from formal_rope.classes.classify import podfa_witness
+from formal_rope.classes.podfa import block_cycle
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import And, Atom, Const, Formula, Not, Or, Past
 from formal_rope.lang.metrics import formula_metrics
@@ -133,15 +135,11 @@ def podfa_to_formula(dfa: DFA) -> AutomatonFormula:
     partially ordered, i.e. the language is not in LTL[P].
     """
     require_dfa(dfa, "podfa_to_formula", "dfa")
-    from formal_rope.classes.podfa import block_cycle  # the classes package imports the compiler's neighbours
-
     minimal = minimize(dfa)
     cycle = block_cycle(minimal, 1)
     if cycle is not None:
-        from formal_rope.classes.classify import _podfa_witness
-
         raise NotInFragmentError(
-            "the language is not in LTL[P]: " + _podfa_witness(minimal)["explanation"], "not LTL[P]"
+            "the language is not in LTL[P]: " + podfa_witness(minimal)["explanation"], "not LTL[P]"
         )
     alphabet = minimal.alphabet
     n_states, table = minimal.n_states, minimal.transitions

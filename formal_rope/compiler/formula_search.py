@@ -22,7 +22,7 @@ import numpy as np
 
 from formal_rope.automata.dfa import DFA
 from formal_rope.automata.ltl_compositional import ltl_to_dfa_compositional
-from formal_rope.automata.ops import equivalent
+from formal_rope.automata.ops import discovery_order, equivalent
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import And, Atom, Const, Formula, Historically, Iff, Mod, Not, Or, Past
 
@@ -38,7 +38,8 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         if isinstance(self.max_size, bool) or not isinstance(self.max_size, int) or self.max_size < 1:
-            raise FormalRopeError(f"the search's size limit (--max-size) must be a positive integer, got {self.max_size!r}")
+            raise FormalRopeError("the search's size limit (--max-size) must be a positive integer, "
+                                  f"got {self.max_size!r}")
         if not self.time_limit > 0:
             raise FormalRopeError(f"the search's time limit (--time-limit) must be positive, got {self.time_limit!r}")
 
@@ -280,8 +281,6 @@ def search_formula(dfa: DFA, period: int, options: SearchOptions | None = None) 
 
 
 def _reachable(dfa: DFA) -> np.ndarray:
-    from formal_rope.automata.ops import discovery_order
-
     return discovery_order(dfa.transitions, dfa.start)
 
 

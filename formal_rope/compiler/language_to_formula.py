@@ -16,6 +16,7 @@ from formal_rope.automata.dfa import DFA
 from formal_rope.automata.language import language_dfa
 from formal_rope.automata.ltl_compositional import ltl_to_dfa_compositional
 from formal_rope.automata.ops import equivalent
+from formal_rope.classes.classify import classify
 from formal_rope.compiler.automaton_to_formula import NotInFragmentError, podfa_to_formula
 from formal_rope.compiler.formula_search import SearchOptions, SearchResult, search_formula
 from formal_rope.errors import FormalRopeError
@@ -69,8 +70,6 @@ def language_to_formula(language, fragment: str = "ltl_p_mod", search: SearchOpt
     if language.kind == "ltl" and ltl_fragment(language.ast) in allowed:
         return LanguageFormula(language.ast, tuple(language.alphabet), dfa, "given", ltl_fragment(language.ast),
                                formula_metrics(language.ast))
-    from formal_rope.classes.classify import classify
-
     verdict = classify(dfa)
     if verdict.ltl_p:
         built = podfa_to_formula(dfa)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formal_rope.lang.ast import Formula, Mod, Past, Historically, Since, Yesterday, children
+from formal_rope.lang.ast import Formula, Historically, Mod, Past, Since, Yesterday, children
 
 
 @dataclass(frozen=True)

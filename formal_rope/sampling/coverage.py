@@ -27,6 +27,7 @@ uniformly among those where it is. Everything is seeded; nothing here reads a gl
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -325,8 +326,6 @@ def with_training_coverage(batch, coverage: TrainingCoverage, rng: np.random.Gen
     """`batch` (a sampling.TrainingBatch) with coverage_slots(share) of its positives and of its
     negatives replaced by coverage strings of the same label (the first such rows: the batch is
     shuffled). The draws come from `rng` after everything the batch drew."""
-    from formal_rope.sampling.datasets import TrainingBatch
-
     labels = np.asarray(batch.labels, dtype=bool)
     symbols = np.array(batch.symbols, copy=True)
     lengths = np.array(batch.lengths, copy=True)
@@ -338,7 +337,7 @@ def with_training_coverage(batch, coverage: TrainingCoverage, rng: np.random.Gen
         symbols[rows] = -1
         symbols[rows, :width] = drawn[:, :width]
         lengths[rows] = drawn_lengths
-    return TrainingBatch(symbols, lengths, batch.labels)
+    return dataclasses.replace(batch, symbols=symbols, lengths=lengths)
 
 
 @dataclass(frozen=True)

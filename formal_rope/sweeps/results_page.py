@@ -21,7 +21,6 @@ import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 
@@ -42,10 +41,13 @@ MAX_DRAWN_STATES = 24  # larger DFAs get their transition table only: a circle o
 
 def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str | None = None,
                        reference: dict | None = None, title: str = "", level: float = DEFAULT_LEVEL,
-                       comparison: tuple[str, str] | None = None, metric: str = "n_star", languages=()) -> Path:
+                       comparison: tuple[str, str] | None = None, metric: str = "n_star", languages=(),
+                       atlas_table=None) -> Path:
     """Aggregate the results folder `out` (`report.build_report`, same options) and write the page to
     `path` (.html added when it has no suffix; written atomically, missing folders created).
-    Returns the path written."""
+    `atlas_table(runs, level) -> (header, rows)` draws the agreement table when the folder holds an
+    atlas (the caller passes `atlas.render.agreement_cells_of_runs`: the atlas stage builds on the
+    sweeps, so the page never imports it). Returns the path written."""
     path = Path(path)
     if path.is_dir():
         raise FormalRopeError(f"cannot write the results page {str(path)!r}: it is a folder; give a file name such "
@@ -54,7 +56,8 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     report = build_report(ReportRequest(out=out, by=by, sort=sort, reference=reference, title=title, level=level,
                                         comparison=comparison, metric=metric, languages=languages))
     page = render_page(report, read_results(out).evals, title=title or f"results in {out}",
-                       reference=reference, atlas=(Path(out) / ATLAS_LANGUAGES_FILE).is_file())
+                       reference=reference,
+                       atlas_table=atlas_table if (Path(out) / ATLAS_LANGUAGES_FILE).is_file() else None)
     try:
         with atomic_file(target, "the results page") as temporary:
             temporary.write_text(page, encoding="utf-8")
@@ -63,10 +66,11 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     return target
 
 
-def render_page(report: Report, evals, *, title: str, reference: dict | None = None, atlas: bool = False) -> str:
-    """The page's HTML text for a built report and the folder's `evals` table (pandas); with `atlas`
-    (the folder holds an atlas: `formalrope atlas` wrote its language set there) the agreement table
-    of the runs' predictions and outcomes (every sweep's runs carry a prediction; an ordinary sweep's
+def render_page(report: Report, evals, *, title: str, reference: dict | None = None, atlas_table=None) -> str:
+    """The page's HTML text for a built report and the folder's `evals` table (pandas); with
+    `atlas_table` (given when the folder holds an atlas: `formalrope atlas` wrote its language set
+    there) the agreement table of the runs' predictions and outcomes (every sweep's runs carry a
+    prediction; an ordinary sweep's
     page leaves the agreement table to `report` and `atlas`)."""
     runs = report.runs
     languages = list(dict.fromkeys(row.language for row in report.rows if row.language is not None))
@@ -80,7 +84,7 @@ def render_page(report: Report, evals, *, title: str, reference: dict | None = N
     if report.notes:
         sections.insert(1, _Section("notes", "Notes", "<ul>" + "".join(f"<li>{_e(note)}</li>" for note in report.notes)
                                     + "</ul>"))
-    agreement = atlas_agreement_section(runs) if atlas else ""
+    agreement = atlas_agreement_section(runs, atlas_table) if atlas_table is not None else ""
     if agreement:
         sections.append(_Section("atlas", "Atlas agreement", agreement))
     for index, language in enumerate(languages):
@@ -520,18 +524,14 @@ def _accuracy_figure(runs, evals, prefix: str) -> str:
 # The atlas's agreement table: rendered when the runs carry its prediction columns.
 
 
-def atlas_agreement_section(runs, level: float = 0.95) -> str:
+def atlas_agreement_section(runs, atlas_table, level: float = 0.95) -> str:
     """The atlas agreement table, or "" when the runs lack the atlas's columns (`ATLAS_COLUMNS`): the
     table `formalrope atlas` prints (`atlas.render.agreement_cells`: per encoding, then prediction,
     the runs and languages that learned, judged on the worst-case N* where searched), so the page
     and the terminal group and count alike."""
     if not set(ATLAS_COLUMNS) <= set(runs.columns) or not runs["predicted"].notna().any():
         return ""
-    # function-local: the atlas stage builds on the sweeps, so it loads only for an atlas's page
-    from formal_rope.atlas.agreement import agreement_of
-    from formal_rope.atlas.render import agreement_cells
-
-    header, rows = agreement_cells(agreement_of(SimpleNamespace(runs=runs[runs["predicted"].notna()]), level))
+    header, rows = atlas_table(runs[runs["predicted"].notna()], level)
     body = [[(_e(text), _sort_key(text)) for text in row] for row in rows]
     return ('<p class="note">The atlas\'s prediction for each encoding beside what training reached (a run '
             'learned when its worst-case N* reached its longest test length), as `formalrope atlas` prints it.</p>'

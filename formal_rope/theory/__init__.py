@@ -9,8 +9,8 @@ docs/theory.md lists every rule with its citation.
 This package imports neither torch nor numpy: torch-free commands (reports, sweeps' planning) use it.
 """
 
+from formal_rope.auto_periods import AUTO_MIN_PERIOD, auto_periods, auto_periods_note
 from formal_rope.theory.predictions import (
-    AUTO_MIN_PERIOD,
     BOUNDED,
     EXPRESSIBLE,
     NO_PREDICTION,
@@ -20,8 +20,6 @@ from formal_rope.theory.predictions import (
     LanguageFacts,
     PositionalScheme,
     Prediction,
-    auto_periods,
-    auto_periods_note,
     mlregtest_ltl_p_y,
     predict,
     predict_run,

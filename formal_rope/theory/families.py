@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
+from formal_rope.automata.membership import accepts_encoded
 from formal_rope.automata.ops import minimize
 from formal_rope.classes.classify import format_word
 from formal_rope.classes.podfa import access_word, block_cycle
@@ -124,8 +125,6 @@ class FamilyStrings:
 def family_strings(family: WitnessFamily, dfa: DFA, max_length: int) -> FamilyStrings:
     """Both strings of every pair m = 0, 1, ... whose strings are no longer than `max_length`,
     labelled by `dfa` (the two of a pair always differ), pair by pair."""
-    from formal_rope.automata.membership import accepts_encoded
-
     strings, ms = [], []
     m = 0
     while True:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from formal_rope.auto_periods import AUTO_MIN_PERIOD, auto_periods_note
 from formal_rope.classes import classify
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import count_table
-from formal_rope.theory import AUTO_MIN_PERIOD, auto_periods_note
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
 from formal_rope.training.encodings import phases

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from formal_rope.auto_periods import auto_periods
 from formal_rope.automata import language_dfa
 from formal_rope.classes import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import training_batch
-from formal_rope.theory import auto_periods
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings.builders import PositionalSpec, build_positional

@@ -88,4 +88,3 @@ def periodic_values(periods, n_pairs: int, positions: np.ndarray, dtype=np.float
     sin_table = np.sin(table_angles).astype(dtype)
     pair_index = np.arange(n_pairs)[None, :]
     return cos_table[pair_index, residues], sin_table[pair_index, residues]
-
