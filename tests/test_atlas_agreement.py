@@ -183,7 +183,7 @@ def test_atlas_dry_run_prints_the_run_count(capsys):
     from tests.cli_support import run_main
 
     code, out, _ = run_main(capsys, ["atlas", "--dry-run", "--no-estimate", "--set", "registry", "--seeds", "3"])
-    assert code == 0 and "16 languages, 4 encodings, 3 seeds: 192 runs" in out
+    assert code == 0 and "27 languages, 4 encodings, 3 seeds: 324 runs" in out
 
 
 def test_the_dry_run_is_the_plan_the_run_runs(capsys, monkeypatch, tmp_path):
@@ -201,7 +201,7 @@ def test_the_dry_run_is_the_plan_the_run_runs(capsys, monkeypatch, tmp_path):
     dry = json.loads(out)
     plan = plan_atlas(spec, 0, atlas_request(["nope", "rope"], seeds=1))
     assert code == 0 and dry["dropped"] == [entry.id for entry in plan.dropped] and "user/tiny/2" in dry["dropped"]
-    assert dry["languages"] == len(plan.languages) == 16 + 3 - len(plan.dropped)
+    assert dry["languages"] == len(plan.languages) == 27 + 3 - len(plan.dropped)
     assert dry["runs"] == len(plan.configs) == dry["languages"] * 2
 
     planned = []
