@@ -19,6 +19,7 @@ from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.packing import group_packs
 from formal_rope.training.setup import build_model
 from tests.cli_support import run_main
+from tests.resume_support import resumed_equals_whole
 
 HYBRID = dict(layer_pe=("rope", "nope"), window=(3, -1))
 
@@ -161,26 +162,8 @@ def test_a_pack_of_two_hybrid_runs_equals_each_run_alone():
 
 
 def test_a_killed_hybrid_resumes_bit_identically(tmp_path):
-    from formal_rope.training.state import StateOptions
-
     configs = [_tiny(seed=0, steps=24), _tiny(seed=1, steps=24, lr=5e-3)]
-    whole, whole_model = run_pack(configs, progress=False)
-    state = StateOptions(str(tmp_path / "state"), every=5)
-
-    class Stop(KeyboardInterrupt):
-        pass
-
-    def stop_at_13(step, _losses):
-        if step == 13:
-            raise Stop()
-
-    with pytest.raises(Stop):
-        run_pack(configs, progress=False, state=state, on_step=stop_at_13)
-    resumed, resumed_model = run_pack(configs, progress=False, state=state)
-    for a, b in zip(whole, resumed):
-        assert (a.final_loss, a.per_length, a.n_star) == (b.final_loss, b.per_length, b.n_star)
-    for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
-        assert torch.equal(x, y), name
+    resumed_equals_whole(configs, tmp_path / "state", every=5, stop_step=13)
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from formal_rope.training.objectives import objective_step, string_targets
 from formal_rope.training.packing import pack_signature
 from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs
+from tests.resume_support import resumed_equals_whole
 
 FIXTURE = Path(__file__).parent / "data" / "objectives"
 # LDP-1's shape over {a, x, y} (x: b0, y: b1): no x before the first a, no y after it.
@@ -228,28 +229,10 @@ def test_objective_without_a_dfa_is_refused():
 
 
 def test_a_killed_run_with_auxiliary_heads_resumes_bit_identically(tmp_path):
-    from formal_rope.training.state import StateOptions
-
     settings = {**TINY, "steps": 12}
     configs = [RunConfig(LDP1, alphabet=("a", "x", "y"), objective="prefix+next-set+lm:0.5", seed=seed, **settings)
                for seed in (0, 1)]
-    whole, whole_model = run_pack(configs, progress=False)
-    state = StateOptions(str(tmp_path / "state"), every=4)
-
-    class Stop(KeyboardInterrupt):
-        pass
-
-    def stop_at_7(step, _losses):
-        if step == 7:
-            raise Stop()
-
-    with pytest.raises(Stop):
-        run_pack(configs, progress=False, state=state, on_step=stop_at_7)
-    resumed, resumed_model = run_pack(configs, progress=False, state=state)
-    for a, b in zip(whole, resumed):
-        assert (a.final_loss, a.per_length, a.n_star) == (b.final_loss, b.per_length, b.n_star)
-    for (name, x), (_, y) in zip(whole_model.state_dict().items(), resumed_model.state_dict().items()):
-        assert torch.equal(x, y), name
+    whole_model = resumed_equals_whole(configs, tmp_path / "state", every=4, stop_step=7)
     assert any(name.startswith("auxiliary.") for name in whole_model.state_dict())
 
 

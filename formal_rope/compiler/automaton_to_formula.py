@@ -52,24 +52,24 @@ class NotInFragmentError(FormalRopeError):
 
 
 # --------------------------------------------------------------------------- folding builders
-def conjunction(left: Formula, right: Formula) -> Formula:
-    if left == FALSE or right == FALSE:
-        return FALSE
-    if left == TRUE:
+def _folded(node, absorbing: Formula, neutral: Formula, left: Formula, right: Formula) -> Formula:
+    """`node(left, right)` with constants folded: the absorbing element wins, the neutral one drops,
+    and a subformula joined with itself (the same shared object) is itself."""
+    if left == absorbing or right == absorbing:
+        return absorbing
+    if left == neutral:
         return right
-    if right == TRUE or left is right:
+    if right == neutral or left is right:
         return left
-    return And(left, right)
+    return node(left, right)
+
+
+def conjunction(left: Formula, right: Formula) -> Formula:
+    return _folded(And, FALSE, TRUE, left, right)
 
 
 def disjunction(left: Formula, right: Formula) -> Formula:
-    if left == TRUE or right == TRUE:
-        return TRUE
-    if left == FALSE:
-        return right
-    if right == FALSE or left is right:
-        return left
-    return Or(left, right)
+    return _folded(Or, TRUE, FALSE, left, right)
 
 
 def negation(child: Formula) -> Formula:

@@ -77,18 +77,23 @@ def labelled_graph(dfa: DFA) -> CountingGraph:
     return CountingGraph(targets, symbols, dfa.start, np.concatenate([dfa.accepting, ~dfa.accepting]))
 
 
+def reachable_states(dfa: DFA) -> np.ndarray:
+    """Bool (n_states,): the states some string reaches from the start."""
+    seen = np.zeros(dfa.n_states, dtype=bool)
+    seen[dfa.start] = True
+    frontier = np.array([dfa.start])
+    while frontier.size:
+        successors = np.unique(dfa.transitions[frontier].ravel())
+        frontier = successors[~seen[successors]]
+        seen[frontier] = True
+    return seen
+
+
 def reachable_pairs(dfa: DFA) -> np.ndarray:
     """Boolean (n, n) matrix: pair (q, p) is reachable as (state on w, state on w with one symbol
     substituted) for some string w. Used to keep the near-miss graph small."""
     n_states, n_symbols = dfa.transitions.shape
-    reachable_states = np.zeros(n_states, dtype=bool)
-    reachable_states[dfa.start] = True
-    frontier = np.array([dfa.start])
-    while frontier.size:
-        successors = np.unique(dfa.transitions[frontier].ravel())
-        frontier = successors[~reachable_states[successors]]
-        reachable_states[frontier] = True
-    states = np.flatnonzero(reachable_states)
+    states = np.flatnonzero(reachable_states(dfa))
     # One edit: read s on the original string and c != s on the edited one.
     s_index, c_index = np.nonzero(~np.eye(n_symbols, dtype=bool))
     pairs = np.zeros((n_states, n_states), dtype=bool)

@@ -36,7 +36,7 @@ import numpy as np
 
 from formal_rope.automata.dfa import DFA, require_dfa
 from formal_rope.errors import FormalRopeError
-from formal_rope.sampling.counts import CountingGraph, LogCounts, dfa_graph, log_counts
+from formal_rope.sampling.counts import CountingGraph, LogCounts, dfa_graph, log_counts, reachable_states
 from formal_rope.sampling.walker import walk
 
 UNIFORM, COVERAGE = "uniform", "coverage"
@@ -56,18 +56,6 @@ def check_sampling(mode: str) -> str:
     if mode not in SAMPLING_MODES:
         raise FormalRopeError(f"unknown sampling mode {mode!r}; expected {' or '.join(SAMPLING_MODES)}")
     return mode
-
-
-def reachable_states(dfa: DFA) -> np.ndarray:
-    """Bool (n_states,): the states some string reaches from the start."""
-    seen = np.zeros(dfa.n_states, dtype=bool)
-    seen[dfa.start] = True
-    frontier = np.array([dfa.start])
-    while frontier.size:
-        successors = np.unique(dfa.transitions[frontier].ravel())
-        frontier = successors[~seen[successors]]
-        seen[frontier] = True
-    return seen
 
 
 def transitions_of(dfa: DFA) -> np.ndarray:
