@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from formal_rope.storage.training_state import StateOptions
 from formal_rope.sweeps.backends import RayBackend, RayOptions
 from formal_rope.sweeps.grid import build_spec, expand_grid
 from formal_rope.sweeps.runner import run_sweep
-from formal_rope.training.state import StateOptions
 
 
 def sweep_grid(steps: int | None):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from formal_rope.runs import run_pack
-from formal_rope.training.state import StateOptions
+from formal_rope.storage.training_state import StateOptions
 
 
 class _Stop(KeyboardInterrupt):

@@ -182,7 +182,7 @@ def test_set_errors_name_the_file_line_and_option(tmp_path, capsys):
 
 # --------------------------------------------------------------------------------- 8. rough edges
 def test_tensorboard_folder_names_keep_no_shell_characters():
-    from formal_rope.training.curve_log import run_folder_name
+    from formal_rope.storage.tensorboard_log import run_folder_name
 
     name = run_folder_name(RunConfig(language="(ab)*[a]", pe="nope", seed=0))
     assert not set("()[]* '\"$;&|") & set(name) and name.endswith(RunConfig(language="(ab)*[a]").with_(

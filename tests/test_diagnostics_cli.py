@@ -41,7 +41,7 @@ def compiled_path(tmp_path_factory):
 def trained_path(tmp_path_factory):
     import torch
 
-    from formal_rope.training.checkpoint import save_checkpoint
+    from formal_rope.storage.checkpoints import save_checkpoint
     from formal_rope.training.config import RunConfig, RunResult
     from formal_rope.training.setup import build_model
 
@@ -154,7 +154,7 @@ def test_trained_rope_position_phases_are_exact_at_a_tiny_base(app, tmp_path):
     import mpmath
     import torch
 
-    from formal_rope.training.checkpoint import save_checkpoint
+    from formal_rope.storage.checkpoints import save_checkpoint
     from formal_rope.training.config import RunConfig, RunResult
     from formal_rope.training.setup import build_model
 

@@ -156,8 +156,8 @@ def trained_checkpoints(tmp_path_factory):
 
 def _checkpoint_logits(path, words):
     from formal_rope.automata import encode_strings
-    from formal_rope.training.checkpoint import load_checkpoint
     from formal_rope.training.model import encode_fixed_length
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     loaded = load_checkpoint(path)
     rows = []

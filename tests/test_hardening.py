@@ -24,9 +24,9 @@ from formal_rope.compiler import compile_formula
 from formal_rope.model import evaluate
 from formal_rope.model import forward as forward_module
 from formal_rope.runs import run_pack
+from formal_rope.storage.training_state import StateOptions, TrainingStateError, open_state_store
 from formal_rope.training.config import RunConfig
 from formal_rope.training.packing import pack_key
-from formal_rope.training.state import StateOptions, TrainingStateError, open_state_store
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,7 +78,8 @@ def test_run_on_a_diverged_checkpoint_warns(tmp_path):
     import torch
 
     from formal_rope.runs import run_training
-    from formal_rope.training.checkpoint import UnhealthyCheckpointWarning, load_checkpoint, save_checkpoint
+    from formal_rope.storage.checkpoints import save_checkpoint
+    from formal_rope.training.trained_classifier import UnhealthyCheckpointWarning, load_checkpoint
 
     torch.set_num_threads(1)
     config = RunConfig(language="(ab)*", pe="nope", layers=1, d_model=16, heads=2, steps=20, batch_size=8, lr=1e30,

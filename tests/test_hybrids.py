@@ -176,7 +176,7 @@ def hybrid_checkpoint(tmp_path_factory):
 
 
 def test_a_hybrid_checkpoint_loads_as_trained(hybrid_checkpoint):
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     config, result, path = hybrid_checkpoint
     loaded = load_checkpoint(path)
@@ -237,7 +237,7 @@ def test_trainable_layer_encodings_use_their_own_layer_index(tmp_path, capsys):
     of its index among its encoding's layers, so changing the module's second projector changes
     layer 2 (the second jof_projected layer) and not layer 0; a checkpoint holds them and exports
     with `formalrope run`'s verdicts."""
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     config = _tiny(layers=3, layer_pe=("jof_projected", "nope", "jof_projected"), window=(3, -1, 3))
     check_config(config)
@@ -271,7 +271,7 @@ def test_hybrids_with_trainable_layers_export_with_formalrope_run_verdicts(layer
     (so a layer read with another layer's tensors would differ), the standalone model's logits
     equal the checkpoint's and its verdicts `formalrope run`'s."""
     from formal_rope.export import export_model, load_exported
-    from formal_rope.training.checkpoint import save_checkpoint
+    from formal_rope.storage.checkpoints import save_checkpoint
     from formal_rope.training.config import RunResult
     from tests.test_export import _checkpoint_logits, _random_words, _verdicts
 

@@ -97,7 +97,7 @@ def test_load_checkpoint_raises_formal_rope_error_for_a_foreign_state(checkpoint
     import torch
 
     from formal_rope.errors import FormalRopeError
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     buffer = io.BytesIO()
     torch.save({"unrelated": torch.zeros(3)}, buffer)

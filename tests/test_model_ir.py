@@ -143,7 +143,7 @@ def test_format_ops_are_correctly_rounded(name):
 
 
 def test_load_runnable_dispatches_trained_checkpoints(tmp_path, monkeypatch):
-    import formal_rope.training.checkpoint as checkpoint
+    import formal_rope.training.trained_classifier as checkpoint
 
     path = tmp_path / "trained.zip"
     with zipfile.ZipFile(path, "w") as archive:

@@ -69,7 +69,7 @@ def test_a_mixed_pack_is_reproducible_and_its_runs_keep_their_own_encoding(tmp_p
     assert type(model.select_runs([2]).positional) is SinusoidalEmbedding
     assert isinstance(model.select_runs([0, 2]).positional, MixedPositional)
     assert model.positional.describe(1)["periods"] == [2]
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     for path, result in zip(paths, first):
         loaded = load_checkpoint(path)

@@ -207,7 +207,8 @@ def test_old_shared_jof_learned_checkpoint_is_a_clear_error(tmp_path, capsys):
 
     from formal_rope.errors import FormalRopeError
     from formal_rope.runs import run_training
-    from formal_rope.training.checkpoint import STATE_NAME, load_checkpoint
+    from formal_rope.storage.checkpoints import STATE_NAME
+    from formal_rope.training.trained_classifier import load_checkpoint
     from tests.cli_support import run_main
 
     torch.set_num_threads(1)

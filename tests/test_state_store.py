@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.state import (
+from formal_rope.storage.training_state import (
     StateOptions,
     StateStore,
     check_state_dir,

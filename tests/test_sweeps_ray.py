@@ -23,11 +23,11 @@ import ray
 
 import sweeps_support
 from cli_support import run_main
+from formal_rope.storage.training_state import StateOptions
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
 from formal_rope.training.config import RunConfig, RunResult
-from formal_rope.training.state import StateOptions
 from sweeps_support import fake_runner, spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -529,9 +529,9 @@ def test_ray_workers_write_each_runs_tensorboard_files(ray_instance, tmp_path):
     they hold the same curve the results folder records (OUT/curves)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    from formal_rope.storage.curves import CurveOptions
+    from formal_rope.storage.tensorboard_log import run_folder_name
     from formal_rope.sweeps.curve_table import read_curves
-    from formal_rope.training.curve_log import run_folder_name
-    from formal_rope.training.curves import CurveOptions
 
     configs = tiny_grid(seeds=2, lrs=(3e-3,))
     board = tmp_path / "tb"

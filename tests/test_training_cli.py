@@ -32,7 +32,7 @@ def test_train_json_and_checkpoint(tmp_path, capsys):
     assert payload["status"] == "ok" and payload["resolved_periods"] == [2]
     assert [r["length"] for r in payload["per_length"]] == [41, 42, 43]
     assert payload["checkpoint"] == str(out) and out.exists()
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     assert len(load_checkpoint(out).classify(["ab", "ba"])) == 2
 
@@ -279,7 +279,7 @@ def test_an_explicit_alphabet_equal_to_the_languages_own_is_the_same_run(capsys)
 def test_resume_without_a_saved_state_says_so(tmp_path, capsys):
     # Regression: --resume with no state of this run (settings changed, so its state key did too)
     # started at step 0 in silence.
-    from formal_rope.training.state import open_state_store
+    from formal_rope.storage.training_state import open_state_store
 
     state_dir = tmp_path / "state"
     argv = ["train", "--lang", "(ab)*", *TINY_ARGS, "--checkpoint-every", "2", "--state-dir", str(state_dir),

@@ -1,4 +1,4 @@
-"""Training curves (`training.curves`): a point every log_every steps holding the mean loss and accuracy
+"""Training curves (`storage.curves`): a point every log_every steps holding the mean loss and accuracy
 since the previous one, per run inside a pack, unchanged results, a resumed run's curve bit-identical to
 the run left alone, the results folder's curves/ table and the checkpoint, `report --plot-curves`, and
 TensorBoard's event files read back with TensorBoard's own reader."""
@@ -12,11 +12,11 @@ import pytest
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.runs import run_pack
-from formal_rope.training.checkpoint import read_metadata
+from formal_rope.storage.checkpoints import read_metadata
+from formal_rope.storage.curves import NO_CURVES, CurveOptions, default_log_every
+from formal_rope.storage.tensorboard_log import run_folder_name
+from formal_rope.storage.training_state import StateOptions
 from formal_rope.training.config import RunConfig, RunResult
-from formal_rope.training.curve_log import run_folder_name
-from formal_rope.training.curves import NO_CURVES, CurveOptions, default_log_every
-from formal_rope.training.state import StateOptions
 from formal_rope.training.train import learning_rate
 from sweeps_support import cli
 

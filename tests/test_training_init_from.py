@@ -51,7 +51,7 @@ def test_a_continued_run_starts_from_the_source_weights(source):
     continued = config.with_(init_from=str(path), seed=7)
     model = build_pack([continued], 2, [None])
     notes = load_init_weights(model, [continued], ("a", "b"))
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     for name, tensor in load_checkpoint(path).model.state_dict().items():
         assert torch.equal(model.state_dict()[name], tensor), name
@@ -99,7 +99,7 @@ def test_a_shape_mismatch_exits_2_naming_the_parameter(source, capsys):
 def test_jof_fixed_continues_as_jof_projected_with_a_zero_projector(tmp_path, hybrid):
     """E.6's staged recipe: the projected model starts as the fixed one computes (W2 = 0, every other
     tensor the source's), then trains its projector."""
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     fixed = _tiny(pe="jof_fixed", steps=20, **hybrid)
     path = tmp_path / "fixed.zip"

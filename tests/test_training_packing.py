@@ -131,8 +131,9 @@ def test_runs_that_cannot_share_a_pack_are_grouped_apart_never_refused():
 
 
 def test_checkpoints_hold_one_run_and_format_1_files_still_load(tmp_path):
-    from formal_rope.training.checkpoint import load_checkpoint, read_metadata, save_checkpoint
+    from formal_rope.storage.checkpoints import read_metadata, save_checkpoint
     from formal_rope.training.model import encode_fixed_length
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     configs = [_tiny("rope", seed=s, steps=3) for s in (0, 1)]
     paths = [tmp_path / "a.zip", tmp_path / "b.zip"]
@@ -164,7 +165,7 @@ class _Stop(KeyboardInterrupt):
 
 @pytest.mark.parametrize("pe", POSITIONAL_ENCODINGS)
 def test_a_killed_pack_resumes_bit_identically(pe, tmp_path):
-    from formal_rope.training.state import StateOptions
+    from formal_rope.storage.training_state import StateOptions
 
     configs = [_tiny(pe, seed=s, lr=lr, steps=24, train_near_miss_fraction=0.5) for s, lr in ((0, 3e-3), (1, 5e-3))]
     whole, whole_model = run_pack(configs, progress=False)
@@ -225,7 +226,7 @@ def test_a_run_that_raises_in_a_pack_fails_alone_and_its_pack_mates_end_as_train
 
 
 def test_a_pack_trained_again_run_by_run_keeps_checkpoints_per_run(monkeypatch, tmp_path):
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     configs = [_tiny("rope_p", seed=0, steps=3), _tiny("rope_p", seed=1, periods=(3,), steps=3)]
     _failing_for_period(monkeypatch, 3)
@@ -241,7 +242,8 @@ def test_checkpoints_that_name_more_periods_than_pairs_still_load(tmp_path):
     # (pair p got period p); loading builds those tables, not an error or other tables.
     import zipfile
 
-    from formal_rope.training.checkpoint import METADATA_NAME, load_checkpoint
+    from formal_rope.storage.checkpoints import METADATA_NAME
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     config = _tiny("rope_p", periods=(2, 3, 5, 7), steps=3)
     path = tmp_path / "four.zip"
@@ -263,7 +265,7 @@ def test_checkpoints_that_name_more_periods_than_pairs_still_load(tmp_path):
 
 def test_a_pack_that_fails_in_evaluation_drops_its_state_and_its_runs_finish_alone(monkeypatch, tmp_path):
     import formal_rope.runs.pack as training
-    from formal_rope.training.state import StateOptions, open_state_store
+    from formal_rope.storage.training_state import StateOptions, open_state_store
 
     good, bad = _tiny("rope_p", seed=0, steps=12), _tiny("rope_p", seed=1, periods=(3,), steps=12)
     real = training.evaluate_pack

@@ -64,8 +64,8 @@ def run_command(
                 f"{metadata['kind']} model, which always runs natively in torch (choose its "
                 "dtype with --format fp32/bf16/fp16)"
             )
-        # function-local: training.checkpoint imports torch, which a compiled model's run does without
-        from formal_rope.training.checkpoint import UnhealthyCheckpointWarning
+        # function-local: training.trained_classifier imports torch, which a compiled model's run does without
+        from formal_rope.training.trained_classifier import UnhealthyCheckpointWarning
 
         runnable = load_runnable(model_path)
         health = runnable.health

@@ -34,10 +34,10 @@ from formal_rope.model.forward import NativeForward, check_parameters_fit, rotar
 from formal_rope.model.io import load_model, read_metadata
 from formal_rope.model.ir import BOS, EOS, TransformerIR
 from formal_rope.precision import FloatFormat, native_format_names, native_row, parse_format, round_once
-from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.encodings import composites, joformer, rotary
 from formal_rope.training.encodings.periods import assign_periods
 from formal_rope.training.layout import special_tokens
+from formal_rope.training.trained_classifier import load_checkpoint
 
 TWO_PI = 2.0 * math.pi
 

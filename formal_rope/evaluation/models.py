@@ -28,10 +28,10 @@ from formal_rope.model.evaluate import readout_scores
 from formal_rope.model.io import CompiledRunnable
 from formal_rope.model.ir import TransformerIR
 from formal_rope.sampling.datasets import test_sets
-from formal_rope.training.checkpoint import TrainedClassifier
 from formal_rope.training.data import is_data_language
 from formal_rope.training.length_generalization import pack_scores
 from formal_rope.training.model import Classifier
+from formal_rope.training.trained_classifier import TrainedClassifier
 
 START_SYMBOL_BUDGET = 1 << 21  # start-set symbols sampled per block of lengths
 DEFAULT_START = 16  # start strings per length when no test sets are given (the quick scale's test sets)

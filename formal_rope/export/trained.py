@@ -14,11 +14,11 @@ import numpy as np
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.checks import period_pairs
 from formal_rope.training.encodings.base import periodic_tables
 from formal_rope.training.encodings.periods import assign_periods
 from formal_rope.training.encodings.phases import float_turns
+from formal_rope.training.trained_classifier import load_checkpoint
 
 _BLOCK_PARTS = ("attention_norm", "qkv", "attention_out", "ffn_norm", "ffn_in", "ffn_out")
 

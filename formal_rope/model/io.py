@@ -1,7 +1,7 @@
 """Model files: one zip archive holding ``metadata.json`` (readable) and ``weights.npz``.
 
 ``metadata.json`` always has ``"kind"``: ``"compiled"`` (a TransformerIR written here) or
-``"trained"`` (a trainer checkpoint, loaded by formal_rope.training.checkpoint). For compiled
+``"trained"`` (a trainer checkpoint, `formal_rope.storage.checkpoints`). For compiled
 models it also holds the coordinate names, vocabulary, layer/head descriptions (rotary schedules,
 shapes), the readout and whatever the compiler recorded (formula, alphabet, format, margins,
 certified lengths). Weights are stored under ``embedding``, ``L{l}.H{h}.{w_query,…}``,
@@ -249,7 +249,7 @@ def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:
         return CompiledRunnable(load_model(path), mode=mode)
     if kind == "trained":
         try:  # the trainer imports torch: loaded only for a trained checkpoint
-            from formal_rope.training.checkpoint import load_checkpoint
+            from formal_rope.training.trained_classifier import load_checkpoint
         except ImportError as error:
             raise FormalRopeError(
                 f"{path} is a trained checkpoint, but the trainer is not available: {error}"

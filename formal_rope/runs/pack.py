@@ -27,19 +27,19 @@ from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.progress import ProgressArg, RunProgress
 from formal_rope.runs.blind_spots import family_test, test_coverage
 from formal_rope.runs.search import search_pack, with_worst_case
-from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
+from formal_rope.storage.checkpoints import check_checkpoint_path, save_checkpoint
+from formal_rope.storage.curves import CurveOptions
+from formal_rope.storage.provenance import software_versions, source_commit
+from formal_rope.storage.tensorboard_log import PackLog, open_pack_log
+from formal_rope.storage.training_state import StateOptions, TrainingStateError, check_state_dir, open_state_store
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
-from formal_rope.training.curve_log import PackLog, open_pack_log
-from formal_rope.training.curves import CurveOptions
 from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
 from formal_rope.training.length_generalization import Evaluation
 from formal_rope.training.model import Classifier
 from formal_rope.training.packing import pack_key
-from formal_rope.training.provenance import software_versions, source_commit
 from formal_rope.training.setup import PackIngredients, build_pack, check_pack, pack_ingredients
-from formal_rope.training.state import StateOptions, TrainingStateError, check_state_dir, open_state_store
 from formal_rope.training.train import learning_rate, train_pack
 
 
@@ -68,7 +68,7 @@ class PackOptions:
     each (None: `threads`). Evaluation gives the same bits at any thread count
     (`length_generalization`), so a sweep worker uses the cores of workers that have finished
     (`sweeps.backends.cores`); training keeps `threads`, part of its numbers.
-    curve_options: each run's training curve (`training.curves`: every log_every steps, the result's
+    curve_options: each run's training curve (`storage.curves`: every log_every steps, the result's
     `curve`) and TensorBoard event files (None or log_every 0: no curve); neither changes a result.
     """
 

@@ -1,7 +1,7 @@
 """The results folder's training curves: OUT/curves, one Parquet file per run beside runs/ and evals/.
 
 Columns run_id, step, loss, train_accuracy, lr (one row per point of the run's curve,
-`formal_rope.training.curves`). Written by the sweep's driver before the run's row (like its evals),
+`formal_rope.storage.curves`). Written by the sweep's driver before the run's row (like its evals),
 atomically; a run trained again replaces its file. Folders written before curves existed have none:
 `read_curves` then returns an empty table.
 """
@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.curves import TrainingCurve
+from formal_rope.storage.curves import TrainingCurve
 
 CURVES = "curves"
 CURVE_COLUMN_TYPES = {"run_id": "string", "step": "int64", "loss": "float64", "train_accuracy": "float64",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.storage.training_state import state_subfolder
 from formal_rope.sweeps import grid
 from formal_rope.sweeps.checks import check_grid
 from formal_rope.sweeps.grid import (
@@ -26,7 +27,6 @@ from formal_rope.sweeps.grid import (
 )
 from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig
 from formal_rope.training.data import data_settings, fit_to_data
-from formal_rope.training.state import state_subfolder
 
 # Fields some runs do not use: those of some encodings only, and those data files cannot use.
 MAYBE_UNUSED = frozenset({*FIELD_APPLIES_TO, *SAMPLING_FIELDS})

@@ -16,6 +16,17 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import acquire_lock
+from formal_rope.storage.curves import CurveOptions
+from formal_rope.storage.provenance import source_commit
+from formal_rope.storage.tensorboard_log import check_tensorboard
+from formal_rope.storage.training_state import (
+    StateOptions,
+    absolute_location,
+    check_state_dir,
+    is_uri,
+    open_state_store,
+    read_saved_state,
+)
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, make_backend, options_row
 from formal_rope.sweeps.backends.base import NodeLost, SweepStopped, WorkerDied
 from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, write_run
@@ -30,18 +41,7 @@ from formal_rope.sweeps.units import (
     unit_key,
 )
 from formal_rope.training.config import RunConfig, RunResult
-from formal_rope.training.curve_log import check_tensorboard
-from formal_rope.training.curves import CurveOptions
 from formal_rope.training.init_from import SWEEP_MODELS_DIR, is_run_id
-from formal_rope.training.provenance import source_commit
-from formal_rope.training.state import (
-    StateOptions,
-    absolute_location,
-    check_state_dir,
-    is_uri,
-    open_state_store,
-    read_saved_state,
-)
 
 SWEEP_LOCK = ".formal-rope-sweep.lock"  # in the results folder, held while a sweep runs there
 EventCallback = Callable[[str, RunConfig, "RunResult | None"], None]

@@ -12,13 +12,13 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded, write_bytes_atomically
+from formal_rope.storage.curves import CurveOptions
+from formal_rope.storage.training_state import StateOptions
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.sweeps.backends.cores import CoreShare
 from formal_rope.training.config import RunConfig, RunResult
-from formal_rope.training.curves import CurveOptions
 from formal_rope.training.init_from import is_run_id
 from formal_rope.training.packing import default_threads, group_packs, pack_key
-from formal_rope.training.state import StateOptions
 
 
 def failed_result(config: RunConfig, error: BaseException | str, wall_s: float = 0.0) -> RunResult:
@@ -84,7 +84,7 @@ class UnitTask:
     # A local pool's count of units in flight (`backends.cores`): the default pack runner's
     # evaluation then takes the threads of idle workers too (same results at any thread count).
     cores: CoreShare | None = None
-    # Each run's training curve and TensorBoard files (`training.curves`), written where it trains.
+    # Each run's training curve and TensorBoard files (`storage.curves`), written where it trains.
     curves: CurveOptions = CurveOptions()
 
     def sharing_cores(self, share: CoreShare) -> "UnitTask":

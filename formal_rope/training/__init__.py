@@ -56,9 +56,8 @@ _LAZY = {
     "Classifier": "formal_rope.training.model",
     "PositionalSpec": "formal_rope.training.encodings.builders",
     "build_positional": "formal_rope.training.encodings.builders",
-    "TrainedClassifier": "formal_rope.training.checkpoint",
-    "load_checkpoint": "formal_rope.training.checkpoint",
-    "save_checkpoint": "formal_rope.training.checkpoint",
+    "TrainedClassifier": "formal_rope.training.trained_classifier",
+    "load_checkpoint": "formal_rope.training.trained_classifier",
 }
 
 __all__ = [*_LAZY]

@@ -20,8 +20,8 @@ from functools import lru_cache
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import parse_alphabet, resolve_language
 from formal_rope.numbers import float_text, int_text
+from formal_rope.storage.curves import TrainingCurve
 from formal_rope.training.checks import GLOBAL_WINDOW, check_config
-from formal_rope.training.curves import TrainingCurve
 from formal_rope.training.encodings import (  # noqa: F401 (POSITIONAL_ENCODINGS: the config's public name)
     BASE_ENCODINGS,
     PERIODIC_ENCODINGS,

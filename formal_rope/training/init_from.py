@@ -57,7 +57,7 @@ def check_init_source(value: str, folder: str | Path | None, alphabet=None) -> P
     metadata only): InitFromError, before any work, when there is no file there, when it is not a
     trained checkpoint (a compiled model, a training state, another file) or, given the run's
     `alphabet`, when it reads another alphabet."""
-    from formal_rope.training.checkpoint import CHECKPOINT_KIND, read_metadata  # function-local: torch
+    from formal_rope.storage.checkpoints import CHECKPOINT_KIND, read_metadata  # function-local: torch
 
     path = init_checkpoint_path(value, folder)
     try:
@@ -100,7 +100,7 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
     """
     import torch  # function-local: the sweeps runner reads this module's names without torch
 
-    from formal_rope.training.checkpoint import load_checkpoint
+    from formal_rope.training.trained_classifier import load_checkpoint
 
     notes: list[list[str]] = [[] for _ in configs]
     target = model.state_dict()

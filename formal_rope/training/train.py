@@ -6,7 +6,7 @@ batch from its own generator, sums the per-run losses (so each run gets exactly 
 clips each run's gradient norm and applies AdamW with each run's own learning rate. Given the same
 pack composition and seeds on CPU, two runs produce bit-identical losses and weights; a run's
 initial weights and batches depend on its own seed only, never on its pack. With a state store
-(`StateOptions`), the whole training state is saved every `every` steps (`state.save_pack_state`)
+(`StateOptions`), the whole training state is saved every `every` steps (`storage.training_state.save_pack_state`)
 and a restarted pack resumes bit-identically. A run whose loss becomes NaN/inf is "diverged": it is
 frozen, the others go on.
 
@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from formal_rope.progress import TrainingProgress
+from formal_rope.storage.training_state import PackTrainingState, load_pack_state, open_state_store, save_pack_state
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
@@ -39,7 +40,6 @@ from formal_rope.training.objectives import (
     resolve_objective,
 )
 from formal_rope.training.setup import make_optimizer
-from formal_rope.training.state import PackTrainingState, load_pack_state, open_state_store, save_pack_state
 
 
 def learning_rate(config: RunConfig, step: int) -> float:
@@ -140,7 +140,7 @@ def train_pack(
     whose loss turns NaN/inf is recorded diverged at that step and frozen; the others go on.
     state: StateOptions (save every state.every steps to state.uri under state_key, resume from there).
     on_step(step, losses) sees every step's per-run losses (NaN for frozen runs).
-    curves: a `curves.PackCurves` that records each run's training curve from the step's losses.
+    curves: a `storage.curves.PackCurves` that records each run's training curve from the step's losses.
     dfas: per run, its language's DFA (the targets of an objective that reads every prefix:
     `objectives`); not needed for `final`.
     """

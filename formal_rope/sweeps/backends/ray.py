@@ -3,7 +3,7 @@
 Ray core tasks fit this work better than Ray Tune: a grid is a fixed list of independent units
 with no search algorithm, no trial scheduler and no early stopping across runs, and this package
 already writes its own results (Parquet in the driver) and its own training state (see
-formal_rope.training.state). Tasks give what a cluster adds — resource requests (`num_cpus`,
+formal_rope.storage.training_state). Tasks give what a cluster adds — resource requests (`num_cpus`,
 fractional `num_gpus`), retries of work lost with a worker or node (`max_retries`), cancellation,
 a dashboard — without Tune's experiment folders, trial actors and checkpoint syncing.
 

@@ -1,20 +1,13 @@
-"""Trained-model checkpoints: one zip archive holding metadata.json and the state dict.
+"""A trained classifier rebuilt from its checkpoint (`formal_rope.storage.checkpoints`, the archive):
+the model with its config and result, and a string classifier (`formalrope run` on a trained model).
 
-metadata.json: {"kind": "trained", "format": 2, "config": RunConfig, "result": RunResult summary,
-"alphabet": [...], "periods": [...], "versions": {...}}. state_dict.pt is torch.save of the model's
-state dict: a pack of one run, so every tensor has a leading run axis of size 1 (format 2).
-Format 1 (written before packed training) stored the same tensors without that axis; it is read by
-adding it back. `formalrope run MODEL` dispatches on "kind" and calls load_checkpoint(...).classify.
+    load_checkpoint(path).classify(["abab"])     # accept / reject per string
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
-import json
 import warnings
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,98 +17,21 @@ import torch
 
 from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
-from formal_rope.files import atomic_file, probe_output, read_zip_member
 from formal_rope.precision import native_dtype, parse_format
+from formal_rope.storage.checkpoints import (
+    CHECKPOINT_KIND,
+    METADATA_NAME,
+    STATE_NAME,
+    checkpoint_problem,
+    read_metadata,
+    read_weights,
+)
 from formal_rope.training.checks import period_pairs
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import Classifier, encode_fixed_length
-from formal_rope.training.provenance import software_versions
 from formal_rope.training.setup import build_model
 
-CHECKPOINT_KIND = "trained"
-CHECKPOINT_FORMAT = 2
-METADATA_NAME = "metadata.json"
-STATE_NAME = "state_dict.pt"
 CLASSIFY_FORMATS = ("fp32", "bf16", "fp16")  # native formats a trained (fp32) model classifies in
-
-
-def _unwritable(path: Path, error: OSError) -> FormalRopeError:
-    return FormalRopeError(
-        f"cannot write the checkpoint {str(path)!r}: {error.strerror or error}; choose another path "
-        "(--out / checkpoint_path=) or write none (--no-save / checkpoint_path=None)"
-    )
-
-
-def check_checkpoint_path(path: str | Path) -> Path:
-    """Create the checkpoint's folder and probe that a file can be written there (FormalRopeError if
-    not), so a bad --out is reported before training rather than after it."""
-    path = Path(path)
-    if path.is_dir():
-        raise FormalRopeError(
-            f"the checkpoint path {str(path)!r} is a folder; give a file name such as {str(path / 'model.zip')!r}"
-        )
-    try:
-        probe_output(path, "the checkpoint")
-    except OSError as error:
-        raise _unwritable(path, error) from None
-    return path
-
-
-def save_checkpoint(path: str | Path, model: Classifier, config: RunConfig, result: RunResult) -> Path:
-    """Write the archive atomically (temporary file + rename). Returns the path."""
-    if model.runs != 1:
-        raise FormalRopeError(
-            f"a checkpoint holds one run; this model packs {model.runs} (save model.select_runs([r]))"
-        )
-    path = check_checkpoint_path(path)
-    summary = result.to_dict()
-    metadata = {
-        "kind": CHECKPOINT_KIND,
-        "format": CHECKPOINT_FORMAT,
-        "config": config.to_dict(),
-        "run_id": config.run_id(),
-        "alphabet": list(result.alphabet) if result.alphabet is not None else None,
-        "periods": list(result.resolved_periods) if result.resolved_periods is not None else None,
-        "result": summary,
-        "versions": software_versions(),
-    }
-    buffer = io.BytesIO()
-    torch.save(model.state_dict(), buffer)
-    try:
-        with atomic_file(path, "the checkpoint") as temporary:
-            with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-                archive.writestr(METADATA_NAME, json.dumps(metadata, indent=2, allow_nan=True))
-                archive.writestr(STATE_NAME, buffer.getvalue())
-    except OSError as error:  # e.g. the disk filled up during training
-        raise _unwritable(path, error) from None
-    return path
-
-
-def read_metadata(path: str | Path) -> dict:
-    """The archive's metadata.json (raises FormalRopeError if it is not a formal-rope checkpoint)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            text = read_zip_member(archive, METADATA_NAME, "MAX_METADATA_BYTES", "the checkpoint's metadata")
-        return json.loads(text)
-    except FileNotFoundError:
-        raise FormalRopeError(f"checkpoint {str(path)!r} does not exist") from None
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as error:  # ValueError: bad JSON/UTF-8
-        raise FormalRopeError(
-            f"{str(path)!r} is not a formal-rope checkpoint ({type(error).__name__}: {error})"
-        ) from None
-
-
-@contextlib.contextmanager
-def _checkpoint_problem(path: str | Path, what: str):
-    """Turn any failure inside the block (a missing key, a truncated or foreign file, a state dict
-    whose tensors do not fit the model) into a FormalRopeError naming the checkpoint and `what`."""
-    try:
-        yield
-    except FormalRopeError as error:
-        raise FormalRopeError(f"checkpoint {str(path)!r}: {what}: {error}") from None
-    except Exception as error:  # noqa: BLE001 - torch/zip/pickle raise many types for one bad file
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise FormalRopeError(f"checkpoint {str(path)!r}: {what} ({type(error).__name__}: {detail[:300]})") from None
 
 
 class UnhealthyCheckpointWarning(UserWarning):
@@ -224,7 +140,7 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
     if not isinstance(metadata, dict) or metadata.get("kind") != CHECKPOINT_KIND:
         kind = metadata.get("kind") if isinstance(metadata, dict) else None
         raise FormalRopeError(f"{str(path)!r} holds a {kind!r} model, not a trained classifier")
-    with _checkpoint_problem(path, f"its {METADATA_NAME} does not describe a model (config, alphabet, periods)"):
+    with checkpoint_problem(path, f"its {METADATA_NAME} does not describe a model (config, alphabet, periods)"):
         config = RunConfig.from_dict(metadata["config"], record=True)
         alphabet = tuple(metadata["alphabet"])
         periods = tuple(metadata["periods"]) if metadata.get("periods") is not None else None
@@ -234,14 +150,9 @@ def load_checkpoint(path: str | Path) -> TrainedClassifier:
             # `pairs` periods only (pair p got period p); those are the tables the weights belong to.
             periods = periods[: period_pairs(periodic, config.d_model, config.heads)]
         model = build_model(config, len(alphabet), periods)
-    with _checkpoint_problem(path, f"its weights ({STATE_NAME}) cannot be read (truncated or corrupt)"):
-        with zipfile.ZipFile(path) as archive:
-            weights = read_zip_member(archive, STATE_NAME, "MAX_WEIGHTS_BYTES", "the checkpoint's weights")
-            state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
-        if metadata.get("format", 1) == 1:
-            state = {name: tensor.unsqueeze(0) for name, tensor in state.items()}  # add the run axis
+    state = read_weights(path, metadata)
     _check_learned_frequencies(path, config, model, state)
-    with _checkpoint_problem(path, f"its weights ({STATE_NAME}) do not match its config ({METADATA_NAME})"):
+    with checkpoint_problem(path, f"its weights ({STATE_NAME}) do not match its config ({METADATA_NAME})"):
         model.load_state_dict(state)
     model.eval()
     result = RunResult.from_dict(metadata["result"]) if metadata.get("result") else None

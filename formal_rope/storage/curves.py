@@ -6,7 +6,7 @@ Points come from the per-run losses and correct counts the training step has alr
 logging adds no forward pass. Logging is a run option, not a RunConfig field: it changes neither a
 run's id nor its results. The curve travels with the run's result (`RunResult.curve`), into the
 results folder's `curves/` table (`formal_rope.sweeps.curve_table`), the checkpoint's metadata and,
-with `--tensorboard`, TensorBoard's event files (`formal_rope.training.tensorboard_log`).
+with `--tensorboard`, TensorBoard's event files (`formal_rope.storage.tensorboard_log`).
 
     recorder = PackCurves(configs, every=20, lr_at=learning_rate)
     recorder.add(step, active_runs, losses, correct, status)   # once per training step

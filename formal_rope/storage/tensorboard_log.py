@@ -19,7 +19,7 @@ import re
 from dataclasses import replace
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.curves import CurveOptions, CurvePoint, PackCurves
+from formal_rope.storage.curves import CurveOptions, CurvePoint, PackCurves
 
 TENSORBOARD_INSTALL = "pip install 'formal-rope[tensorboard]' (or pip install tensorboard)"
 FLUSH_SECONDS = 10  # how stale a curve in TensorBoard may be while the run trains
