@@ -48,8 +48,8 @@ def time_training(config, state_dir: Path | None, every: int) -> tuple[float, fl
     """(wall s, process CPU s) of training `config` alone, saving its state every `every` steps or not."""
     import torch
 
+    from formal_rope.scheduling.packs import pack_key
     from formal_rope.training.data import run_data
-    from formal_rope.training.packing import pack_key
     from formal_rope.training.setup import build_pack, resolve_dfa, resolve_periods
     from formal_rope.training.train import train_pack
 

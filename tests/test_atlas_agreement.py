@@ -245,7 +245,7 @@ def test_atlas_trains_languages_together_unless_told_otherwise(capsys, monkeypat
     # (auto/languages); a size without /languages keeps them apart. The sweep itself is replaced
     # here: what matters is the pack it is asked for.
     from formal_rope.commands import atlas as atlas_command
-    from formal_rope.training.packing import parse_pack
+    from formal_rope.scheduling.packs import parse_pack
     from tests.cli_support import run_main
 
     asked = []

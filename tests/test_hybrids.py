@@ -14,9 +14,9 @@ import torch
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.runs import run_pack, run_training
+from formal_rope.scheduling.packs import group_packs
 from formal_rope.training.checks import check_config
 from formal_rope.training.config import RunConfig, parse_field_text
-from formal_rope.training.packing import group_packs
 from formal_rope.training.setup import build_model
 from tests.cli_support import run_main
 from tests.resume_support import resumed_equals_whole

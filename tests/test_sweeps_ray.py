@@ -86,7 +86,7 @@ def pausing_pack_runner(configs, *, device, threads, state, marks: str, pause_at
     """Train the pack for real; the first attempt of the pack holding seed 0 writes its PID and waits
     at step `pause_at` to be killed. Every attempt records the first step it trained."""
     from formal_rope.runs import run_pack
-    from formal_rope.training.packing import pack_key
+    from formal_rope.scheduling.packs import pack_key
 
     key = pack_key(configs)
     victim = any(config.seed == 0 for config in configs)

@@ -193,8 +193,8 @@ def test_the_runs_of_a_pack_that_raises_are_trained_again_with_the_threads_of_a_
     # (the machine's cores shared by the workers) where a run trained alone (--pack 1) gets 1, so a
     # healthy pack-mate's final loss differed in the last bits from the same run trained alone.
     import formal_rope.runs.pack as train
+    from formal_rope.scheduling.packs import default_threads
     from formal_rope.sweeps.units import UnitTask
-    from formal_rope.training.packing import default_threads
 
     calls = []
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.scheduling.workload import FLOP_LIMIT, check_workload, estimate
 from formal_rope.training.config import RunConfig, lengths_fields, parse_field_text
 from formal_rope.training.scales import apply_scale
-from formal_rope.training.workload import FLOP_LIMIT, check_workload, estimate
 
 
 def test_configs_are_canonical_and_typed():

@@ -20,11 +20,11 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
 from formal_rope.runs.pack import run_pack, run_training
 from formal_rope.sampling import TrainingBatch
+from formal_rope.scheduling.packs import pack_signature
 from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.layout import rectangular_layout
 from formal_rope.training.objective_spec import parse_objective
 from formal_rope.training.objectives import objective_step, string_targets
-from formal_rope.training.packing import pack_signature
 from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs
 from formal_rope.training.trained_classifier import load_checkpoint

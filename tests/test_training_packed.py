@@ -1,6 +1,6 @@
-"""`packed.affine`: the per-run product plus bias as two ops on CPU is baddbmm's value bit for bit
+"""`packed_layers.affine`: the per-run product plus bias as two ops on CPU is baddbmm's value bit for bit
 (forward and gradients) at every inner dimension it is used for (those this CPU's GEMM sums in one
-block: `packed.separate_bias_is_exact`, probed on other shapes than these), and a pack trains to the
+block: `packed_layers.separate_bias_is_exact`, probed on other shapes than these), and a pack trains to the
 same weights either way."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import formal_rope.training.packed as packed
+import formal_rope.training.packed_layers as packed
 from formal_rope.training.config import RunConfig
 from formal_rope.training.setup import build_pack, pack_ingredients
 from formal_rope.training.train import train_pack

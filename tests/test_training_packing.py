@@ -14,9 +14,9 @@ import torch
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.runs import run_pack, run_training
+from formal_rope.scheduling.packs import check_packable, group_packs, pack_key, parse_pack
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.encodings import is_periodic
-from formal_rope.training.packing import check_packable, group_packs, pack_key, parse_pack
 from formal_rope.training.setup import build_model, build_pack
 
 DATA = Path(__file__).parent / "data"

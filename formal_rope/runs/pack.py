@@ -27,6 +27,8 @@ from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.progress import ProgressArg, RunProgress
 from formal_rope.runs.blind_spots import family_test, test_coverage
 from formal_rope.runs.search import search_pack, with_worst_case
+from formal_rope.scheduling.packs import check_packable, pack_key
+from formal_rope.scheduling.workload import check_workload
 from formal_rope.storage.checkpoints import check_checkpoint_path, save_checkpoint
 from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.provenance import software_versions, source_commit
@@ -38,8 +40,7 @@ from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
 from formal_rope.training.length_generalization import Evaluation
 from formal_rope.training.model import Classifier
-from formal_rope.training.packing import pack_key
-from formal_rope.training.setup import PackIngredients, build_pack, check_pack, pack_ingredients
+from formal_rope.training.setup import PackIngredients, build_pack, check_device, pack_ingredients
 from formal_rope.training.train import learning_rate, train_pack
 
 
@@ -52,7 +53,7 @@ class PackOptions:
     run fastest single-threaded and results are reproducible; None leaves torch's setting alone).
     The thread count is part of a run's numbers (torch splits a full reduction, such as the loss's
     mean or a weight gradient's sum over the batch, into one partial sum per thread), so a caller
-    whose runs alone get other threads than its packs (a sweep: `packing.default_threads`) passes
+    whose runs alone get other threads than its packs (a sweep: `scheduling.packs.default_threads`) passes
     threads_alone: the threads of each run trained again alone after the pack raised (None:
     `threads`); such a run ends bit-identical to the same run trained alone.
     dfa: a pre-resolved DFA for the configs' language (skips resolution; the configs still name it;
@@ -107,7 +108,7 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
 
     Returns (one RunResult per config, in order; the pack's model, or None when the pack raised and
     its runs were trained again one by one, each with its own outcome). configs must share what
-    `packing.check_packable` names (language, architecture, steps, batch size, training and test
+    `scheduling.packs.check_packable` names (language, architecture, steps, batch size, training and test
     lengths); each keeps its seed, learning rate and schedule, base or periods, weight decay,
     clipping norm, near-miss share and eval mode. options: `PackOptions` (default: silent, CPU, one
     thread); `overrides` replace its fields by name (`run_pack(configs, progress=True, state=...)`).
@@ -144,6 +145,18 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
     if options.state is not None and not options.state.keep and measured.error is None:
         open_state_store(options.state.uri).delete(key)
     return results, measured.model
+
+
+def check_pack(configs, device: str | torch.device) -> None:
+    """Raise FormalRopeError for any run of a pack that cannot run here: one that cannot finish or
+    fit (`scheduling.workload.check_workload`), a device or attention implementation this machine
+    lacks (`training.setup.check_device`), runs that cannot share a pack
+    (`scheduling.packs.check_packable`). Each config checked its own fields when it was built
+    (`config.check_config`)."""
+    for config in configs:
+        check_workload(config)
+        check_device(config, device)
+    check_packable(configs)
 
 
 def _prepare(configs: list[RunConfig], options: PackOptions, checkpoint_paths) -> tuple[list, PackIngredients]:

@@ -1,7 +1,7 @@
 """Where runs keep the training state they resume from: a folder on any filesystem pyarrow opens.
 
 A long run saves its whole training state every `StateOptions.every` steps under a key (the pack it
-trains, see `formal_rope.training.packing.pack_key`) and loads it when it starts again — after a
+trains, see `formal_rope.scheduling.packs.pack_key`) and loads it when it starts again — after a
 lost worker on another node, a rerun of the sweep, or `formalrope train --resume`. The folder is a
 local path or a URI `pyarrow.fs` opens (file://, s3://, gs://, hdfs://), so every node of a cluster
 can reach it. Importing this module does not import torch (sweep plans use the store without

@@ -3,9 +3,9 @@ and init source, so a typo stops a sweep at once instead of failing once per gri
 
 from __future__ import annotations
 
+from formal_rope.scheduling.workload import check_workload
 from formal_rope.training.config import RunConfig
 from formal_rope.training.context import context_notes, language_note
-from formal_rope.training.workload import check_workload
 
 
 def check_grid(configs: list[RunConfig], command: str = "sweep") -> list[str]:

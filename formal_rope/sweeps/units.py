@@ -12,13 +12,13 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded, write_bytes_atomically
+from formal_rope.scheduling.packs import default_threads, group_packs, pack_key
 from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.training_state import StateOptions
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.sweeps.backends.cores import CoreShare
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.init_from import is_run_id
-from formal_rope.training.packing import default_threads, group_packs, pack_key
 
 
 def failed_result(config: RunConfig, error: BaseException | str, wall_s: float = 0.0) -> RunResult:

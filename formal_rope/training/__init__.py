@@ -32,8 +32,6 @@ _LAZY = {
     "SCALES": "formal_rope.training.scales",
     "apply_scale": "formal_rope.training.scales",
     "scale_overrides": "formal_rope.training.scales",
-    "Workload": "formal_rope.training.workload",
-    "check_workload": "formal_rope.training.workload",
     "ENCODINGS": "formal_rope.training.encodings",
     "Encoding": "formal_rope.training.encodings",
     "TrainingProgress": "formal_rope.progress",

@@ -177,6 +177,12 @@ def is_data_language(language: str) -> bool:
 
 
 @lru_cache(maxsize=4)
+def language_key(config: RunConfig) -> tuple:
+    """What decides a run's DFA and strings (its language, alphabet and data files): runs with equal
+    keys read the same strings, and a pack evaluates them in the same passes."""
+    return (config.language, config.alphabet, config.data)
+
+
 def _load(path: str, alphabet: tuple[str, ...] | None):
     """The dataset at `path` (memoised: the runs of a pack share one copy; callers check the hash)."""
     return load_dataset(path, alphabet)

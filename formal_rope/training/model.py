@@ -7,7 +7,7 @@ logits (reject, accept). Batches of different lengths are right-padded after eos
 mask means no position <= eos ever sees a pad, so padding cannot change the prediction.
 
 One Classifier holds a pack of R independent runs that share the architecture (packed training,
-`formal_rope.training.packed`): every weight has a leading run axis, tokens go in as (R, batch, T)
+`formal_rope.training.packed_layers`): every weight has a leading run axis, tokens go in as (R, batch, T)
 and logits come out as (R, batch, 2). A single run is a pack of one, which also accepts plain
 (batch, T) tokens and returns (batch, 2). A training step's strings of mixed lengths go in as a
 `TokenLayout` (`forward_layout`): per-run work on each run's strings back to back, attention per
@@ -26,7 +26,7 @@ from formal_rope.kernels import causal_attention, readout_attention, rotate_by
 from formal_rope.training.encodings.base import PositionalEncoding
 from formal_rope.training.layout import TokenLayout, rectangular_layout, special_tokens
 from formal_rope.training.objective_spec import head_width
-from formal_rope.training.packed import PackedEmbedding, PackedLayerNorm, PackedLinear, affine, select_runs_of
+from formal_rope.training.packed_layers import PackedEmbedding, PackedLayerNorm, PackedLinear, affine, select_runs_of
 
 
 def encode_fixed_length(symbols: np.ndarray, n_symbols: int) -> tuple[torch.Tensor, torch.Tensor]:

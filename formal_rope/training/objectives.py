@@ -207,7 +207,7 @@ def objective_step(model, objective: Objective, layout: TokenLayout, labels: tor
 
 
 def resolve_objective(configs) -> Objective:
-    """The objective every run of a pack trains with (a shared field: `packing.SHARED_FIELDS`)."""
+    """The objective every run of a pack trains with (a shared field: `scheduling.packs.SHARED_FIELDS`)."""
     texts = {config.objective for config in configs}
     if len(texts) != 1:
         raise FormalRopeError(f"runs of one pack train with one objective, got {', '.join(sorted(texts))}")

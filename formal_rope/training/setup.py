@@ -1,6 +1,6 @@
 """Everything that turns RunConfigs into the pieces of a run, before the first training step.
 
-The checks of what a config alone cannot say (`check_device`, `check_pack`, `check_trainable`:
+The checks of what a config alone cannot say (`check_device`, `check_trainable`:
 every user error is a FormalRopeError raised before any work, so the CLI can report it; a config
 checks its own fields when built), resolution of the
 config's symbolic parts (`resolve_dfa`, `resolve_periods`; a pack's `pack_ingredients`), and the
@@ -24,13 +24,11 @@ from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import training_batch
 from formal_rope.training.config import RunConfig
-from formal_rope.training.data import is_data_language, run_data
+from formal_rope.training.data import is_data_language, language_key, run_data
 from formal_rope.training.encodings.builders import PositionalSpec, build_positional
 from formal_rope.training.model import Classifier
 from formal_rope.training.objective_spec import auxiliary_heads
 from formal_rope.training.optim import PackedAdamW
-from formal_rope.training.packing import check_packable, language_key
-from formal_rope.training.workload import check_workload
 
 # ----------------------------------------------------------------------------------------------
 # Checks and the config's symbolic parts
@@ -103,23 +101,12 @@ def resolve_periods(config: RunConfig, dfa) -> tuple[int, ...] | None:
     return auto_periods(classification.mod_k)
 
 
-def check_pack(configs, device: str | torch.device) -> None:
-    """Raise FormalRopeError for any run of a pack that cannot run here: one that cannot finish or
-    fit (`workload.check_workload`), a device or attention implementation this machine lacks
-    (`check_device`), runs that cannot share a pack (`packing.check_packable`). Each config checked
-    its own fields when it was built (`config.check_config`)."""
-    for config in configs:
-        check_workload(config)
-        check_device(config, device)
-    check_packable(configs)
-
-
 @dataclass(frozen=True, eq=False)
 class PackIngredients:
     """What a pack's runs are built and trained from, resolved from their configs before any work.
 
     Runs of one language share one DFA object (their training walks then run as one,
-    `data.training_batches`); a mixed-language pack (`packing.group_packs` with `+languages`)
+    `data.training_batches`); a mixed-language pack (`scheduling.packs.group_packs` with `+languages`)
     has one per language."""
 
     dfas: list  # per run: its language's DFA; None for runs on data files without a language
@@ -184,7 +171,7 @@ def build_pack(configs, n_symbols, periods) -> Classifier:
     `n_symbols`: the alphabet size of every run, or one per run (`PackIngredients.symbol_counts`:
     each run's weights are then those it has alone, its table padded to the pack's largest).
     `periods[r]` are run r's resolved rope_p / sipe_p periods (`resolve_periods`); other encodings
-    ignore them. The configs must share the architecture (`packing.check_packable`).
+    ignore them. The configs must share the architecture (`scheduling.packs.check_packable`).
     """
     configs = list(configs)
     first = configs[0]

@@ -1,6 +1,6 @@
 """Train one pack: the optimisation loop, read top to bottom (nanoGPT's train.py is the model).
 
-A pack is R runs that share an architecture and a training shape (`formal_rope.training.packing`)
+A pack is R runs that share an architecture and a training shape (`formal_rope.scheduling.packs`)
 trained as one computation: every weight has a leading run axis, each step draws each run's own
 batch from its own generator, sums the per-run losses (so each run gets exactly its own gradient),
 clips each run's gradient norm and applies AdamW with each run's own learning rate. Given the same

@@ -24,7 +24,7 @@ from torch import nn
 
 from formal_rope.precision.native import round_once
 from formal_rope.training.encodings.periods import periodic_values
-from formal_rope.training.packed import select_runs_of
+from formal_rope.training.packed_layers import select_runs_of
 
 
 def phase_tables(phases: np.ndarray, dtype=np.float32) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,7 +11,7 @@ from torch import nn
 from formal_rope.training.encodings.base import PositionalEncoding, cast_tables, run_bases
 from formal_rope.training.encodings.phases import float_turns, rope_frequencies, rotary_phases, turn_phases
 from formal_rope.training.encodings.rotary import FixedRotary, rope_ladder_turns, rope_ladders
-from formal_rope.training.packed import PackedLayerNorm, PackedLinear
+from formal_rope.training.packed_layers import PackedLayerNorm, PackedLinear
 
 
 class LearnedRotary(PositionalEncoding):

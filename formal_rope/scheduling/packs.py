@@ -46,12 +46,6 @@ def _shared_value(config: RunConfig, name: str, mix: bool = True):
     return getattr(config, name)
 
 
-def language_key(config: RunConfig) -> tuple:
-    """What decides a run's DFA and strings (`LANGUAGE_FIELDS` and its data files): runs with equal
-    keys read the same strings, and a pack evaluates them in the same passes."""
-    return (config.language, config.alphabet, config.data)
-
-
 def pack_signature(config: RunConfig, mix: bool = True, languages: bool = False) -> tuple:
     """What runs of one pack share when `group_packs` cuts them: the values of SHARED_FIELDS, except
     that runs of different mixable encodings (`encodings.Encoding.mixable`: NoPE, SiPE, SiPE_P,
@@ -69,7 +63,7 @@ def check_packable(configs) -> None:
             if _shared_value(config, name) != _shared_value(configs[0], name):
                 raise FormalRopeError(
                     f"runs of one pack must share {name} ({getattr(configs[0], name)!r} vs {getattr(config, name)!r}); "
-                    "group them with formal_rope.training.packing.group_packs"
+                    "group them with formal_rope.scheduling.packs.group_packs"
                 )
 
 
