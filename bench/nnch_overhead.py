@@ -19,10 +19,10 @@ import time
 
 import torch
 
+from formal_rope.evaluation.pack_evaluation import evaluate_pack
 from formal_rope.runs import run_pack
 from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data
-from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.scales import scale_overrides
 from formal_rope.training.setup import resolve_dfa
 

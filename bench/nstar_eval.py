@@ -1,6 +1,6 @@
 """N* evaluation of one trained run vs the naive per-length loop, measured in the same run.
 
-Ours: formal_rope.training.evaluate_model with eval_mode "nstar": test sets sampled lazily in blocks,
+Ours: formal_rope.evaluation.evaluate_model with eval_mode "nstar": test sets sampled lazily in blocks,
 each length's set classified in one forward pass over its distinct strings (in memory-bounded chunks),
 stopping at the first imperfect length.
 Baseline: for every length 41..500, sample that length's set, run all its strings through the model
@@ -20,10 +20,10 @@ import time
 import numpy as np
 import torch
 
+from formal_rope.evaluation.length_generalization import n_star
+from formal_rope.evaluation.pack_evaluation import evaluate_model
 from formal_rope.runs import run_training
 from formal_rope.training.config import RunConfig
-from formal_rope.training.evaluate import evaluate_model
-from formal_rope.training.length_generalization import n_star
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.scales import scale_overrides
 from formal_rope.training.setup import resolve_dfa

@@ -206,8 +206,9 @@ def eval_ratio(root: Path, runs: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
+    from formal_rope.evaluation import pack_evaluation
     from formal_rope.training import data as training_data
-    from formal_rope.training import evaluate, setup
+    from formal_rope.training import setup
 
     configs = [
         _config("quick", seed, 5).with_(n_per_length=16, test_max_length=200, eval_mode="full") for seed in range(runs)
@@ -216,10 +217,10 @@ def eval_ratio(root: Path, runs: int) -> dict:
     model = setup.build_pack(configs, len(dfa.alphabet), [None] * runs)
     data = [training_data.run_data(c, dfa) for c in configs]
     started = time.perf_counter()
-    packed = evaluate.evaluate_pack(model, configs, data)
+    packed = pack_evaluation.evaluate_pack(model, configs, data)
     packed_s = time.perf_counter() - started
     started = time.perf_counter()
-    single = [evaluate.evaluate_pack(model.select_runs([r]), [configs[r]], [data[r]])[0] for r in range(runs)]
+    single = [pack_evaluation.evaluate_pack(model.select_runs([r]), [configs[r]], [data[r]])[0] for r in range(runs)]
     sequential_s = time.perf_counter() - started
     assert [e.per_length for e in packed] == [e.per_length for e in single]
     return {"runs": runs, "packed_s": packed_s, "sequential_s": sequential_s, "ratio": sequential_s / packed_s}

@@ -3,7 +3,7 @@
 Trains one quick-scale run (or loads a checkpoint with --model), then at each length: the search
 (`formal_rope.evaluation.engine.search`, starting from the run's own 16-string test set, `--budget`
 strings beyond it) is timed, and so is plain sampled evaluation of the same number of strings
-(`sampling.test_sets` draws them balanced, `training.length_generalization.predict_pack`
+(`sampling.test_sets` draws them balanced, `evaluation.length_generalization.predict_pack`
 classifies them): sampling plus one batched forward pass, what N* evaluation does per length.
 Both in this process, one after the other, single-threaded; times are process CPU seconds.
 
@@ -19,11 +19,11 @@ import time
 import torch
 
 from formal_rope.evaluation.engine import SearchSettings, search
+from formal_rope.evaluation.length_generalization import predict_pack
 from formal_rope.evaluation.models import PackScorer
 from formal_rope.runs import run_training
 from formal_rope.sampling.datasets import test_sets
 from formal_rope.training.config import RunConfig
-from formal_rope.training.length_generalization import predict_pack
 from formal_rope.training.scales import scale_overrides
 from formal_rope.training.setup import resolve_dfa
 from formal_rope.training.trained_classifier import load_checkpoint

@@ -1,5 +1,5 @@
 """NNCH's score (Delétang et al.: mean accuracy on uniformly random strings over lengths 42..500,
-training.nnch) beside N* and accuracy: Parquet columns, aggregation, `report --sort`, and its absence
+evaluation.nnch) beside N* and accuracy: Parquet columns, aggregation, `report --sort`, and its absence
 (not a guess) for runs whose evaluation stopped early and for folders written before it was measured."""
 
 from __future__ import annotations

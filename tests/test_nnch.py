@@ -1,4 +1,4 @@
-"""NNCH's score (training.nnch) against a direct transcription of DeepMind's reference code, the
+"""NNCH's score (evaluation.nnch) against a direct transcription of DeepMind's reference code, the
 always-reject model that separates it from our balanced accuracy, its uniform strings, and where
 it is (not) measured."""
 
@@ -12,13 +12,12 @@ import pytest
 import torch
 
 from formal_rope.automata import accepts, language_dfa
+from formal_rope.evaluation.pack_evaluation import evaluate_model, evaluate_pack
 from formal_rope.lang.source import resolve_language
 from formal_rope.sampling import test_sets, uniform_set, write_flare_split
 from formal_rope.sampling.text import decode
 from formal_rope.training.config import DEFAULT_NNCH_SAMPLES, ID_NEUTRAL, RunConfig
-from formal_rope.training.data import run_data
-from formal_rope.training.evaluate import evaluate_model, evaluate_pack
-from formal_rope.training.nnch import is_nnch_length
+from formal_rope.training.data import is_nnch_length, run_data
 from tests.cli_support import run_main
 
 

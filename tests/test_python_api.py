@@ -51,7 +51,7 @@ CLI_TO_PYTHON = {
     "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model", "compiler:compile_report",
                 "compiler:CompileOptions", "compiler:VerificationOptions"],
     "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
-    "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "training:evaluate_model",
+    "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "evaluation:evaluate_model",
               "training:load_checkpoint"],
     "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:check_grid",
               "sweeps:run_sweep"],
@@ -176,7 +176,7 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
         lambda: importlib.import_module("formal_rope.training").RunConfig.from_dict({"language": "a", "bogus": 1}),
         lambda: importlib.import_module("formal_rope.training").RunConfig.from_dict({"pe": "rope"}),
         lambda: _evaluate_tiny_model(mode="zz"),
-        lambda: importlib.import_module("formal_rope.training").evaluate_sets(
+        lambda: importlib.import_module("formal_rope.evaluation").evaluate_sets(
             _tiny_model(), [], decode=str, mode="zz"),
         lambda: importlib.import_module("formal_rope.compiler").verify_compiled(_compiled_a(), verify_to=-5),
         lambda: importlib.import_module("formal_rope.compiler").verify_compiled(_compiled_a(), exhaustive_up_to=-1),
@@ -254,7 +254,8 @@ def _tiny_model():
 
 
 def _evaluate_tiny_model(mode):
-    from formal_rope.training import RunConfig, evaluate_model, resolve_dfa
+    from formal_rope.evaluation import evaluate_model
+    from formal_rope.training import RunConfig, resolve_dfa
 
     config = RunConfig("(ab)*", layers=1, d_model=8, heads=1, test_min_length=2, test_max_length=3, n_per_length=2)
     return evaluate_model(_tiny_model(), config, resolve_dfa(config), mode=mode)
@@ -344,12 +345,13 @@ def test_researcher_workflow_end_to_end(tmp_path):
     from formal_rope.classes import classify
     from formal_rope.compiler import compile_formula, verify_compiled
     from formal_rope.diagnostics import capture_heads, model_layout, phases_summary
+    from formal_rope.evaluation import evaluate_model, n_star
     from formal_rope.lang import format_ltl, ltl_fragment, parse_ltl, parse_regex
     from formal_rope.model import evaluate, load_runnable, save_model
     from formal_rope.precision import f_large
     from formal_rope.runs import run_training
     from formal_rope.sampling import decode, test_sets
-    from formal_rope.training import RunConfig, evaluate_model, load_checkpoint, n_star, resolve_dfa
+    from formal_rope.training import RunConfig, load_checkpoint, resolve_dfa
 
     alphabet = ("a", "b")
     # 1. Parse: the regex (ab)* and an LTL[P,MOD] formula meant to define the same language.

@@ -12,12 +12,12 @@ import typer
 
 from formal_rope.automata import accepts, language_dfa
 from formal_rope.cli import app
+from formal_rope.evaluation.length_generalization import n_star
 from formal_rope.lang import parse_ltl
 from formal_rope.lang.source import resolve_language
 from formal_rope.precision.formats import f_large, parse_format
 from formal_rope.sampling import test_set as build_test_set
 from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.length_generalization import n_star
 
 
 def _option_defaults(command: str) -> dict:

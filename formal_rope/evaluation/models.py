@@ -23,13 +23,13 @@ from formal_rope.automata import language_dfa
 from formal_rope.compiler.compiling import CompiledModel
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import DEFAULT_BUDGET, LengthSearch, SearchSettings, WorstCase, search
+from formal_rope.evaluation.length_generalization import pack_scores
 from formal_rope.lang.source import resolve_language
 from formal_rope.model.evaluate import readout_scores
 from formal_rope.model.io import CompiledRunnable
 from formal_rope.model.ir import TransformerIR
 from formal_rope.sampling.datasets import test_sets
 from formal_rope.training.data import is_data_language
-from formal_rope.training.length_generalization import pack_scores
 from formal_rope.training.model import Classifier
 from formal_rope.training.trained_classifier import TrainedClassifier
 
@@ -39,7 +39,7 @@ DEFAULT_START = 16  # start strings per length when no test sets are given (the 
 
 class PackScorer:
     """A trained pack as a `engine.Scorer`: each asked run's logit(accept) − logit(reject), in the
-    packed evaluator's batched passes (`training.length_generalization.pack_scores`; `threads()`:
+    packed evaluator's batched passes (`length_generalization.pack_scores`; `threads()`:
     the torch threads of each pass, None: torch's setting)."""
 
     def __init__(self, model: Classifier, device: str | torch.device = "cpu", threads=None) -> None:

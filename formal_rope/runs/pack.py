@@ -1,4 +1,4 @@
-"""A pack of runs from configs to results: train (`training.train`), evaluate (`training.evaluate`),
+"""A pack of runs from configs to results: train (`training.train`), evaluate (`evaluation.pack_evaluation`),
 search for misclassified strings (`runs.search`, `--eval worst-case`), fall back to one run at a
 time when the pack fails, and assemble one RunResult per run. A single run is a pack of one
 (`run_training`).
@@ -24,6 +24,8 @@ import torch
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings, WorstCase
+from formal_rope.evaluation.length_generalization import Evaluation
+from formal_rope.evaluation.pack_evaluation import evaluate_pack
 from formal_rope.progress import ProgressArg, RunProgress
 from formal_rope.runs.blind_spots import family_test, test_coverage
 from formal_rope.runs.search import search_pack, with_worst_case
@@ -36,9 +38,7 @@ from formal_rope.storage.tensorboard_log import PackLog, open_pack_log
 from formal_rope.storage.training_state import StateOptions, TrainingStateError, check_state_dir, open_state_store
 from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
-from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
-from formal_rope.training.length_generalization import Evaluation
 from formal_rope.training.model import Classifier
 from formal_rope.training.setup import PackIngredients, build_pack, check_device, pack_ingredients
 from formal_rope.training.train import learning_rate, train_pack

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.evaluation.models import worst_case_pack
+from formal_rope.evaluation.pack_evaluation import first_failing_length, tested_position
 from formal_rope.progress import TrainingProgress
 from formal_rope.training.config import RunResult
-from formal_rope.training.evaluate import first_failing_length, tested_position
 from formal_rope.training.model import Classifier
 
 
@@ -21,7 +21,7 @@ def search_pack(
     run so that a run's search depends on its own weights only: it starts from the run's sampled
     test sets and stops at its first sampled failure (its N* cannot be beaten there), or earlier at
     the first failure it finds. dfas: each run's language's DFA (the strings it labels; one DFA
-    for every run is also taken). threads: as for `training.evaluate.evaluate_pack`."""
+    for every run is also taken). threads: as for `evaluation.pack_evaluation.evaluate_pack`."""
     configs = list(configs)
     dfas = list(dfas) if isinstance(dfas, (list, tuple)) else [dfas] * len(configs)
     total = len(configs[0].tested_lengths())

@@ -450,7 +450,7 @@ def uniform_set(dfa: DFA, length: int, n: int, seed: int = 0) -> LabeledSet:
     """`n` strings of `length` symbols, every symbol drawn independently and uniformly from the alphabet
     (uniform over Σ^length, with replacement: *not* balanced, so a language with few strings of that
     length gets almost only negatives), labelled by the DFA. This is the test distribution of
-    Delétang et al.'s range evaluation (`formal_rope.training.nnch`). The generator depends on
+    Delétang et al.'s range evaluation (`formal_rope.evaluation.nnch`). The generator depends on
     (seed, length) only, on a stream of its own: the strings never depend on the other lengths
     requested, and the balanced `test_sets` of the same seed are not changed by drawing them."""
     require_dfa(dfa, "uniform_set", "dfa")

@@ -128,7 +128,7 @@ def run_row(config: RunConfig, result: RunResult, run_id: str) -> dict:
 
 
 def nnch_accuracy(result: RunResult) -> float:
-    """NNCH's score of one run (`training.nnch`: Delétang et al.'s mean accuracy on uniformly random
+    """NNCH's score of one run (`evaluation.nnch`: Delétang et al.'s mean accuracy on uniformly random
     strings over their lengths, 42..500 by default); NaN where it was not measured (evaluation
     stopped early, a run on files, nnch_samples 0, a diverged or failed run)."""
     return float(result.nnch_accuracy)

@@ -1,10 +1,11 @@
-"""Training stage: RunConfig -> trained classifier -> per-length accuracy and N*: the model, the
-positional encodings and the loop that trains a pack (a whole run, `formalrope train`, is
-`formal_rope.runs.run_training`).
+"""Training stage: RunConfig -> trained classifier: the model, the positional encodings, the loop
+that trains a pack, its optimiser and its data (a whole run, `formalrope train`, is
+`formal_rope.runs.run_training`; evaluating it, `formal_rope.evaluation`; what it stores,
+`formal_rope.storage`; which runs share a pack, `formal_rope.scheduling`).
 
     config = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
     result, model = runs.run_training(config, progress=False)   # result.n_star, result.per_length
-    evaluate_model(model, config.with_(test_max_length=1000), resolve_dfa(config))   # re-evaluate
+    evaluation.evaluate_model(model, config.with_(test_max_length=1000), resolve_dfa(config))  # re-evaluate
     load_checkpoint(path).classify(["abab"])                 # what `formalrope run` does for checkpoints
 
 Importing this package does not import torch: every name loads on first access (the config, scale
@@ -42,15 +43,8 @@ _LAZY = {
     "check_trainable": "formal_rope.training.setup",
     "build_model": "formal_rope.training.setup",
     "train_model": "formal_rope.training.train",
-    "evaluate_model": "formal_rope.training.evaluate",
-    "EVAL_MODES": "formal_rope.training.length_generalization",
-    "Evaluation": "formal_rope.training.length_generalization",
-    "n_star": "formal_rope.training.length_generalization",
-    "evaluate_sets": "formal_rope.training.length_generalization",
-    "predict_fixed_length": "formal_rope.training.length_generalization",
-    "nnch_score": "formal_rope.training.nnch",
-    "nnch_set": "formal_rope.training.nnch",
-    "is_nnch_length": "formal_rope.training.nnch",
+    "nnch_set": "formal_rope.training.data",
+    "is_nnch_length": "formal_rope.training.data",
     "Classifier": "formal_rope.training.model",
     "PositionalSpec": "formal_rope.training.encodings.builders",
     "build_positional": "formal_rope.training.encodings.builders",

@@ -26,13 +26,13 @@ from formal_rope.sampling import (
     decode,
     draw_training_batch,
     test_sets,
+    uniform_set,
     walk,
     walk_training_batches,
 )
 from formal_rope.sampling.coverage import COVERAGE, TrainingCoverage, with_training_coverage
 from formal_rope.sampling.formats import check_labels, load_dataset
 from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
-from formal_rope.training.nnch import nnch_set
 
 TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
 
@@ -53,7 +53,22 @@ class RunData(Protocol):
 
     def nnch_set(self, length: int):
         """The uniformly random labelled strings NNCH's score reads at test length `length`
-        (`training.nnch`), or None where it reads none."""
+        (`nnch_set`, `evaluation.nnch`), or None where it reads none."""
+
+
+def is_nnch_length(config: RunConfig, length: int) -> bool:
+    """Whether NNCH's score averages test length `length`: every length past the first one beyond
+    training (example.py's `accuracies[sequence_length + 1:]`)."""
+    return int(length) > config.train_max_length + 1
+
+
+def nnch_set(config: RunConfig, dfa, length: int):
+    """The uniform strings of one length NNCH's score reads (a `sampling.LabeledSet`; the score and
+    why it reads these: `evaluation.nnch`), or None where the score takes none: a length it leaves
+    out, or `nnch_samples` 0."""
+    if config.nnch_samples == 0 or not is_nnch_length(config, length):
+        return None
+    return uniform_set(dfa, int(length), config.nnch_samples, config.eval_seed)
 
 
 def mix_near_misses(batch, dfa, rng: np.random.Generator, fraction: float, min_length: int, max_length: int):
@@ -176,13 +191,13 @@ def is_data_language(language: str) -> bool:
     return language.startswith(DATA_LANGUAGE_PREFIX)
 
 
-@lru_cache(maxsize=4)
 def language_key(config: RunConfig) -> tuple:
     """What decides a run's DFA and strings (its language, alphabet and data files): runs with equal
     keys read the same strings, and a pack evaluates them in the same passes."""
     return (config.language, config.alphabet, config.data)
 
 
+@lru_cache(maxsize=4)
 def _load(path: str, alphabet: tuple[str, ...] | None):
     """The dataset at `path` (memoised: the runs of a pack share one copy; callers check the hash)."""
     return load_dataset(path, alphabet)

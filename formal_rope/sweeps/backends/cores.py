@@ -6,7 +6,7 @@ grid of fewer packs than workers), finished workers sit idle while the last unit
 main job (`reproduce table2`, two packs on two workers), the (ab)* pack's 460 test lengths ran on one
 core while the (aa)* pack's worker, done early, waited.
 
-Evaluation gives the same bits at any thread count (`training.length_generalization`), so a unit's
+Evaluation gives the same bits at any thread count (`evaluation.length_generalization`), so a unit's
 evaluation takes T x W // busy threads (at least its own T): its own share and the idle workers'.
 Training keeps its T threads: its loss and gradient reductions, and so its numbers, depend on them.
 

@@ -10,9 +10,10 @@ mean over equal sub-batches (64), i.e. over all 512 strings. `experiments/exampl
 up to 40 the score averages lengths 42..max_test_length, leaving out 41, the first length past
 training.
 
-Here the same: per tested length L > train_max_length + 1 (`is_nnch_length`), `nnch_samples` strings
-uniform over Σ^L labelled by the language's DFA (`sampling.uniform_set`, evaluated in the same
-forward passes as the balanced test set of L), and the score is the plain mean of those per-length
+Here the same: per tested length L > train_max_length + 1 (`training.data.is_nnch_length`),
+`nnch_samples` strings uniform over Σ^L labelled by the language's DFA (`training.data.nnch_set`, a
+run's data like its test sets; evaluated in the same forward passes as the balanced test set of L),
+and the score is the plain mean of those per-length
 accuracies (`nnch_score`). It differs from our `accuracy`, the mean over *balanced* sets (half
 positives, negatives half near-misses): on uniform strings most languages' positives are rare at long
 lengths, so for (ab)* a model that always rejects scores about 1.0 here and 0.5 there.
@@ -25,24 +26,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from formal_rope.sampling import uniform_set
-from formal_rope.training.config import LengthResult, RunConfig
+from formal_rope.training.config import LengthResult
 
 NNCH_TOTAL_BATCH = 512  # strings per length in NNCH's range evaluation (range_test_total_batch_size)
-
-
-def is_nnch_length(config: RunConfig, length: int) -> bool:
-    """Whether NNCH's score averages test length `length`: every length past the first one beyond
-    training (example.py's `accuracies[sequence_length + 1:]`)."""
-    return int(length) > config.train_max_length + 1
-
-
-def nnch_set(config: RunConfig, dfa, length: int):
-    """The uniform strings of one length NNCH's score reads (a `sampling.LabeledSet`), or None where
-    the score takes none: a length it leaves out, or `nnch_samples` 0."""
-    if config.nnch_samples == 0 or not is_nnch_length(config, length):
-        return None
-    return uniform_set(dfa, int(length), config.nnch_samples, config.eval_seed)
 
 
 def nnch_score(per_length: Iterable[LengthResult]) -> float:

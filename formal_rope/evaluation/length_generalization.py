@@ -1,5 +1,5 @@
 """Length-generalisation evaluation: per-length accuracy, N* and the first failing string (SPEC §8),
-and NNCH's score (`training.nnch`).
+and NNCH's score (`evaluation.nnch`).
 
 Each test length is one balanced, seeded set from the sampler. Its strings share a length, so the
 set is one padded-free batch; duplicate strings (common for small alphabets: over {a} every string
@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.nnch import nnch_score
 from formal_rope.sampling.datasets import unscored_classes
 from formal_rope.training.config import LengthResult
 from formal_rope.training.model import Classifier, encode_fixed_length
-from formal_rope.training.nnch import nnch_score
 
 EVAL_MODES = ("full", "nstar")
 SCORE_ELEMENT_BUDGET = 1 << 23  # attention scores per chunk (batch * heads * T * T), ~32 MB in fp32
@@ -45,7 +45,7 @@ class Evaluation:
     accuracy: float  # mean of per-length accuracies over the evaluated lengths
     first_failure: str | None  # a misclassified string of the shortest imperfect length
     complete: bool  # every requested length was evaluated (False when nstar mode stopped early)
-    nnch_accuracy: float = math.nan  # NNCH's score (training.nnch); NaN unless complete with uniform strings
+    nnch_accuracy: float = math.nan  # NNCH's score (evaluation.nnch); NaN unless complete with uniform strings
 
 
 def n_star(lengths: Sequence[int], accuracies: Sequence[float], covered: Sequence[bool] | None = None) -> int:
