@@ -261,7 +261,7 @@ def test_multi_character_symbols_are_read_as_accepts_reads_them(tmp_path, capsys
 
 
 def test_python_classify_warns_beyond_the_certified_length(y_fp32):
-    from formal_rope.model import load_runnable
+    from formal_rope.evaluation import load_runnable
     from formal_rope.model.certificate import BeyondCertifiedLengthWarning
 
     runnable = load_runnable(y_fp32)

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.loading import load_runnable
 from formal_rope.model.evaluate import evaluate
-from formal_rope.model.io import load_model, load_runnable, read_metadata, save_model
+from formal_rope.model.io import load_model, read_metadata, save_model
 from formal_rope.model.ir import BOS, EOS, AttentionHead, Layer, Readout, RotaryPair, TransformerIR
 from formal_rope.precision import FormatOps, make_rounder, parse_format, round_to_format
 

@@ -208,3 +208,62 @@ def test_no_package_imports_a_package_above_it():
     # A package-level cycle (training -> evaluation -> training) means neither package can be read,
     # tested or changed without the other; function-local imports count here too.
     assert strongly_connected(package_graph()) == []
+
+
+# The floors of the package, bottom up: a package imports only from its own floor or below (within a
+# floor, the no-cycle test above orders them). Storage sits under the trainer (the loop saves its
+# state there, a result holds its curve) and knows no model; the IR and the compiler sit beside the
+# trainer, never above it; evaluation, scheduling and the theory read trained models and configs; a
+# run uses them all; sweeps schedule runs; the atlas runs sweeps; the CLI calls everything.
+FLOORS = (
+    ("_lazy", "auto_periods", "errors", "limits", "numbers", "processes", "progress"),
+    ("files", "kernels", "precision", "lang", "certify", "automata", "classes", "sampling"),
+    ("storage",),
+    ("model", "compiler"),
+    ("training",),
+    ("evaluation", "scheduling", "theory", "diagnostics", "export"),
+    ("runs",),
+    ("sweeps",),
+    ("atlas",),
+    ("commands", "cli"),
+)
+
+
+def floor_of(package: str) -> int:
+    name = package.removeprefix("formal_rope.")
+    return next(number for number, floor in enumerate(FLOORS) if name in floor)
+
+
+def test_every_package_has_a_floor():
+    listed = [name for floor in FLOORS for name in floor]
+    assert len(listed) == len(set(listed))
+    assert sorted(package.removeprefix("formal_rope.") for package in package_graph()) == sorted(listed)
+
+
+def test_no_package_imports_from_a_floor_above_it():
+    upward = [
+        f"{source} (floor {floor_of(source)}) imports {target} (floor {floor_of(target)})"
+        for source, targets in package_graph().items()
+        for target in sorted(targets)
+        if floor_of(target) > floor_of(source)
+    ]
+    assert upward == []
+
+
+def test_the_floor_check_sees_a_planted_upward_import():
+    edges = package_graph()
+    planted = {**edges, "formal_rope.model": edges["formal_rope.model"] | {"formal_rope.training"}}
+    assert any(floor_of(target) > floor_of(source) for source, targets in planted.items() for target in targets)
+
+
+def test_the_model_and_storage_never_import_the_trainer():
+    # model/ is the compiled IR and its files; storage/ keeps runs on disk: neither may depend on
+    # the trainer (any model file is loaded one floor up, by evaluation.loading).
+    offenders = [
+        f"{site.module}:{site.line} imports {target}"
+        for site in import_sites()
+        if site.module.startswith(("formal_rope.model", "formal_rope.storage"))
+        for target in site.targets
+        if target.startswith(("formal_rope.training", "formal_rope.runs", "formal_rope.evaluation"))
+    ]
+    assert offenders == []

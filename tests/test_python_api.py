@@ -50,7 +50,7 @@ CLI_TO_PYTHON = {
     "certify": ["certify:certified_range", "certify:scale_overflows"],
     "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model", "compiler:compile_report",
                 "compiler:CompileOptions", "compiler:VerificationOptions"],
-    "run": ["model:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
+    "run": ["evaluation:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
     "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "evaluation:evaluate_model",
               "training:load_checkpoint"],
     "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:check_grid",
@@ -59,7 +59,7 @@ CLI_TO_PYTHON = {
     "reproduce": ["sweeps:paper_sweep_path", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:run_sweep",
                   "sweeps:aggregate", "sweeps:plot_n_star"],
     "export": ["export:export_model", "export:load_exported", "export:transformer_lens_obstacles"],
-    "attack": ["model:load_runnable", "evaluation:worst_case", "evaluation:SearchSettings", "evaluation:model_dfa",
+    "attack": ["evaluation:load_runnable", "evaluation:worst_case", "evaluation:SearchSettings", "evaluation:model_dfa",
                "evaluation:model_language"],
     "atlas": ["atlas:build_language_set", "atlas:atlas_request", "atlas:atlas_configs", "sweeps:run_sweep",
               "atlas:read_agreement", "atlas:agreement_markdown", "atlas:write_figure", "atlas:planned_runs",
@@ -345,9 +345,9 @@ def test_researcher_workflow_end_to_end(tmp_path):
     from formal_rope.classes import classify
     from formal_rope.compiler import compile_formula, verify_compiled
     from formal_rope.diagnostics import capture_heads, model_layout, phases_summary
-    from formal_rope.evaluation import evaluate_model, n_star
+    from formal_rope.evaluation import evaluate_model, load_runnable, n_star
     from formal_rope.lang import format_ltl, ltl_fragment, parse_ltl, parse_regex
-    from formal_rope.model import evaluate, load_runnable, save_model
+    from formal_rope.model import evaluate, save_model
     from formal_rope.precision import f_large
     from formal_rope.runs import run_training
     from formal_rope.sampling import decode, test_sets

@@ -17,9 +17,10 @@ from rich.table import Table
 from formal_rope.commands.terminal import describe_lengths, json_ready
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.evaluation.loading import load_runnable
 from formal_rope.evaluation.models import model_dfa, model_language, worst_case
 from formal_rope.model.certificate import model_certificate
-from formal_rope.model.io import CompiledRunnable, load_runnable
+from formal_rope.model.io import CompiledRunnable
 from formal_rope.progress import progress_display
 from formal_rope.training.config import lengths_fields
 

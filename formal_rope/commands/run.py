@@ -16,9 +16,10 @@ from formal_rope.automata.membership import split_symbols
 from formal_rope.commands.run_options import MODE_HELP
 from formal_rope.commands.terminal import input_strings, stdout_console
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.loading import load_runnable
 from formal_rope.model.evaluate import evaluate
 from formal_rope.model.forward import check_mode
-from formal_rope.model.io import load_model, load_runnable, read_metadata
+from formal_rope.model.io import load_model, read_metadata
 from formal_rope.precision import parse_format
 
 

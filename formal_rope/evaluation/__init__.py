@@ -16,6 +16,7 @@ from __future__ import annotations
 from formal_rope._lazy import lazy_exports
 
 _MODULES = {
+    "formal_rope.evaluation.loading": ["Runnable", "load_runnable"],
     "formal_rope.evaluation.length_generalization": [
         "EVAL_MODES", "Evaluation", "evaluate_pack_sets", "evaluate_sets", "n_star", "predict_fixed_length",
         "predict_pack",

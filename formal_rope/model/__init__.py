@@ -1,11 +1,12 @@
-"""Model stage: the explicit transformer IR, its evaluator (native torch / emulated format) and model files.
+"""Model stage: the explicit transformer IR, its evaluator (native torch / emulated format) and compiled
+model files (any model file, trained too: `formal_rope.evaluation.load_runnable`).
 
 Importing this package does not import torch (the evaluator imports it lazily in native mode).
 """
 
 from formal_rope.model.evaluate import EvaluationResult, evaluate
 from formal_rope.model.forward import MODES
-from formal_rope.model.io import load_model, load_runnable, read_metadata, save_model
+from formal_rope.model.io import load_model, read_metadata, save_model
 from formal_rope.model.ir import BOS, EOS, AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
 
 __all__ = [
@@ -21,7 +22,6 @@ __all__ = [
     "TransformerIR",
     "evaluate",
     "load_model",
-    "load_runnable",
     "read_metadata",
     "save_model",
 ]

@@ -1,7 +1,8 @@
 """Model files: one zip archive holding ``metadata.json`` (readable) and ``weights.npz``.
 
 ``metadata.json`` always has ``"kind"``: ``"compiled"`` (a TransformerIR written here) or
-``"trained"`` (a trainer checkpoint, `formal_rope.storage.checkpoints`). For compiled
+``"trained"`` (a trainer checkpoint, `formal_rope.storage.checkpoints`; any model file is loaded by
+`formal_rope.evaluation.loading.load_runnable`, which dispatches on it). For compiled
 models it also holds the coordinate names, vocabulary, layer/head descriptions (rotary schedules,
 shapes), the readout and whatever the compiler recorded (formula, alphabet, format, margins,
 certified lengths). Weights are stored under ``embedding``, ``L{l}.H{h}.{w_query,…}``,
@@ -15,7 +16,7 @@ import json
 import warnings
 import zipfile
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -209,15 +210,9 @@ def _check_certificate_records(metadata: dict[str, Any]) -> None:
     parse_format(metadata.get("format", "fp32"))
 
 
-class Runnable(Protocol):
-    kind: str
-    alphabet: tuple[str, ...]
-
-    def classify(self, strings: Sequence[str], fmt: str | None = None) -> list[bool]: ...
-
-
 class CompiledRunnable:
-    """A loaded compiled model with the trainer-checkpoint ``classify`` interface."""
+    """A loaded compiled model with the trainer-checkpoint ``classify`` interface
+    (`formal_rope.evaluation.loading.Runnable`)."""
 
     kind = "compiled"
 
@@ -239,20 +234,3 @@ class CompiledRunnable:
                 stacklevel=2,
             )
         return result.to_list()
-
-
-def load_runnable(path: str | Path, mode: str = "emulated") -> Runnable:
-    """Load any model file, dispatching on ``metadata.json``'s ``kind`` (compiled or trained)."""
-    metadata = read_metadata(path)
-    kind = metadata["kind"]
-    if kind == "compiled":
-        return CompiledRunnable(load_model(path), mode=mode)
-    if kind == "trained":
-        try:  # the trainer imports torch: loaded only for a trained checkpoint
-            from formal_rope.training.trained_classifier import load_checkpoint
-        except ImportError as error:
-            raise FormalRopeError(
-                f"{path} is a trained checkpoint, but the trainer is not available: {error}"
-            ) from None
-        return load_checkpoint(path)
-    raise FormalRopeError(f"{path}: unknown model kind {kind!r} (expected 'compiled' or 'trained')")
