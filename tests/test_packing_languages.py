@@ -20,7 +20,7 @@ from formal_rope.training.config import RunConfig
 from formal_rope.training.init_from import load_init_weights
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.setup import build_pack, pack_ingredients
-from formal_rope.training.train import pack_inputs, pack_losses, training_batches
+from formal_rope.training.train import pack_inputs, pack_step, training_batches
 from formal_rope.training.trained_classifier import load_checkpoint
 
 WIDTHS = (12, 22, 32, 42)
@@ -46,7 +46,7 @@ def _forward_backward(configs, batches):
     model = build_pack(configs, ingredients.symbol_counts, ingredients.periods)
     initial = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
     inputs = pack_inputs(batches, model.symbol_counts, WIDTHS)
-    losses, _ = pack_losses(model, inputs)
+    losses = pack_step(model, inputs).loss
     losses.sum().backward()
     logits = model.forward_layout(inputs.layout).detach()
     grads = {name: parameter.grad.clone() for name, parameter in model.named_parameters()}

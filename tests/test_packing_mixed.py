@@ -19,7 +19,7 @@ from formal_rope.training.encodings.composites import MixedPositional
 from formal_rope.training.encodings.rotary import PeriodicRotary
 from formal_rope.training.encodings.sinusoidal import SinusoidalEmbedding
 from formal_rope.training.setup import build_pack, pack_ingredients
-from formal_rope.training.train import pack_inputs, pack_losses, training_batches
+from formal_rope.training.train import pack_inputs, pack_step, training_batches
 
 
 def _tiny(pe: str, seed: int = 0, **changes) -> RunConfig:
@@ -37,7 +37,7 @@ def _logits_and_gradients(configs, batch):
     ingredients = pack_ingredients(configs)
     model = build_pack(configs, len(ingredients.alphabet), ingredients.periods)
     widths = (12, 22, 32, 42)
-    losses, _ = pack_losses(model, pack_inputs([batch] * len(configs), model.n_symbols, widths))
+    losses = pack_step(model, pack_inputs([batch] * len(configs), model.n_symbols, widths)).loss
     losses.sum().backward()
     logits = model.forward_layout(pack_inputs([batch] * len(configs), model.n_symbols, widths).layout)
     grads = {name: parameter.grad.clone() for name, parameter in model.named_parameters()}

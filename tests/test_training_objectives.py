@@ -154,7 +154,7 @@ def test_each_component_equals_its_per_string_definition():
     model = build_pack([config], len(dfa.alphabet), [None])
     batch = _batch(dfa, ["yax", "xa", "ayy", "a", ""], [True, False, False, True, False])
     inputs = pack_inputs([batch], len(dfa.alphabet), (4, 6), objective=objective, dfas=[dfa])
-    step = objective_step(model, objective, inputs.layout, inputs.labels, inputs.targets)
+    step = objective_step(model, objective, inputs.layout, inputs.targets)
     expected = _per_string_losses(model, dfa, batch, objective)
     for name in objective.names:
         assert torch.allclose(step.components[name][0], expected[name], atol=1e-5), name

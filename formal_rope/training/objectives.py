@@ -1,8 +1,11 @@
 """The objective seam of the training loop: targets -> loss -> correct counts, in one place.
 
 A training step hands its strings (one `TrainingBatch` per run, laid out as a `TokenLayout`) and
-each run's DFA to `objective_targets`, and the model with those inputs to `objective_step`, which
-returns each run's loss, its count of correct eos verdicts and each component's loss. The
+each run's DFA to `objective_targets` (every target the step is scored against: the eos labels and
+what the position components read), and the model with those targets to `objective_step`, which
+returns each run's loss, its count of correct eos verdicts and each component's loss. The loop
+(`training.train`) calls these two and nothing else of an objective: a new one is a component here
+and its name, weight and head in `objective_spec`. The
 components (`objective_spec`) read these positions of `bos w1 .. wN eos` (SPEC §1: position i
 attends to positions j < i only, so the prefix w1..wi is all of position i+1's past, and eos at
 N+1 reads the whole string, as the classifier does):
@@ -40,7 +43,9 @@ from formal_rope.training.objective_spec import Objective, head_width, parse_obj
 
 @dataclass(frozen=True, eq=False)
 class ObjectiveTargets:
-    """What the position components read, per run-major token (R, L) of a step's layout.
+    """What a step is scored against: labels (R, B), each string's label in its run's batch order
+    (`final`'s target and the reference of the correct counts); and what the position components
+    read, per run-major token (R, L) of the step's layout (None for an objective read at eos alone):
 
     prefix_label: the label of the prefix read at the token (positions 1..N+1; 0 elsewhere);
     before_eos: tokens at positions 1..N (prefix readouts other than eos); read: positions 1..N+1;
@@ -49,14 +54,15 @@ class ObjectiveTargets:
     lm_target: the class (0: eos, 1 + s: symbol s) that follows the prefix ending at the token
     (positions 0..N), lm_read: those tokens of positive strings; lm_columns: (R, S + 1)."""
 
-    prefix_label: torch.Tensor
-    before_eos: torch.Tensor
-    read: torch.Tensor
-    next_set: torch.Tensor | None
-    symbol_columns: torch.Tensor | None
-    lm_target: torch.Tensor | None
-    lm_read: torch.Tensor | None
-    lm_columns: torch.Tensor | None
+    labels: torch.Tensor
+    prefix_label: torch.Tensor | None = None
+    before_eos: torch.Tensor | None = None
+    read: torch.Tensor | None = None
+    next_set: torch.Tensor | None = None
+    symbol_columns: torch.Tensor | None = None
+    lm_target: torch.Tensor | None = None
+    lm_read: torch.Tensor | None = None
+    lm_columns: torch.Tensor | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,13 +110,14 @@ def string_targets(dfa, symbols: np.ndarray, lengths: np.ndarray) -> dict:
     }
 
 
-def objective_targets(objective: Objective, batches, dfas, layout: TokenLayout,
-                      device="cpu") -> ObjectiveTargets | None:
-    """The targets of `objective`'s position components for one step (None when it reads eos only):
-    run r's strings `batches[r]` (symbols, lengths, labels) labelled by `dfas[r]`, placed at their
-    tokens in `layout`'s run-major rows."""
+def objective_targets(objective: Objective, batches, dfas, layout: TokenLayout, device="cpu") -> ObjectiveTargets:
+    """The targets of one step: run r's strings `batches[r]` (symbols, lengths, labels; equal batch
+    sizes), their labels as given and, for the position components, labelled by `dfas[r]` and
+    placed at their tokens in `layout`'s run-major rows (`dfas` is not read for an objective read
+    at eos alone)."""
+    labels = torch.from_numpy(np.stack([np.asarray(b.labels, dtype=np.int64) for b in batches])).to(device)
     if not objective.reads_positions:
-        return None
+        return ObjectiveTargets(labels)
     runs, columns = layout.tokens.shape
     symbols_max = max(len(dfa.alphabet) for dfa in dfas)
     readout = layout.readout_rows.cpu().numpy() - np.arange(runs)[:, None] * columns  # (R, B): eos columns
@@ -124,7 +131,7 @@ def objective_targets(objective: Objective, batches, dfas, layout: TokenLayout,
     lm_columns = np.zeros((runs, symbols_max + 1), dtype=bool)
     for run, (batch, dfa) in enumerate(zip(batches, dfas)):
         lengths = np.asarray(batch.lengths, dtype=np.int64)
-        labels = np.asarray(batch.labels, dtype=bool)
+        positives = np.asarray(batch.labels, dtype=bool)
         targets = string_targets(dfa, batch.symbols, lengths)
         start = readout[run] - lengths - 1  # column of each string's bos
         # Every (string, prefix length i) with i <= N: read at column start + i + 1, lm at start + i.
@@ -135,14 +142,14 @@ def objective_targets(objective: Objective, batches, dfas, layout: TokenLayout,
         before_eos[run, at] = prefix < lengths[string]
         read[run, at] = True
         next_set[run, at, : len(dfa.alphabet)] = targets["continues"][string, prefix]
-        positive = labels[string]
+        positive = positives[string]
         lm_target[run, at - 1] = targets["next"][string, prefix]
         lm_read[run, (at - 1)[positive]] = True
         symbol_columns[run, : head_width("next_set", len(dfa.alphabet))] = True
         lm_columns[run, : head_width("lm", len(dfa.alphabet))] = True
     as_tensor = lambda array: torch.from_numpy(array).to(device)  # noqa: E731
     return ObjectiveTargets(
-        prefix_label=as_tensor(prefix_label), before_eos=as_tensor(before_eos), read=as_tensor(read),
+        labels=labels, prefix_label=as_tensor(prefix_label), before_eos=as_tensor(before_eos), read=as_tensor(read),
         next_set=as_tensor(next_set), symbol_columns=as_tensor(symbol_columns),
         lm_target=as_tensor(lm_target), lm_read=as_tensor(lm_read), lm_columns=as_tensor(lm_columns),
     )
@@ -163,9 +170,9 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return kept.sum(1) / mask.sum(1).clamp(min=1).to(values.dtype)
 
 
-def objective_step(model, objective: Objective, layout: TokenLayout, labels: torch.Tensor,
-                   targets: ObjectiveTargets | None) -> ObjectiveStep:
+def objective_step(model, objective: Objective, layout: TokenLayout, targets: ObjectiveTargets) -> ObjectiveStep:
     """Each run's loss, correct eos verdicts and component losses for one step (see the module doc)."""
+    labels = targets.labels
     runs, batch = labels.shape
     if not objective.reads_positions:
         logits = model.forward_layout(layout)  # (R, B, 2): the readout-only path

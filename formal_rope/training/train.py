@@ -83,13 +83,12 @@ def bucket_widths(min_length: int, max_length: int, buckets: int = MIN_BUCKETS) 
 @dataclass(frozen=True, eq=False)
 class PackInputs:
     """One training step's strings of every run: their token layout (`formal_rope.training.layout`:
-    each run's strings back to back, attention per length bucket), labels (R, B) in each run's
-    own batch order, and what the objective's position components read (`objectives`; None for
-    an objective read at eos alone)."""
+    each run's strings back to back, attention per length bucket) and what the objective scores
+    them against (`objectives.ObjectiveTargets`: the labels (R, B) in each run's own batch order,
+    and what its position components read)."""
 
     layout: TokenLayout
-    labels: torch.Tensor
-    targets: ObjectiveTargets | None = None
+    targets: ObjectiveTargets
     objective: Objective = FINAL_OBJECTIVE
 
 
@@ -101,22 +100,14 @@ def pack_inputs(batches, n_symbols, widths, device="cpu", objective: Objective =
     prefix takes its targets from each run's DFA (`dfas`)."""
     lengths = np.stack([np.asarray(b.lengths, dtype=np.int64) for b in batches])  # (R, B)
     layout = ragged_layout([b.symbols for b in batches], lengths, n_symbols, widths, device)
-    labels = torch.from_numpy(np.stack([np.asarray(b.labels, dtype=np.int64) for b in batches])).to(device)
-    targets = objective_targets(objective, batches, dfas, layout, device) if objective.reads_positions else None
-    return PackInputs(layout, labels, targets, objective)
+    return PackInputs(layout, objective_targets(objective, batches, dfas, layout, device), objective)
 
 
 def pack_step(model: Classifier, inputs: PackInputs) -> ObjectiveStep:
-    """Per-run loss (R,) of the inputs' objective over each run's own batch, its count of correct
-    eos verdicts (R,) and each component's loss (`objectives.objective_step`)."""
-    return objective_step(model, inputs.objective, inputs.layout, inputs.labels, inputs.targets)
-
-
-def pack_losses(model: Classifier, inputs: PackInputs) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-run mean loss (R,) over each run's own batch (`final`: the cross-entropy at eos), and its
-    count of correct answers (R,)."""
-    step = pack_step(model, inputs)
-    return step.loss, step.correct
+    """Per-run loss (R,) of the inputs' objective over each run's own batch (`final`: the mean
+    cross-entropy at eos), its count of correct eos verdicts (R,) and each component's loss
+    (`objectives.objective_step`): the one place the loop meets the objective."""
+    return objective_step(model, inputs.objective, inputs.layout, inputs.targets)
 
 
 def train_pack(
@@ -174,7 +165,8 @@ def train_pack(
         for run, batch in zip(active_runs, fresh):
             last_batches[run] = batch
         batches = list(last_batches)
-        losses, correct = pack_losses(model, pack_inputs(batches, n_symbols, widths, device, objective, dfas))
+        scored = pack_step(model, pack_inputs(batches, n_symbols, widths, device, objective, dfas))
+        losses, correct = scored.loss, scored.correct
         loss_values, correct_values = torch.stack((losses.detach().double(), correct.double())).cpu().tolist()
         for run in active_runs:
             if not math.isfinite(loss_values[run]):
