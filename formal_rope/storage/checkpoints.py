@@ -109,8 +109,6 @@ def checkpoint_problem(path: str | Path, what: str):
         raise FormalRopeError(f"checkpoint {str(path)!r}: {what} ({type(error).__name__}: {detail[:300]})") from None
 
 
-
-
 def read_weights(path: str | Path, metadata: dict) -> dict:
     """The archive's state dict (on the CPU), every tensor with its leading run axis (added back for
     format 1); FormalRopeError when the weights are truncated or corrupt."""
