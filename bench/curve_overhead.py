@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 from formal_rope.training.curve_log import open_pack_log
 from formal_rope.training.curves import CurveOptions
 from formal_rope.training.scales import scale_overrides

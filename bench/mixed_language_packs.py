@@ -20,8 +20,8 @@ import time
 
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
-from formal_rope.training.config import RunConfig
 from formal_rope.training.packing import group_packs
 
 LANGUAGES = ("(aa)*", "(ab)*", "(abc)*", "a(a|b)*", "(a|b)*a(a|b)*b(a|b)*", "((a|b|c)(a|b|c))*", "(aab)*",

@@ -19,8 +19,8 @@ import time
 
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data
 from formal_rope.training.evaluate import evaluate_pack
 from formal_rope.training.scales import scale_overrides

@@ -20,8 +20,8 @@ import time
 import numpy as np
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_training
-from formal_rope.training.config import RunConfig
 from formal_rope.training.evaluate import evaluate_model
 from formal_rope.training.length_generalization import n_star
 from formal_rope.training.model import encode_fixed_length

@@ -48,7 +48,7 @@ DIMS = {
 
 
 def _config(dims: str, seed: int, steps: int):
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.training.scales import scale_overrides
 
     settings = {**scale_overrides("quick"), **DIMS[dims], "steps": steps}

@@ -183,7 +183,7 @@ def eval_bands(repeats: int = 3) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.training.length_generalization import predict_pack
     from formal_rope.training.scales import scale_overrides
     from formal_rope.training.setup import build_pack, pack_ingredients

@@ -20,10 +20,10 @@ import torch
 
 from formal_rope.evaluation.engine import SearchSettings, search
 from formal_rope.evaluation.models import PackScorer
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_training
 from formal_rope.sampling.datasets import test_sets
 from formal_rope.training.checkpoint import load_checkpoint
-from formal_rope.training.config import RunConfig
 from formal_rope.training.length_generalization import predict_pack
 from formal_rope.training.scales import scale_overrides
 from formal_rope.training.setup import resolve_dfa

@@ -22,8 +22,9 @@ from formal_rope.atlas.languages import (
 from formal_rope.automata.language import language_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import PROJECT_ROOT, resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import write_run
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from tests.cli_support import run_main
 
 REPO = Path(__file__).resolve().parent.parent

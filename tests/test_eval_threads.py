@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.backends import LocalBackend, LocalOptions, local
 from formal_rope.sweeps.backends.cores import BusyUnits, CoreShare
 from formal_rope.sweeps.units import UnitTask
-from formal_rope.training.config import RunConfig
 from formal_rope.training.length_generalization import evaluate_pack_sets, pack_scores
 from formal_rope.training.scales import apply_scale
 from formal_rope.training.setup import build_pack, pack_ingredients

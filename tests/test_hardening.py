@@ -23,8 +23,8 @@ from cli_support import run_main
 from formal_rope.compiler import compile_formula
 from formal_rope.model import evaluate
 from formal_rope.model import forward as forward_module
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
-from formal_rope.training.config import RunConfig
 from formal_rope.training.packing import pack_key
 from formal_rope.training.state import StateOptions, TrainingStateError, open_state_store
 

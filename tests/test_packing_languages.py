@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
 from formal_rope.training.checkpoint import load_checkpoint
-from formal_rope.training.config import RunConfig
 from formal_rope.training.init_from import load_init_weights
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.packing import check_packable, group_packs, pack_mixing, parse_pack

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import MIXABLE_ENCODINGS, is_periodic
 from formal_rope.runs import run_pack
-from formal_rope.training.config import RunConfig
-from formal_rope.training.encodings import MIXABLE_ENCODINGS, is_periodic
 from formal_rope.training.encodings.composites import MixedPositional
 from formal_rope.training.encodings.rotary import PeriodicRotary
 from formal_rope.training.encodings.sinusoidal import SinusoidalEmbedding

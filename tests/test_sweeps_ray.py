@@ -23,10 +23,11 @@ import ray
 
 import sweeps_support
 from cli_support import run_main
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.state import StateOptions
 from sweeps_support import fake_runner, spec
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig, lengths_fields, parse_field_text
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import parse_field_text
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.training.scales import apply_scale
 from formal_rope.training.workload import FLOP_LIMIT, check_workload, estimate
 
@@ -72,9 +74,10 @@ def test_workload_refuses_what_cannot_finish_or_fit_and_accepts_the_papers_scale
 def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would_be_dropped():
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
-    from formal_rope.training.checks import check_config
+    from formal_rope.run_config.config import check_config
+    from formal_rope.run_config.rules import MAX_PERIOD, check_periods
     from formal_rope.training.encodings.builders import PositionalSpec, build_positional
-    from formal_rope.training.encodings.periods import MAX_PERIOD, assign_periods, check_periods
+    from formal_rope.training.encodings.periods import assign_periods
 
     tiny = RunConfig("(ab)*", pe="rope_p", layers=1, d_model=16, heads=2, steps=5, test_max_length=45,
                      n_per_length=4, periods=(2,))

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from formal_rope.automata import accepts_encoded, language_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling import test_sets, unscored_classes
 from formal_rope.training import length_generalization as evaluation
-from formal_rope.training.config import RunConfig
 from formal_rope.training.length_generalization import evaluate_sets, n_star, predict_fixed_length
 from formal_rope.training.setup import build_model
 

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS, is_periodic
 from formal_rope.runs import run_pack, run_training
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.encodings import is_periodic
 from formal_rope.training.packing import check_packable, group_packs, pack_key, parse_pack
 from formal_rope.training.setup import build_model, build_pack
 

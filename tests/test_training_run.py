@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig, check_config
 from formal_rope.runs import pack as training
 from formal_rope.runs import run_training
 from formal_rope.training import data as training_data
 from formal_rope.training import setup
 from formal_rope.training.checkpoint import load_checkpoint, read_metadata
-from formal_rope.training.checks import check_config
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import encode_fixed_length
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale
 
 TINY = dict(layers=1, d_model=16, heads=2, batch_size=16, steps=20, lr=3e-3,

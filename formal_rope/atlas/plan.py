@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from formal_rope.atlas.languages import LanguageEntry, LanguageSet, build_language_set
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS
+from formal_rope.run_config.rules import GLOBAL_WINDOW
 from formal_rope.sweeps.grid import MAX_GRID_RUNS, SCALE_NAMES, build_spec, expand_grid
 from formal_rope.theory import auto_periods
-from formal_rope.training.config import GLOBAL_WINDOW, POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.scales import SCALES
 
 DEFAULT_ENCODINGS = ("nope", "rope_p", "rope", "rope_w8+nope")

@@ -22,8 +22,9 @@ from formal_rope.commands.terminal import check_output_place
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings
 from formal_rope.numbers import float_text, int_text
+from formal_rope.run_config.fields import field_kind, parse_field_text
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
-from formal_rope.training.config import field_kind, lengths_fields, parse_field_text
 from formal_rope.training.curve_log import check_tensorboard
 from formal_rope.training.curves import CurveOptions
 from formal_rope.training.packing import pack_key, parse_pack

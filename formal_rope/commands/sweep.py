@@ -22,11 +22,11 @@ from formal_rope.commands.sweep_display import (
     run_with_progress,
 )
 from formal_rope.lang.source import parse_alphabet
+from formal_rope.run_config.encodings import encoding_names
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep, swept_fields
 from formal_rope.sweeps.report import ReportRequest
 from formal_rope.sweeps.results import finished_run_ids
-from formal_rope.training.config import lengths_fields
-from formal_rope.training.encodings import encoding_names
 
 
 def _alphabet(text: str | None):

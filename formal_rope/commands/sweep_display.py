@@ -14,6 +14,7 @@ from rich.measure import Measurement
 from formal_rope.commands.terminal import json_ready
 from formal_rope.errors import Interrupted
 from formal_rope.progress import progress_display, work_columns
+from formal_rope.run_config.encodings import hybrid_label
 
 # The module, not its functions: run_sweep is looked up when called (tests replace its trainer).
 from formal_rope.sweeps import runner
@@ -28,7 +29,6 @@ from formal_rope.sweeps.report import (
     rich_table,
 )
 from formal_rope.sweeps.results import finished_run_ids
-from formal_rope.training.encodings import hybrid_label
 
 # How `print_report` prints: the table and notes, the JSON document, or nothing (the caller prints).
 TABLE, JSON, QUIET = "table", "json", "quiet"

@@ -17,10 +17,12 @@ from formal_rope.commands.run_options import check_positive, parse_assignments, 
 from formal_rope.commands.terminal import describe_lengths, json_ready
 from formal_rope.errors import FormalRopeError, Interrupted
 from formal_rope.lang.source import parse_alphabet
-from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig, lengths_fields
+from formal_rope.run_config.applies import refusal
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import encoding_names, hybrid_label
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.training.context import context_notes, language_note
 from formal_rope.training.data import data_settings, fit_to_data
-from formal_rope.training.encodings import encoding_names, hybrid_label
 from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
 from formal_rope.training.scales import scale_overrides
 
@@ -157,21 +159,9 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
-    if useless:
-        reasons = "; ".join(
-            f"{option} is used only by {', '.join(FIELD_APPLIES_TO[name])}" for option, name in useless.items()
-        )
-        raise FormalRopeError(
-            f"{', '.join(useless)} {'has' if len(useless) == 1 else 'have'} no effect with --pe {config.pe}: {reasons}"
-        )
-    sampling = {option: name for option, name in given.items() if name in SAMPLING_FIELDS and not config.applies(name)}
-    if sampling:
-        reasons = "; ".join(f"{option}: {SAMPLING_FIELDS[name]}" for option, name in sampling.items())
-        raise FormalRopeError(
-            f"{', '.join(sampling)} {'has' if len(sampling) == 1 else 'have'} no effect on a run that reads its "
-            f"strings from files (--data {config.data}): {reasons}; leave {'it' if len(sampling) == 1 else 'them'} out"
-        )
+    refused = refusal(config, given)  # the one rule of what applies (`run_config.applies`)
+    if refused:
+        raise FormalRopeError(refused)
     if out is not None and no_save:
         raise FormalRopeError("--out names a checkpoint but --no-save writes none; give one of them")
     if threads is not None and not device.startswith("cpu"):

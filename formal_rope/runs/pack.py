@@ -25,10 +25,10 @@ import torch
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.progress import ProgressArg, RunProgress
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs.blind_spots import family_test, test_coverage
 from formal_rope.runs.search import search_pack, with_worst_case
 from formal_rope.training.checkpoint import check_checkpoint_path, save_checkpoint
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
 from formal_rope.training.curve_log import PackLog, open_pack_log
 from formal_rope.training.curves import CurveOptions
@@ -38,6 +38,7 @@ from formal_rope.training.length_generalization import Evaluation
 from formal_rope.training.model import Classifier
 from formal_rope.training.packing import pack_key
 from formal_rope.training.provenance import software_versions, source_commit
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.setup import PackIngredients, build_pack, check_pack, pack_ingredients
 from formal_rope.training.state import StateOptions, TrainingStateError, check_state_dir, open_state_store
 from formal_rope.training.train import learning_rate, train_pack

@@ -3,7 +3,7 @@ and init source, so a typo stops a sweep at once instead of failing once per gri
 
 from __future__ import annotations
 
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 from formal_rope.training.context import context_notes, language_note
 from formal_rope.training.workload import check_workload
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.applies import MAYBE_UNUSED
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import FIELD_NAMES
 from formal_rope.sweeps import grid
 from formal_rope.sweeps.checks import check_grid
 from formal_rope.sweeps.grid import (
@@ -24,12 +27,9 @@ from formal_rope.sweeps.grid import (
     load_sweep_file,
     unused_settings,
 )
-from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig
 from formal_rope.training.data import data_settings, fit_to_data
 from formal_rope.training.state import state_subfolder
 
-# Fields some runs do not use: those of some encodings only, and those data files cannot use.
-MAYBE_UNUSED = frozenset({*FIELD_APPLIES_TO, *SAMPLING_FIELDS})
 # The option that sets such a field in `settings`, where it is not the field's name.
 _SETTING_OPTIONS = {"n_per_length": "--n-per-length", "nnch_samples": "--nnch-samples"}
 
@@ -89,7 +89,7 @@ def swept_fields(configs) -> list[str]:
     ...), so that two runs' lines never read the same."""
     configs = list(configs)
     swept = []
-    for name in RunConfig.__dataclass_fields__:
+    for name in FIELD_NAMES:
         if name in LABELLED_ANYWAY:
             continue
         values = {repr(getattr(config, name)) for config in configs if config.applies(name)}

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import acquire_lock
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, make_backend, options_row
 from formal_rope.sweeps.backends.base import NodeLost, SweepStopped, WorkerDied
 from formal_rope.sweeps.results import ensure_results_dir, finished_run_ids, write_run
@@ -29,11 +30,11 @@ from formal_rope.sweeps.units import (
     stage_waves,
     unit_key,
 )
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.curve_log import check_tensorboard
 from formal_rope.training.curves import CurveOptions
 from formal_rope.training.init_from import SWEEP_MODELS_DIR, is_run_id
 from formal_rope.training.provenance import source_commit
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.state import (
     StateOptions,
     absolute_location,

@@ -12,12 +12,13 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded, write_bytes_atomically
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.sweeps.backends.cores import CoreShare
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.curves import CurveOptions
 from formal_rope.training.init_from import is_run_id
 from formal_rope.training.packing import default_threads, group_packs, pack_key
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.state import StateOptions
 
 

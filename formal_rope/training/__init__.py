@@ -2,13 +2,14 @@
 positional encodings and the loop that trains a pack (a whole run, `formalrope train`, is
 `formal_rope.runs.run_training`).
 
-    config = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
+    config = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))   # formal_rope.run_config
     result, model = runs.run_training(config, progress=False)   # result.n_star, result.per_length
     evaluate_model(model, config.with_(test_max_length=1000), resolve_dfa(config))   # re-evaluate
     load_checkpoint(path).classify(["abab"])                 # what `formalrope run` does for checkpoints
 
-Importing this package does not import torch: every name loads on first access (the config, scale
-and registry values without torch, which the sweeps stage and the CLI use without training).
+Importing this package does not import torch: every name loads on first access (the scale values
+without torch, which the sweeps stage and the CLI use without training). The config and the
+encodings' registry are `formal_rope.run_config`'s.
 """
 
 from __future__ import annotations
@@ -19,14 +20,8 @@ from formal_rope._lazy import lazy_exports
 # torch, the others so that importing a submodule (the CLI reads `training.encodings` at start-up)
 # costs no more than that submodule.
 _LAZY = {
-    "FIELD_APPLIES_TO": "formal_rope.training.config",
-    "POSITIONAL_ENCODINGS": "formal_rope.training.config",
-    "LengthResult": "formal_rope.training.config",
-    "RunConfig": "formal_rope.training.config",
-    "RunResult": "formal_rope.training.config",
-    "legacy_run_id": "formal_rope.training.config",
-    "lengths_fields": "formal_rope.training.config",
-    "parse_field_text": "formal_rope.training.config",
+    "LengthResult": "formal_rope.training.run_result",
+    "RunResult": "formal_rope.training.run_result",
     "context_notes": "formal_rope.training.context",
     "QUICK_SHRINKS": "formal_rope.training.scales",
     "SCALES": "formal_rope.training.scales",
@@ -34,10 +29,7 @@ _LAZY = {
     "scale_overrides": "formal_rope.training.scales",
     "Workload": "formal_rope.training.workload",
     "check_workload": "formal_rope.training.workload",
-    "ENCODINGS": "formal_rope.training.encodings",
-    "Encoding": "formal_rope.training.encodings",
     "TrainingProgress": "formal_rope.progress",
-    "check_config": "formal_rope.training.checks",
     "check_device": "formal_rope.training.setup",
     "resolve_dfa": "formal_rope.training.setup",
     "resolve_periods": "formal_rope.training.setup",

@@ -26,10 +26,11 @@ from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, probe_output, read_zip_member
 from formal_rope.precision import native_dtype, parse_format
-from formal_rope.training.checks import period_pairs
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.rules import period_pairs
 from formal_rope.training.model import Classifier, encode_fixed_length
 from formal_rope.training.provenance import software_versions
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.setup import build_model
 
 CHECKPOINT_KIND = "trained"

@@ -3,7 +3,7 @@
 A training step hands its strings (one `TrainingBatch` per run, laid out as a `TokenLayout`) and
 each run's DFA to `objective_targets`, and the model with those inputs to `objective_step`, which
 returns each run's loss, its count of correct eos verdicts and each component's loss. The
-components (`objective_spec`) read these positions of `bos w1 .. wN eos` (SPEC §1: position i
+components (`run_config.objective`) read these positions of `bos w1 .. wN eos` (SPEC §1: position i
 attends to positions j < i only, so the prefix w1..wi is all of position i+1's past, and eos at
 N+1 reads the whole string, as the classifier does):
 
@@ -34,8 +34,8 @@ from torch.nn import functional as F
 
 from formal_rope.automata.ops import coaccessible_states
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.objective import Objective, head_width, parse_objective
 from formal_rope.training.layout import TokenLayout
-from formal_rope.training.objective_spec import Objective, head_width, parse_objective
 
 
 @dataclass(frozen=True, eq=False)

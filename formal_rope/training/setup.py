@@ -22,12 +22,12 @@ from formal_rope.classes import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.kernels import resolve_impl
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.objective import auxiliary_heads
 from formal_rope.sampling import training_batch
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language, run_data
 from formal_rope.training.encodings.builders import PositionalSpec, build_positional
 from formal_rope.training.model import Classifier
-from formal_rope.training.objective_spec import auxiliary_heads
 from formal_rope.training.optim import PackedAdamW
 from formal_rope.training.packing import check_packable, language_key
 from formal_rope.training.workload import check_workload
@@ -107,7 +107,7 @@ def check_pack(configs, device: str | torch.device) -> None:
     """Raise FormalRopeError for any run of a pack that cannot run here: one that cannot finish or
     fit (`workload.check_workload`), a device or attention implementation this machine lacks
     (`check_device`), runs that cannot share a pack (`packing.check_packable`). Each config checked
-    its own fields when it was built (`config.check_config`)."""
+    its own fields when it was built (`run_config.config.check_config`)."""
     for config in configs:
         check_workload(config)
         check_device(config, device)
