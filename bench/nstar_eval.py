@@ -25,8 +25,8 @@ from formal_rope.runs import run_training
 from formal_rope.training.evaluate import evaluate_model
 from formal_rope.training.length_generalization import n_star
 from formal_rope.training.model import encode_fixed_length
+from formal_rope.training.resolve import resolve_dfa
 from formal_rope.training.scales import scale_overrides
-from formal_rope.training.setup import resolve_dfa
 
 
 def naive_nstar(model, config: RunConfig, dfa) -> tuple[int, list[float]]:

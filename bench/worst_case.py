@@ -25,8 +25,8 @@ from formal_rope.runs import run_training
 from formal_rope.sampling.datasets import test_sets
 from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.length_generalization import predict_pack
+from formal_rope.training.resolve import resolve_dfa
 from formal_rope.training.scales import scale_overrides
-from formal_rope.training.setup import resolve_dfa
 
 LENGTHS = (41, 100, 200, 300, 400, 500)
 

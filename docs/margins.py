@@ -59,7 +59,7 @@ def main() -> int:
     from formal_rope.runs import run_pack
     from formal_rope.sampling.datasets import test_sets
     from formal_rope.training import scale_overrides
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     base = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
     dfa = resolve_dfa(base)

@@ -20,7 +20,8 @@ from formal_rope.training.checkpoint import load_checkpoint
 from formal_rope.training.init_from import load_init_weights
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.packing import check_packable, group_packs, pack_mixing, parse_pack
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.training.resolve import pack_ingredients
+from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs, pack_losses, training_batches
 
 WIDTHS = (12, 22, 32, 42)

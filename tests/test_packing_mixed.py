@@ -18,7 +18,8 @@ from formal_rope.training.encodings.composites import MixedPositional
 from formal_rope.training.encodings.rotary import PeriodicRotary
 from formal_rope.training.encodings.sinusoidal import SinusoidalEmbedding
 from formal_rope.training.packing import check_packable, group_packs, parse_pack, split_pack
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.training.resolve import pack_ingredients
+from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs, pack_losses, training_batches
 
 

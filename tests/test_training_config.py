@@ -112,7 +112,7 @@ def test_test_blocks_follow_the_sparse_list_and_match_the_range_sets():
     import numpy as np
 
     from formal_rope.training.data import test_length_blocks
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     config = RunConfig("(ab)*", n_per_length=8, test_lengths=(41, 45, 50))
     sparse = list(test_length_blocks(resolve_dfa(config), config))
@@ -124,7 +124,7 @@ def test_test_blocks_follow_the_sparse_list_and_match_the_range_sets():
 
 def test_periods_auto_outside_ltl_p_mod_is_an_error_and_period_one_is_noted():
     from formal_rope.training.context import context_notes
-    from formal_rope.training.setup import resolve_dfa, resolve_periods
+    from formal_rope.training.resolve import resolve_dfa, resolve_periods
 
     config = RunConfig("Σ*a", pe="rope_p")
     with pytest.raises(FormalRopeError, match="not in LTL\\[P,MOD\\].*--periods"):
@@ -146,7 +146,7 @@ def test_periods_auto_outside_ltl_p_mod_is_an_error_and_period_one_is_noted():
 
 def test_near_miss_training_negatives_without_near_misses_are_noted():
     from formal_rope.training.context import context_notes
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     unary = RunConfig("(aa)*", pe="nope", train_near_miss_fraction=0.5)  # over {a}: no substitution exists
     assert any("has no effect" in note for note in context_notes(unary, resolve_dfa(unary), None))
@@ -156,7 +156,7 @@ def test_near_miss_training_negatives_without_near_misses_are_noted():
 
 def test_a_warm_up_longer_than_training_is_noted():
     from formal_rope.training.context import context_notes
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     config = RunConfig("(ab)*", pe="nope", steps=10, warmup_steps=10, lr_schedule="cosine")
     notes = context_notes(config, resolve_dfa(config), None)

@@ -289,7 +289,7 @@ def test_a_packs_batches_are_walked_together_yet_each_is_its_runs_own():
     """training_batches walks every run's strings in one pass; each batch, and each generator
     afterwards, is exactly what the run's own training_batch call gives (near-misses included)."""
     from formal_rope.training.data import run_data, training_batches
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     configs = [_tiny("rope", seed=s, train_near_miss_fraction=f) for s, f in ((0, 0.0), (1, 0.5), (2, 0.0), (3, 1.0))]
     dfa = resolve_dfa(configs[0])

@@ -172,9 +172,8 @@ def _searched_length_seconds(template: RunConfig, worst_case, lengths) -> float:
     # function-local: torch and the model load with the calibration only
     from formal_rope.evaluation.engine import search
     from formal_rope.evaluation.models import PackScorer, sampled_start_sets
-
-    # function-local, as the two above: torch loads with the calibration only
-    from formal_rope.training.setup import build_model, resolve_dfa, resolve_periods
+    from formal_rope.training.resolve import resolve_dfa, resolve_periods  # (numpy: the calibration's only)
+    from formal_rope.training.setup import build_model  # (torch, as the two above)
 
     dfa = resolve_dfa(template)
     model = build_model(template, dfa.n_symbols, resolve_periods(template, dfa))

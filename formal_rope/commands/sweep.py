@@ -178,7 +178,8 @@ def sweep(
     run_options["worst_case"] = worst_case
     console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
     try:
-        summary = run_with_progress(plan.configs, out, console, axes=swept_fields(plan.configs), **run_options)
+        summary = run_with_progress(plan.configs, out, console, axes=swept_fields(plan.configs),
+                                    resolved=plan.runs, **run_options)
     except KeyboardInterrupt:
         raise interrupted(plan.configs, out) from None
     console.print(

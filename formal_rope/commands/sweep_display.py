@@ -69,7 +69,8 @@ def _done_line(config, result, axes) -> str:
 
 def run_with_progress(configs, out: Path, console, axes=(), **run_options):
     """run_sweep with a Rich progress display: a line per finished run, the runs in flight. Off a
-    terminal (a log), a line per run as it starts and one as it finishes, and no bar."""
+    terminal (a log), a line per run as it starts and one as it finishes, and no bar.
+    run_options: run_sweep's (`resolved=`: the runs as the grid check resolved them)."""
     live = console.is_terminal
     with progress_display(
         *work_columns("sweep", "{task.description}"),
