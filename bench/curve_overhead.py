@@ -21,11 +21,12 @@ import time
 
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.tensorboard_log import open_pack_log
-from formal_rope.training.config import RunConfig
+from formal_rope.training.resolve import pack_ingredients
 from formal_rope.training.scales import scale_overrides
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.training.setup import build_pack
 from formal_rope.training.train import learning_rate, train_pack
 
 

@@ -20,9 +20,9 @@ import time
 
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
 from formal_rope.scheduling.packs import group_packs
-from formal_rope.training.config import RunConfig
 
 LANGUAGES = ("(aa)*", "(ab)*", "(abc)*", "a(a|b)*", "(a|b)*a(a|b)*b(a|b)*", "((a|b|c)(a|b|c))*", "(aab)*",
              "b(a|b|c)*")

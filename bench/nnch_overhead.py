@@ -20,11 +20,11 @@ import time
 import torch
 
 from formal_rope.evaluation.pack_evaluation import evaluate_pack
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data
+from formal_rope.training.resolve import resolve_runs
 from formal_rope.training.scales import scale_overrides
-from formal_rope.training.setup import resolve_dfa
 
 
 def timed_eval(model, configs, dfa) -> float:
@@ -49,9 +49,10 @@ def main() -> None:
         overrides["steps"] = args.steps
     base = RunConfig(language=args.lang, pe=args.pe, **overrides).with_(nnch_samples=0)
     configs = [base.with_(seed=seed) for seed in range(args.runs)]
-    dfa = resolve_dfa(base)
+    runs = resolve_runs(configs, command=None)
+    dfa = runs[0].dfa
     started = time.process_time()
-    _, model = run_pack(configs, progress=False, dfa=dfa)
+    _, model = run_pack(runs, progress=False)
     run_s = time.process_time() - started
     counts = [int(part) for part in args.samples.split(",")]
     times: dict[int, list[float]] = {0: [], **{count: [] for count in counts}}

@@ -22,11 +22,11 @@ import torch
 
 from formal_rope.evaluation.length_generalization import n_star
 from formal_rope.evaluation.pack_evaluation import evaluate_model
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_training
-from formal_rope.training.config import RunConfig
 from formal_rope.training.model import encode_fixed_length
+from formal_rope.training.resolve import resolve_dfa
 from formal_rope.training.scales import scale_overrides
-from formal_rope.training.setup import resolve_dfa
 
 
 def naive_nstar(model, config: RunConfig, dfa) -> tuple[int, list[float]]:

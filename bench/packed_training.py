@@ -48,7 +48,7 @@ DIMS = {
 
 
 def _config(dims: str, seed: int, steps: int):
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.training.scales import scale_overrides
 
     settings = {**scale_overrides("quick"), **DIMS[dims], "steps": steps}
@@ -93,13 +93,13 @@ def _train_worker(root: str, dims: str, runs: int, first_seed: int, window: tupl
 
     torch.set_num_threads(threads)
     from formal_rope.training import data as training_data
-    from formal_rope.training import setup
+    from formal_rope.training import resolve, setup
     from formal_rope.training import train as trainer
 
     # On a GPU the attention is PyTorch's fused SDPA path ("torch"), so the check measures packing
     # rather than the Triton kernel's autotuning (bench/attention.py measures that).
     configs = [_config(dims, first_seed + r, 10**6).with_(attention="torch") for r in range(runs)]
-    dfa = setup.resolve_dfa(configs[0])
+    dfa = resolve.resolve_dfa(configs[0])
     model = setup.build_pack(configs, len(dfa.alphabet), [None] * runs).to(device)
     if compiled:  # what the trainer calls each step (a step's bucket counts vary: dynamic shapes)
         model.forward_layout = torch.compile(model.forward_layout, dynamic=True)
@@ -119,11 +119,11 @@ def _legacy_worker(root: str, dims: str, runs: int, first_seed: int, window: tup
     import torch
 
     torch.set_num_threads(threads)
-    from formal_rope.training import setup
+    from formal_rope.training import resolve, setup
     from formal_rope.training import train as trainer
 
     config = _config(dims, first_seed, 10**6)
-    dfa = setup.resolve_dfa(config)
+    dfa = resolve.resolve_dfa(config)
     torch.manual_seed(config.seed)
     model = setup.build_model(config, len(dfa.alphabet), None)
     timer = _Window(*window)
@@ -208,12 +208,12 @@ def eval_ratio(root: Path, runs: int) -> dict:
     torch.set_num_threads(1)
     from formal_rope.evaluation import pack_evaluation
     from formal_rope.training import data as training_data
-    from formal_rope.training import setup
+    from formal_rope.training import resolve, setup
 
     configs = [
         _config("quick", seed, 5).with_(n_per_length=16, test_max_length=200, eval_mode="full") for seed in range(runs)
     ]
-    dfa = setup.resolve_dfa(configs[0])
+    dfa = resolve.resolve_dfa(configs[0])
     model = setup.build_pack(configs, len(dfa.alphabet), [None] * runs)
     data = [training_data.run_data(c, dfa) for c in configs]
     started = time.perf_counter()

@@ -138,7 +138,7 @@ def _ours_worker(dims: str, runs: int, batch: int, seed: int, window: tuple, que
     torch.set_num_threads(1)
     from formal_rope.training import setup
     from formal_rope.training import train as trainer
-    from formal_rope.training.setup import pack_ingredients
+    from formal_rope.training.resolve import pack_ingredients
 
     configs = [_config(dims, seed + r, 10**6).with_(batch_size=batch, attention="torch") for r in range(runs)]
     ingredients = pack_ingredients(configs)
@@ -184,9 +184,10 @@ def eval_bands(repeats: int = 3) -> dict:
 
     torch.set_num_threads(1)
     from formal_rope.evaluation.length_generalization import predict_pack
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
+    from formal_rope.training.resolve import pack_ingredients
     from formal_rope.training.scales import scale_overrides
-    from formal_rope.training.setup import build_pack, pack_ingredients
+    from formal_rope.training.setup import build_pack
 
     configs = [RunConfig(language="(ab)*", pe=pe, seed=s, **scale_overrides("quick"))
                for pe in ("nope", "rope_p", "sipe_p") for s in (0, 1)]

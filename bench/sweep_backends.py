@@ -50,7 +50,8 @@ def time_training(config, state_dir: Path | None, every: int) -> tuple[float, fl
 
     from formal_rope.scheduling.packs import pack_key
     from formal_rope.training.data import run_data
-    from formal_rope.training.setup import build_pack, resolve_dfa, resolve_periods
+    from formal_rope.training.resolve import resolve_dfa, resolve_periods
+    from formal_rope.training.setup import build_pack
     from formal_rope.training.train import train_pack
 
     torch.set_num_threads(1)

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 from formal_rope.training.model import encode_padded
 from formal_rope.training.setup import build_model, make_optimizer
 

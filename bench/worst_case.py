@@ -21,11 +21,11 @@ import torch
 from formal_rope.evaluation.engine import SearchSettings, search
 from formal_rope.evaluation.length_generalization import predict_pack
 from formal_rope.evaluation.models import PackScorer
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_training
 from formal_rope.sampling.datasets import test_sets
-from formal_rope.training.config import RunConfig
+from formal_rope.training.resolve import resolve_dfa
 from formal_rope.training.scales import scale_overrides
-from formal_rope.training.setup import resolve_dfa
 from formal_rope.training.trained_classifier import load_checkpoint
 
 LENGTHS = (41, 100, 200, 300, 400, 500)

@@ -55,10 +55,11 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
+    from formal_rope.run_config import RunConfig
     from formal_rope.runs import run_pack
     from formal_rope.sampling.datasets import test_sets
-    from formal_rope.training import RunConfig, scale_overrides
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training import scale_overrides
+    from formal_rope.training.resolve import resolve_dfa
 
     base = RunConfig("(ab)*", pe="rope_p", **scale_overrides("quick"))
     dfa = resolve_dfa(base)

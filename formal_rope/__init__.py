@@ -8,6 +8,7 @@ Stages (one sub-package each), following the data:
   precision/  floating-point formats, correctly rounded emulation, f_large
   model/      transformer IR and evaluator (native torch dtypes or emulated formats)
   compiler/   LTL[P,Y,MOD] formula -> model IR, verification against the DFA; certified ranges
+  run_config/ the run configuration (frozen sections, run ids) and the encodings' registry
   training/   config -> trained classifier, positional-encoding zoo, N* evaluation
   evaluation/ worst-case search of saved or trained models
   runs/       configs -> trained, evaluated, searched runs -> results (above training and evaluation)

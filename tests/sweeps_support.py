@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_support import run_main
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.grid import build_spec
-from formal_rope.training.config import LengthResult, RunConfig, RunResult
+from formal_rope.training.run_result import LengthResult, RunResult
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,10 +16,11 @@ from formal_rope.atlas.render import agreement_markdown
 from formal_rope.automata import language_dfa
 from formal_rope.classes import classify
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import RUNS, read_results, write_run
 from formal_rope.theory import EXPRESSIBLE, NOT_EXPRESSIBLE, PREDICTION_COLUMNS, predict_run
 from formal_rope.theory.runs import formula_in_ltl_p_y, mlregtest_class_of, run_prediction
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 
 REPO = Path(__file__).resolve().parent.parent
 AB = ("a", "b")

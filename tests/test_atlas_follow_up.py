@@ -25,8 +25,9 @@ from formal_rope.atlas.follow_up import (
 from formal_rope.atlas.plan import encoding_label
 from formal_rope.atlas.render import follow_up_markdown
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import read_results, write_run
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 
 AB = ("a", "b")
 LONGEST = 6

@@ -181,7 +181,7 @@ def test_both_classes_nonempty_matches_exact_counts(default_set):
 
 
 def test_length_ranges_are_the_training_defaults():
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
 
     defaults = RunConfig(language="parity")
     assert TRAIN_LENGTHS[1] == defaults.train_max_length

@@ -22,8 +22,9 @@ from formal_rope.atlas.languages import (
 from formal_rope.automata.language import language_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import PROJECT_ROOT, resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import write_run
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from tests.cli_support import run_main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -241,7 +242,8 @@ def test_the_estimate_charges_a_learning_run_its_whole_search():
     from formal_rope.atlas.plan import atlas_request, calibration_config
     from formal_rope.evaluation.engine import SearchSettings, search
     from formal_rope.evaluation.models import PackScorer, sampled_start_sets
-    from formal_rope.training.setup import build_model, resolve_dfa, resolve_periods
+    from formal_rope.training.resolve import resolve_dfa, resolve_periods
+    from formal_rope.training.setup import build_model
 
     template = calibration_config(atlas_request(["rope"]).recipe).with_(n_per_length=4)
     dfa = resolve_dfa(template)

@@ -11,8 +11,8 @@ import pandas as pd
 
 from formal_rope.atlas.agreement import LEARNED, MISSED, NOT_LEARNED, REFUTED, RIGHT, agreement_of, run_outcomes
 from formal_rope.atlas.render import agreement_markdown, blind_spot_markdown
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import Results, read_results, write_run
-from formal_rope.training.config import RunConfig
 
 TINY = dict(steps=4, layers=1, d_model=8, heads=2, batch_size=8, test_min_length=41, test_max_length=44,
             n_per_length=4, nnch_samples=0)

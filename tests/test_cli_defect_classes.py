@@ -37,7 +37,7 @@ def suggestions(note: str) -> list[tuple[str, str | None]]:
 
 
 def tiny_config(**fields):
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
 
     base = dict(language="(ab)*", pe="rope", layers=2, d_model=16, heads=2, steps=1, train_max_length=8,
                 test_min_length=0, test_max_length=40)
@@ -50,8 +50,8 @@ def tiny_config(**fields):
 @pytest.mark.parametrize("layers, window", [(1, 4), (2, 4), (3, 4), (5, 3), (3, (2, 3, 4))])
 @pytest.mark.parametrize("command", ["train", "sweep"])
 def test_the_all_windowed_note_suggests_a_window_list_that_validates_and_removes_the_note(command, layers, window):
-    from formal_rope.training.checks import check_config
-    from formal_rope.training.config import parse_field_text
+    from formal_rope.run_config.config import check_config
+    from formal_rope.run_config.fields import parse_field_text
     from formal_rope.training.context import run_warnings
 
     config = tiny_config(layers=layers, window=window)

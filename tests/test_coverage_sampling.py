@@ -13,6 +13,7 @@ from formal_rope.automata import language_dfa
 from formal_rope.automata.membership import accepts_encoded
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling.counts import count_paths
 from formal_rope.sampling.coverage import (
     CoverageTally,
@@ -25,7 +26,6 @@ from formal_rope.sampling.coverage import (
     with_training_coverage,
 )
 from formal_rope.sampling.datasets import test_sets, training_batch
-from formal_rope.training.config import RunConfig
 
 RARE = "data/mlregtest/16.16.SL.6.1.5.att"  # starts with aaaaa and never contains ababab
 

@@ -41,8 +41,9 @@ def compiled_path(tmp_path_factory):
 def trained_path(tmp_path_factory):
     import torch
 
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.storage.checkpoints import save_checkpoint
-    from formal_rope.training.config import RunConfig, RunResult
+    from formal_rope.training.run_result import RunResult
     from formal_rope.training.setup import build_model
 
     torch.manual_seed(0)
@@ -154,8 +155,9 @@ def test_trained_rope_position_phases_are_exact_at_a_tiny_base(app, tmp_path):
     import mpmath
     import torch
 
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.storage.checkpoints import save_checkpoint
-    from formal_rope.training.config import RunConfig, RunResult
+    from formal_rope.training.run_result import RunResult
     from formal_rope.training.setup import build_model
 
     torch.manual_seed(0)

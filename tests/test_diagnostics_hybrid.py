@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from formal_rope.commands.phases import phases_command
 from formal_rope.diagnostics.capture import capture_trained
 from formal_rope.diagnostics.phases import decompose_head
+from formal_rope.run_config.config import RunConfig
 from formal_rope.storage.checkpoints import save_checkpoint
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.setup import build_model
 
 ALPHABET = ("a", "b")

@@ -15,12 +15,13 @@ import pytest
 import torch
 
 from formal_rope.evaluation.length_generalization import evaluate_pack_sets, pack_scores
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.backends import LocalBackend, LocalOptions, local
 from formal_rope.sweeps.backends.cores import BusyUnits, CoreShare
 from formal_rope.sweeps.units import UnitTask
-from formal_rope.training.config import RunConfig
+from formal_rope.training.resolve import pack_ingredients
 from formal_rope.training.scales import apply_scale
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.training.setup import build_pack
 
 QUICK = dict(steps=1, n_per_length=4, nnch_samples=2, test_min_length=41, test_max_length=44)
 

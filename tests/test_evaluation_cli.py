@@ -11,10 +11,11 @@ from hypothesis import strategies as st
 
 from cli_support import run_main
 from formal_rope.evaluation import SearchSettings
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_training
 from formal_rope.sweeps.results import finished_run_ids, read_results
 from formal_rope.sweeps.runner import run_sweep
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from sweeps_support import fake_runner
 
 TINY = ["--layers", "1", "--d-model", "16", "--heads", "2", "--batch-size", "16", "--steps", "20",

@@ -26,10 +26,10 @@ from formal_rope.evaluation import (
 from formal_rope.evaluation.length_generalization import evaluate_sets, pack_scores, predict_pack
 from formal_rope.lang import resolve_language
 from formal_rope.model.evaluate import evaluate, readout_scores
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling import LabeledSet, test_sets
 from formal_rope.sampling.counts import count_strings, dfa_graph
 from formal_rope.sampling.enumeration import capped_counts, class_counts, enumerate_class, one_edit_neighbours
-from formal_rope.training.config import RunConfig
 from formal_rope.training.setup import build_model
 
 

@@ -16,7 +16,7 @@ from formal_rope.export import export_model, load_exported
 from formal_rope.lang.parser import parse_ltl
 from formal_rope.model.evaluate import evaluate
 from formal_rope.model.io import save_model
-from formal_rope.training.encodings import POSITIONAL_ENCODINGS, is_periodic
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS, is_periodic
 from tests.cli_support import run_main
 
 
@@ -139,8 +139,8 @@ TRAINED_PES = POSITIONAL_ENCODINGS
 def trained_checkpoints(tmp_path_factory):
     """One tiny trained checkpoint per positional encoding (a few steps: what matters is that the
     weights, learned frequencies and content projectors are no longer at their initial values)."""
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.runs import run_training
-    from formal_rope.training.config import RunConfig
 
     torch.set_num_threads(1)
     folder = tmp_path_factory.mktemp("trained")

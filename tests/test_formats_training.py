@@ -12,8 +12,8 @@ import pytest
 from formal_rope.automata import language_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling import test_sets, write_flare_split
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import FileData, data_settings, run_data
 from tests.cli_support import run_main
 

@@ -23,10 +23,10 @@ from cli_support import run_main
 from formal_rope.compiler import compile_formula
 from formal_rope.model import evaluate
 from formal_rope.model import forward as forward_module
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
 from formal_rope.scheduling.packs import pack_key
 from formal_rope.storage.training_state import StateOptions, TrainingStateError, open_state_store
-from formal_rope.training.config import RunConfig
 
 REPO = Path(__file__).resolve().parents[1]
 

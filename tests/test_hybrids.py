@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig, check_config
+from formal_rope.run_config.fields import parse_field_text
 from formal_rope.runs import run_pack, run_training
 from formal_rope.scheduling.packs import group_packs
-from formal_rope.training.checks import check_config
-from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.setup import build_model
 from tests.cli_support import run_main
 from tests.resume_support import resumed_equals_whole
@@ -214,7 +214,7 @@ def test_train_flags_and_the_report_label(tmp_path, capsys):
     assert code == 0, err
     result = json.loads(stdout)
     assert result["config"]["layer_pe"] == ["rope", "nope"] and result["config"]["window"] == 4
-    from formal_rope.training.config import RunResult
+    from formal_rope.training.run_result import RunResult
 
     run = RunResult.from_dict(result)
     write_run(tmp_path / "results", run.config, run)
@@ -272,7 +272,7 @@ def test_hybrids_with_trainable_layers_export_with_formalrope_run_verdicts(layer
     equal the checkpoint's and its verdicts `formalrope run`'s."""
     from formal_rope.export import export_model, load_exported
     from formal_rope.storage.checkpoints import save_checkpoint
-    from formal_rope.training.config import RunResult
+    from formal_rope.training.run_result import RunResult
     from tests.test_export import _checkpoint_logits, _random_words, _verdicts
 
     config = _tiny(layers=3, layer_pe=layer_pe, window=(3, -1, 5))

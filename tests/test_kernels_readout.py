@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from formal_rope.kernels import rotary_attention_reference, rotary_readout_attention
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.encodings import is_periodic
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS, is_periodic
 from formal_rope.training.layout import rectangular_layout
 from formal_rope.training.model import encode_padded
 from formal_rope.training.setup import build_model

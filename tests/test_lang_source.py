@@ -331,7 +331,7 @@ def test_aa_star_has_a_unary_and_a_binary_reading():
     """(aa)* verbatim stays the unary registry language (run ids unchanged); aa_star_ab is the paper's
     Table 1 reading over {a, b}: every string of even length, not the literal regex's a's only."""
     from formal_rope.automata import language_dfa
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig
 
     unary = resolve_language("(aa)*")
     assert (unary.name, unary.alphabet, unary.expression) == ("aa_star", ("a",), "(aa)*")

@@ -9,9 +9,10 @@ import math
 
 import pandas as pd
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.report import aggregate, sort_rows
 from formal_rope.sweeps.results import load_results, read_results, write_run
-from formal_rope.training.config import LengthResult, RunConfig, RunResult
+from formal_rope.training.run_result import LengthResult, RunResult
 from tests.cli_support import run_main
 
 # Columns written after NNCH's score (old files lack them; pandas would rewrite their nullable

@@ -14,9 +14,11 @@ import torch
 from formal_rope.automata import accepts, language_dfa
 from formal_rope.evaluation.pack_evaluation import evaluate_model, evaluate_pack
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import ID_NEUTRAL
+from formal_rope.run_config.sections import DEFAULT_NNCH_SAMPLES
 from formal_rope.sampling import test_sets, uniform_set, write_flare_split
 from formal_rope.sampling.text import decode
-from formal_rope.training.config import DEFAULT_NNCH_SAMPLES, ID_NEUTRAL, RunConfig
 from formal_rope.training.data import is_nnch_length, run_data
 from tests.cli_support import run_main
 

@@ -212,16 +212,19 @@ def test_no_package_imports_a_package_above_it():
 
 # The floors of the package, bottom up: a package imports only from its own floor or below (within a
 # floor, the no-cycle test above orders them). Storage sits under the trainer (the loop saves its
-# state there, a result holds its curve) and knows no model; the IR and the compiler sit beside the
-# trainer, never above it; evaluation, scheduling and the theory read trained models and configs; a
+# state there, a result holds its curve) and knows no model; the run config sits beside it, under
+# everything that reads configs; scheduling (which runs share a pack, whether a run fits) reads
+# configs alone, so the resolve step under the trainer can check a run's workload; the IR and the
+# compiler sit beside the trainer, never above it; evaluation and the theory read trained models and configs; a
 # run uses them all; sweeps schedule runs; the atlas runs sweeps; the CLI calls everything.
 FLOORS = (
     ("_lazy", "auto_periods", "errors", "limits", "numbers", "processes", "progress"),
     ("files", "kernels", "precision", "lang", "certify", "automata", "classes", "sampling"),
-    ("storage",),
+    ("storage", "run_config"),
+    ("scheduling",),
     ("model", "compiler"),
     ("training",),
-    ("evaluation", "scheduling", "theory", "diagnostics", "export"),
+    ("evaluation", "theory", "diagnostics", "export"),
     ("runs",),
     ("sweeps",),
     ("atlas",),

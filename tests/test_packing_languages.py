@@ -14,12 +14,13 @@ import pytest
 import torch
 
 from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
 from formal_rope.scheduling.packs import check_packable, group_packs, pack_mixing, parse_pack
-from formal_rope.training.config import RunConfig
 from formal_rope.training.init_from import load_init_weights
 from formal_rope.training.model import encode_fixed_length
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.training.resolve import pack_ingredients
+from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs, pack_step, training_batches
 from formal_rope.training.trained_classifier import load_checkpoint
 

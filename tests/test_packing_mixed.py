@@ -11,14 +11,15 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import MIXABLE_ENCODINGS, is_periodic
 from formal_rope.runs import run_pack
 from formal_rope.scheduling.packs import check_packable, group_packs, parse_pack, split_pack
-from formal_rope.training.config import RunConfig
-from formal_rope.training.encodings import MIXABLE_ENCODINGS, is_periodic
 from formal_rope.training.encodings.composites import MixedPositional
 from formal_rope.training.encodings.rotary import PeriodicRotary
 from formal_rope.training.encodings.sinusoidal import SinusoidalEmbedding
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.training.resolve import pack_ingredients
+from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs, pack_step, training_batches
 
 

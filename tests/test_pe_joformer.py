@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from formal_rope.kernels import apply_rotary, rotary_attention
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 from formal_rope.training.encodings.base import phase_tables
 from formal_rope.training.encodings.phases import rope_frequencies, rotary_phases
 from formal_rope.training.model import encode_fixed_length

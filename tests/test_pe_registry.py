@@ -18,8 +18,9 @@ import pytest
 import torch
 
 import formal_rope
-from formal_rope.training import config as config_module
-from formal_rope.training.encodings import (
+from formal_rope.run_config import applies as applies_module
+from formal_rope.run_config import config as config_module
+from formal_rope.run_config.encodings import (
     BASE_ENCODINGS,
     ENCODINGS,
     EXPORT_KINDS,
@@ -119,7 +120,7 @@ def test_the_config_tuples_labels_and_help_lists_are_read_from_the_rows():
     assert POSITIONAL_ENCODINGS == tuple(ENCODINGS) == config_module.POSITIONAL_ENCODINGS
     assert set(BASE_ENCODINGS) == {pe for pe, row in ENCODINGS.items() if row.takes_base}
     assert set(PERIODIC_ENCODINGS) == {pe for pe in ENCODINGS if is_periodic(pe)} == {"rope_p", "sipe_p"}
-    assert config_module.FIELD_APPLIES_TO["periods"] == PERIODIC_ENCODINGS
+    assert applies_module.FIELD_APPLIES_TO["periods"] == PERIODIC_ENCODINGS
     assert not is_periodic("alibi") and not is_periodic("rope")
     from formal_rope.sweeps.report import PE_LABELS
 
@@ -173,7 +174,7 @@ def test_the_documented_recipe_adds_an_encoding_that_trains_checkpoints_exports_
     family, row, entry = _doc_snippets()
     package = copy / "training" / "encodings"
     (package / "p_rope.py").write_text(family, encoding="utf-8")
-    _insert_above(package / "registry.py", "        # New encodings: add a row above this line", row)
+    _insert_above(copy / "run_config" / "encodings.py", "        # New encodings: add a row above this line", row)
     _insert_above(package / "builders.py", "    # New encodings: add a builder above this line", entry)
     families = "from formal_rope.training.encodings import joformer, nope, rotary, sinusoidal\n"
     _insert_above(package / "builders.py", families, "from formal_rope.training.encodings import p_rope\n")
@@ -188,8 +189,10 @@ def test_the_documented_recipe_adds_an_encoding_that_trains_checkpoints_exports_
         from formal_rope.export import export_model, load_exported
         from formal_rope.sweeps.report import PE_LABELS
         from formal_rope.runs import run_training
-        from formal_rope.training import RunConfig, load_checkpoint
-        from formal_rope.training.config import FIELD_APPLIES_TO, POSITIONAL_ENCODINGS
+        from formal_rope.run_config import RunConfig
+        from formal_rope.training import load_checkpoint
+        from formal_rope.run_config.applies import FIELD_APPLIES_TO
+        from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS
 
         config = RunConfig("(ab)*", pe="p_rope", base=100.0, rope_fraction=0.5, steps=4, batch_size=8, layers=1,
                            d_model=16, heads=2, test_min_length=5, test_max_length=6, n_per_length=4)

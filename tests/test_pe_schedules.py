@@ -286,10 +286,9 @@ def test_learned_exact_phases_keep_the_gradient_of_theta_times_i():
 
 
 def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
-    from formal_rope.training.checks import check_config
-    from formal_rope.training.config import RunConfig
+    from formal_rope.run_config.config import RunConfig, check_config
+    from formal_rope.run_config.rules import partial_rotated_pairs
     from formal_rope.training.context import run_warnings
-    from formal_rope.training.encodings.phases import partial_rotated_pairs
     from tests.cli_support import run_main
 
     assert partial_rotated_pairs(0.5, 5) == 3  # 2.5 -> 3 (banker's rounding gave 2)
@@ -312,9 +311,9 @@ def test_partial_rope_rounds_half_up_and_refuses_to_rotate_nothing(capsys):
 
 
 def test_fp32_phases_at_far_off_bases_are_warned_and_recorded():
+    from formal_rope.run_config.config import RunConfig
     from formal_rope.runs import run_training
     from formal_rope.sweeps.results import run_row
-    from formal_rope.training.config import RunConfig
     from formal_rope.training.context import context_notes, run_warnings
     from formal_rope.training.encodings.phases import fp32_phase_error_bound, rope_turns, turn_phases
 

@@ -25,6 +25,7 @@ SUBPACKAGES = (
     "compiler",
     "model",
     "storage",
+    "run_config",
     "training",
     "scheduling",
     "sweeps",
@@ -53,9 +54,9 @@ CLI_TO_PYTHON = {
     "compile": ["compiler:compile_formula", "compiler:verify_compiled", "model:save_model", "compiler:compile_report",
                 "compiler:CompileOptions", "compiler:VerificationOptions"],
     "run": ["evaluation:load_runnable", "model:load_model", "model:evaluate", "model:read_metadata"],
-    "train": ["training:RunConfig", "training:scale_overrides", "runs:run_training", "evaluation:evaluate_model",
-              "training:load_checkpoint"],
-    "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:check_grid",
+    "train": ["run_config:RunConfig", "training:resolve_runs", "training:scale_overrides", "runs:run_training",
+              "evaluation:evaluate_model", "training:load_checkpoint"],
+    "sweep": ["sweeps:build_spec", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:resolve_grid",
               "sweeps:run_sweep"],
     "report": ["sweeps:load_results", "sweeps:aggregate", "sweeps:plot_n_star"],
     "reproduce": ["sweeps:paper_sweep_path", "sweeps:load_sweep_file", "sweeps:expand_grid", "sweeps:run_sweep",
@@ -153,7 +154,8 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
         "    import formal_rope.precision, formal_rope.certify, formal_rope.model, formal_rope.compiler\n"
         "    import formal_rope.training, formal_rope.sweeps, formal_rope.export, formal_rope.theory\n"
         "    import formal_rope.atlas\n"
-        "    from formal_rope.training import RunConfig, scale_overrides\n"
+        "    from formal_rope.run_config import RunConfig\n"
+        "    from formal_rope.training import scale_overrides\n"
     )
 
 
@@ -171,12 +173,12 @@ def test_torch_free_stages_stay_torch_free_with_their_exports():
             importlib.import_module("formal_rope.lang").parse_ltl("a S b"), ("a", "b")),
         lambda: importlib.import_module("formal_rope.model").load_model("no/such/model.zip"),
         lambda: importlib.import_module("formal_rope.training").scale_overrides("huge"),
-        lambda: importlib.import_module("formal_rope.training").check_config(
-            importlib.import_module("formal_rope.training").RunConfig("(ab)*", pe="alibi")),
+        lambda: importlib.import_module("formal_rope.run_config.config").check_config(
+            importlib.import_module("formal_rope.run_config").RunConfig("(ab)*", pe="alibi")),
         lambda: importlib.import_module("formal_rope.sweeps").load_results("no/such/results"),
         lambda: importlib.import_module("formal_rope.sweeps").paper_sweep_path("table3"),
-        lambda: importlib.import_module("formal_rope.training").RunConfig.from_dict({"language": "a", "bogus": 1}),
-        lambda: importlib.import_module("formal_rope.training").RunConfig.from_dict({"pe": "rope"}),
+        lambda: importlib.import_module("formal_rope.run_config").RunConfig.from_dict({"language": "a", "bogus": 1}),
+        lambda: importlib.import_module("formal_rope.run_config").RunConfig.from_dict({"pe": "rope"}),
         lambda: _evaluate_tiny_model(mode="zz"),
         lambda: importlib.import_module("formal_rope.evaluation").evaluate_sets(
             _tiny_model(), [], decode=str, mode="zz"),
@@ -250,14 +252,16 @@ def test_the_suggested_fix_builds_the_dfa():
 
 
 def _tiny_model():
-    from formal_rope.training import RunConfig, build_model
+    from formal_rope.run_config import RunConfig
+    from formal_rope.training import build_model
 
     return build_model(RunConfig("(ab)*", layers=1, d_model=8, heads=1), 2, None)
 
 
 def _evaluate_tiny_model(mode):
     from formal_rope.evaluation import evaluate_model
-    from formal_rope.training import RunConfig, resolve_dfa
+    from formal_rope.run_config import RunConfig
+    from formal_rope.training import resolve_dfa
 
     config = RunConfig("(ab)*", layers=1, d_model=8, heads=1, test_min_length=2, test_max_length=3, n_per_length=2)
     return evaluate_model(_tiny_model(), config, resolve_dfa(config), mode=mode)
@@ -322,7 +326,7 @@ def test_paper_sweep_path_finds_each_table_that_reproduce_runs():
 
 def test_config_and_eval_mode_errors_say_what_is_allowed():
     """The messages name what was wrong and what is allowed (the CLI prints them as they are)."""
-    from formal_rope.training import RunConfig
+    from formal_rope.run_config import RunConfig
 
     with pytest.raises(FormalRopeError, match="bogus") as error:
         RunConfig.from_dict({"language": "a", "bogus": 1})
@@ -351,9 +355,10 @@ def test_researcher_workflow_end_to_end(tmp_path):
     from formal_rope.lang import format_ltl, ltl_fragment, parse_ltl, parse_regex
     from formal_rope.model import evaluate, save_model
     from formal_rope.precision import f_large
+    from formal_rope.run_config import RunConfig
     from formal_rope.runs import run_training
     from formal_rope.sampling import decode, test_sets
-    from formal_rope.training import RunConfig, load_checkpoint, resolve_dfa
+    from formal_rope.training import load_checkpoint, resolve_dfa
 
     alphabet = ("a", "b")
     # 1. Parse: the regex (ab)* and an LTL[P,MOD] formula meant to define the same language.
@@ -466,7 +471,7 @@ def test_compile_formula_accepts_formula_text():
 ])
 def test_a_config_value_no_run_can_use_is_refused_when_built(field, value, message):
     # Issue 35: RunConfig(eval_mode="worst-case") was accepted, and run_training then said "unknown eval mode".
-    from formal_rope.training import RunConfig
+    from formal_rope.run_config import RunConfig
 
     with pytest.raises(FormalRopeError, match=message):
         RunConfig("(ab)*", **{"pe": "rope", field: value})
@@ -477,8 +482,8 @@ def test_a_config_value_no_run_can_use_is_refused_when_built(field, value, messa
 def test_the_worst_case_search_of_a_trained_run_is_run_training_s_argument():
     """What docs/python_api.md's attack row says works in Python: n_star_worst beside n_star."""
     from formal_rope.evaluation import SearchSettings
+    from formal_rope.run_config import RunConfig
     from formal_rope.runs import run_training
-    from formal_rope.training import RunConfig
 
     config = RunConfig("(ab)*", pe="rope", steps=2, layers=1, d_model=8, heads=1, batch_size=4,
                        test_min_length=41, test_max_length=43, n_per_length=2, nnch_samples=0)

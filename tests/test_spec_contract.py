@@ -16,8 +16,10 @@ from formal_rope.evaluation.length_generalization import n_star
 from formal_rope.lang import parse_ltl
 from formal_rope.lang.source import resolve_language
 from formal_rope.precision.formats import f_large, parse_format
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS
+from formal_rope.run_config.fields import RUN_FIELDS
 from formal_rope.sampling import test_set as build_test_set
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
 
 
 def _option_defaults(command: str) -> dict:
@@ -120,7 +122,7 @@ def test_spec_8_run_id_is_a_hash_of_every_config_field_that_applies():
     configs share it; a field that does not apply to the run's encoding (NoPE's base, RoPE's
     periods, ...) is not part of the config (reset to its default, null in to_dict) nor of the id."""
     assert RunConfig(language="(ab)*").run_id() == RunConfig(language="(ab)*").run_id()
-    for field in dataclasses.fields(RunConfig):
+    for field in RUN_FIELDS:
         config = RunConfig(language="(ab)*", pe=_APPLIES_WITH.get(field.name, "rope"))
         old = getattr(config, field.name)
         new = _OTHER_VALUE.get(field.name, old + 1 if isinstance(old, (int, float)) else None)
@@ -137,7 +139,9 @@ def test_spec_8_run_ids_are_pinned_and_a_new_field_at_its_neutral_value_keeps_th
     """SPEC §8 (documented reading in docs/sweeps.md): the id hashes only the fields that apply and
     differ from their id-neutral value, so ids never change when a field is added (at the value that
     reproduces the old behaviour); these ids are pinned so results on disk stay recognised."""
-    from formal_rope.training import config as config_module
+    from formal_rope.run_config import config as config_module
+    from formal_rope.run_config import fields as fields_module
+    from formal_rope.run_config import sections
     from formal_rope.training.scales import apply_scale
 
     assert RunConfig("(ab)*").run_id() == "45d988f98a189371"
@@ -148,15 +152,21 @@ def test_spec_8_run_ids_are_pinned_and_a_new_field_at_its_neutral_value_keeps_th
     assert apply_scale(RunConfig("(aa)*", pe="rope_p", seed=1), "quick").run_id() == "a7eac3da460c1197"
     assert RunConfig("Σ*a", pe="nope", base=1.0, test_lengths=(41, 45, 50)).run_id() == "bbbab77d4cc87bcd"
     # Every field has a neutral value, today equal to its default (changing either one is a new id scheme).
-    assert config_module.ID_NEUTRAL == {
-        f.name: f.default for f in dataclasses.fields(RunConfig) if f.name != "language"
-    }
+    assert fields_module.ID_NEUTRAL == {spec.name: spec.default for spec in RUN_FIELDS if spec.name != "language"}
 
+    # A field added later: a section gains it, the flat order ends with it, its neutral value is its default.
     extended = dataclasses.make_dataclass(
-        "Extended", [("new_knob", int, dataclasses.field(default=0))], bases=(RunConfig,), frozen=True
+        "Extended", [("new_knob", int, dataclasses.field(default=0))], bases=(sections.OptimisationSettings,),
+        frozen=True,
     )
-    monkeypatch.setitem(config_module.ID_NEUTRAL, "new_knob", 0)
-    monkeypatch.setitem(config_module._FIELD_KINDS, "new_knob", "int")
+    knob = fields_module.FieldSpec("new_knob", "optimisation", "int", 0)
+    monkeypatch.setitem(sections.SECTIONS, "optimisation", extended)
+    monkeypatch.setattr(config_module, "FIELD_NAMES", (*fields_module.FIELD_NAMES, "new_knob"))
+    monkeypatch.setattr(config_module, "RUN_FIELDS", (*fields_module.RUN_FIELDS, knob))
+    monkeypatch.setitem(fields_module.FIELDS_BY_NAME, "new_knob", knob)
+    monkeypatch.setitem(fields_module.ID_NEUTRAL, "new_knob", 0)
+    monkeypatch.setattr(RunConfig, "new_knob", property(lambda config: config.optimisation.new_knob), raising=False)
+    extended = RunConfig
     old = RunConfig("(aa)*", pe="rope_p", seed=1, steps=300)
     assert extended("(aa)*", pe="rope_p", seed=1, steps=300).run_id() == old.run_id()
     assert extended("(aa)*", pe="rope_p", seed=1, steps=300, new_knob=2).run_id() != old.run_id()

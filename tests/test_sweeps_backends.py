@@ -241,7 +241,7 @@ def test_the_registry_and_the_command_line_start_without_numpy_or_the_runner():
     script = (
         "import sys\nimport formal_rope.sweeps.backends\nimport formal_rope.cli\n"
         "loaded = [m for m in ('numpy', 'torch', 'ray', 'pandas', 'formal_rope.sweeps.runner', "
-        "'formal_rope.training.config',"
+        "'formal_rope.run_config.config',"
         " 'concurrent.futures.process') if m in sys.modules]\n"
         "assert not loaded, loaded\nprint('light')\n"
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.grid import expand_grid, load_sweep_file
-from formal_rope.training.config import RunConfig
 from sweeps_support import REPO, spec
 
 
@@ -74,8 +74,8 @@ def test_experiment_files_expand_and_quote_the_papers_tables_exactly(experiment)
 
 
 def test_the_hybrids_experiment_pairs_each_hybrid_with_its_pure_controls():
+    from formal_rope.run_config.encodings import hybrid_label
     from formal_rope.sweeps.grid import paper_sweep_path
-    from formal_rope.training.encodings import hybrid_label
 
     spec_, _ = load_sweep_file(paper_sweep_path("hybrids"), "quick")
     configs = expand_grid(spec_)

@@ -23,11 +23,12 @@ import ray
 
 import sweeps_support
 from cli_support import run_main
+from formal_rope.run_config.config import RunConfig
 from formal_rope.storage.training_state import StateOptions
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from sweeps_support import fake_runner, spec
 
 REPO = Path(__file__).resolve().parents[1]

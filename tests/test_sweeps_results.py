@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.report import aggregate
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
-from formal_rope.training.config import RunConfig
 from sweeps_support import cli as _cli
 from sweeps_support import fake_runner, spec
 
@@ -38,7 +38,7 @@ def _write_legacy_run(out: Path, config: dict, status: str = "ok", n_star: int =
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from formal_rope.training.config import legacy_run_id
+    from formal_rope.run_config.config import legacy_run_id
 
     run_id = legacy_run_id(config)
     row = {

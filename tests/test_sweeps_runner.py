@@ -11,10 +11,11 @@ import json
 import pandas as pd
 import pytest
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.grid import expand_grid
 from formal_rope.sweeps.results import load_results
 from formal_rope.sweeps.runner import run_sweep
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from sweeps_support import cli as _cli
 from sweeps_support import fake_runner, spec
 

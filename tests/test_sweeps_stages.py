@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.grid import expand_grid, load_sweep_file, paper_sweep_path
 from formal_rope.sweeps.units import stage_waves
-from formal_rope.training.config import RunConfig
 
 TWO_STAGES = """
 name = "two-stage"

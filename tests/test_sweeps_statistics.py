@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.report import aggregate, compare_cells
 from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.runner import run_sweep
@@ -29,7 +30,7 @@ from formal_rope.sweeps.statistics import (
     order_statistic_interval,
     permutation_test,
 )
-from formal_rope.training.config import LengthResult, RunConfig, RunResult
+from formal_rope.training.run_result import LengthResult, RunResult
 from sweeps_support import cli
 
 # ----------------------------------------------------------------------------------------------

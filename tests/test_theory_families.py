@@ -9,9 +9,9 @@ import pytest
 from formal_rope.automata import language_dfa
 from formal_rope.automata.membership import accepts_encoded
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs.blind_spots import family_for, score_family
 from formal_rope.theory.families import family_strings, separating_suffix, witness_family
-from formal_rope.training.config import RunConfig
 
 RARE = "data/mlregtest/16.16.SL.6.1.5.att"  # starts with aaaaa and never contains ababab
 

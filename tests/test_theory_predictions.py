@@ -18,6 +18,8 @@ from formal_rope.automata import DFA, language_dfa, load_att, minimize
 from formal_rope.classes import classify, is_podfa, k_automaton
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import ENCODINGS
 from formal_rope.theory import (
     BOUNDED,
     EXPRESSIBLE,
@@ -34,8 +36,6 @@ from formal_rope.theory import (
 )
 from formal_rope.theory.locality import is_locally_testable, ltl_p_y_of, maps_commute
 from formal_rope.theory.predictions import ENCODING_KINDS
-from formal_rope.training.config import RunConfig
-from formal_rope.training.encodings import ENCODINGS
 
 E, B, N, X = EXPRESSIBLE, BOUNDED, NOT_EXPRESSIBLE, NO_PREDICTION
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import parse_field_text
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.scheduling.workload import FLOP_LIMIT, check_workload, estimate
-from formal_rope.training.config import RunConfig, lengths_fields, parse_field_text
 from formal_rope.training.scales import apply_scale
 
 
@@ -72,9 +74,10 @@ def test_workload_refuses_what_cannot_finish_or_fit_and_accepts_the_papers_scale
 def test_periods_are_refused_when_their_tables_cannot_be_built_or_a_period_would_be_dropped():
     # Regression: periods=10^11 passed every check and raised MemoryError (a 745 GiB table) inside the
     # run, 10^23 an OverflowError; a period beyond the number of rotary pairs was silently unused.
-    from formal_rope.training.checks import check_config
+    from formal_rope.run_config.config import check_config
+    from formal_rope.run_config.rules import MAX_PERIOD, check_periods
     from formal_rope.training.encodings.builders import PositionalSpec, build_positional
-    from formal_rope.training.encodings.periods import MAX_PERIOD, assign_periods, check_periods
+    from formal_rope.training.encodings.periods import assign_periods
 
     tiny = RunConfig("(ab)*", pe="rope_p", layers=1, d_model=16, heads=2, steps=5, test_max_length=45,
                      n_per_length=4, periods=(2,))
@@ -109,7 +112,7 @@ def test_test_blocks_follow_the_sparse_list_and_match_the_range_sets():
     import numpy as np
 
     from formal_rope.training.data import test_length_blocks
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     config = RunConfig("(ab)*", n_per_length=8, test_lengths=(41, 45, 50))
     sparse = list(test_length_blocks(resolve_dfa(config), config))
@@ -121,7 +124,7 @@ def test_test_blocks_follow_the_sparse_list_and_match_the_range_sets():
 
 def test_periods_auto_outside_ltl_p_mod_is_an_error_and_period_one_is_noted():
     from formal_rope.training.context import context_notes
-    from formal_rope.training.setup import resolve_dfa, resolve_periods
+    from formal_rope.training.resolve import resolve_dfa, resolve_periods
 
     config = RunConfig("Σ*a", pe="rope_p")
     with pytest.raises(FormalRopeError, match="not in LTL\\[P,MOD\\].*--periods"):
@@ -143,7 +146,7 @@ def test_periods_auto_outside_ltl_p_mod_is_an_error_and_period_one_is_noted():
 
 def test_near_miss_training_negatives_without_near_misses_are_noted():
     from formal_rope.training.context import context_notes
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     unary = RunConfig("(aa)*", pe="nope", train_near_miss_fraction=0.5)  # over {a}: no substitution exists
     assert any("has no effect" in note for note in context_notes(unary, resolve_dfa(unary), None))
@@ -153,7 +156,7 @@ def test_near_miss_training_negatives_without_near_misses_are_noted():
 
 def test_a_warm_up_longer_than_training_is_noted():
     from formal_rope.training.context import context_notes
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     config = RunConfig("(ab)*", pe="nope", steps=10, warmup_steps=10, lr_schedule="cosine")
     notes = context_notes(config, resolve_dfa(config), None)

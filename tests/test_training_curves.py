@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_pack
 from formal_rope.storage.checkpoints import read_metadata
 from formal_rope.storage.curves import NO_CURVES, CurveOptions, default_log_every
 from formal_rope.storage.tensorboard_log import run_folder_name
 from formal_rope.storage.training_state import StateOptions
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.train import learning_rate
 from sweeps_support import cli
 

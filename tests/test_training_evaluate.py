@@ -15,8 +15,8 @@ from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation import length_generalization as evaluation
 from formal_rope.evaluation.length_generalization import evaluate_sets, n_star, predict_fixed_length
 from formal_rope.lang import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling import test_sets, unscored_classes
-from formal_rope.training.config import RunConfig
 from formal_rope.training.setup import build_model
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs import run_training
-from formal_rope.training.config import RunConfig
 from formal_rope.training.init_from import InitFromError, init_checkpoint_path, is_run_id, load_init_weights
 from formal_rope.training.setup import build_pack
 from tests.cli_support import run_main

@@ -11,7 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS
 from formal_rope.training.layout import permute_rows, ragged_layout, rectangular_layout, select_rows, special_tokens
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.setup import build_pack

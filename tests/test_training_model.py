@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.encodings import is_periodic
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS, is_periodic
 from formal_rope.training.layout import special_tokens
 from formal_rope.training.model import encode_fixed_length, encode_padded
 from formal_rope.training.setup import build_model

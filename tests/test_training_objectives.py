@@ -1,4 +1,4 @@
-"""Training objectives (`training.objective_spec`, `training.objectives`): parsing, exact targets
+"""Training objectives (`run_config.objective`, `training.objectives`): parsing, exact targets
 from the DFA on hand-checked strings, each component's loss against a per-string computation,
 `final` bit-identical to the trainer before objectives existed, and a tiny run that `next-set`
 learns where `final` does not at the same budget."""
@@ -18,12 +18,13 @@ from torch.nn import functional as F
 from formal_rope.automata import language_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import parse_field_text
+from formal_rope.run_config.objective import parse_objective
 from formal_rope.runs.pack import run_pack, run_training
 from formal_rope.sampling import TrainingBatch
 from formal_rope.scheduling.packs import pack_signature
-from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.layout import rectangular_layout
-from formal_rope.training.objective_spec import parse_objective
 from formal_rope.training.objectives import objective_step, string_targets
 from formal_rope.training.setup import build_pack
 from formal_rope.training.train import pack_inputs

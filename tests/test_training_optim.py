@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 from formal_rope.training.model import encode_fixed_length
 from formal_rope.training.optim import PackedAdamW, decays
 from formal_rope.training.setup import build_pack, make_optimizer

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import formal_rope.training.packed_layers as packed
-from formal_rope.training.config import RunConfig
-from formal_rope.training.setup import build_pack, pack_ingredients
+from formal_rope.run_config.config import RunConfig
+from formal_rope.training.resolve import pack_ingredients
+from formal_rope.training.setup import build_pack
 from formal_rope.training.train import train_pack
 
 

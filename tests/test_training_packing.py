@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS, is_periodic
 from formal_rope.runs import run_pack, run_training
 from formal_rope.scheduling.packs import check_packable, group_packs, pack_key, parse_pack
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.encodings import is_periodic
 from formal_rope.training.setup import build_model, build_pack
 
 DATA = Path(__file__).parent / "data"
@@ -291,7 +291,7 @@ def test_a_packs_batches_are_walked_together_yet_each_is_its_runs_own():
     """training_batches walks every run's strings in one pass; each batch, and each generator
     afterwards, is exactly what the run's own training_batch call gives (near-misses included)."""
     from formal_rope.training.data import run_data, training_batches
-    from formal_rope.training.setup import resolve_dfa
+    from formal_rope.training.resolve import resolve_dfa
 
     configs = [_tiny("rope", seed=s, train_near_miss_fraction=f) for s, f in ((0, 0.0), (1, 0.5), (2, 0.0), (3, 1.0))]
     dfa = resolve_dfa(configs[0])

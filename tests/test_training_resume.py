@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS, is_periodic
 from formal_rope.runs import run_pack
 from formal_rope.scheduling.packs import pack_key
 from formal_rope.storage.training_state import StateOptions, open_state_store
-from formal_rope.training.config import POSITIONAL_ENCODINGS, RunConfig
-from formal_rope.training.encodings import is_periodic
 from test_state_store import s3_server, s3_uri  # noqa: F401  (the moto fixture)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig, check_config
 from formal_rope.runs import pack as training
 from formal_rope.runs import run_training
 from formal_rope.storage.checkpoints import read_metadata
 from formal_rope.training import data as training_data
-from formal_rope.training import setup
-from formal_rope.training.checks import check_config
-from formal_rope.training.config import RunConfig, RunResult
+from formal_rope.training import resolve
 from formal_rope.training.model import encode_fixed_length
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.scales import QUICK_SHRINKS, SCALES, apply_scale
 from formal_rope.training.trained_classifier import load_checkpoint
 
@@ -163,7 +163,7 @@ def test_near_miss_training_negatives_are_real_near_misses():
     from formal_rope.automata import accepts
     from formal_rope.sampling import decode, training_batch
 
-    dfa = setup.resolve_dfa(RunConfig(language="(ab)*"))
+    dfa = resolve.resolve_dfa(RunConfig(language="(ab)*"))
     rng = np.random.default_rng(5)
     batch = training_batch(dfa, rng, 64, 0, 40)
     mixed = training_data.mix_near_misses(batch, dfa, rng, 0.5, 0, 40)
@@ -184,7 +184,7 @@ def test_test_lengths_are_generated_lazily():
     # Regression: the whole test range was materialised as a Python list before the first set was
     # sampled, so a huge --test-lengths range exhausted memory before evaluating anything.
     config = _tiny(test_min_length=41, test_max_length=10**13, n_per_length=2)
-    first = next(training_data.test_length_blocks(setup.resolve_dfa(config), config))
+    first = next(training_data.test_length_blocks(resolve.resolve_dfa(config), config))
     assert first.length == 41
 
 
@@ -200,8 +200,8 @@ def test_unwritable_checkpoint_fails_before_training(tmp_path):
 def test_periods_are_only_reported_for_periodic_encodings():
     # Regression: `train --pe rope --periods 2` reported "periods 2" although RoPE has no periods.
     config = _tiny(pe="rope", periods=(2,))
-    assert setup.resolve_periods(config, setup.resolve_dfa(config)) is None
-    assert setup.resolve_periods(config.with_(pe="rope_p"), setup.resolve_dfa(config)) == (2,)
+    assert resolve.resolve_periods(config, resolve.resolve_dfa(config)) is None
+    assert resolve.resolve_periods(config.with_(pe="rope_p"), resolve.resolve_dfa(config)) == (2,)
 
 
 @pytest.mark.parametrize("language", [".*", "∅"])
@@ -219,7 +219,7 @@ def test_test_near_miss_fraction_shapes_the_test_sets_and_is_validated(capsys):
     from tests.cli_support import run_main
 
     config = _tiny(test_min_length=10, test_max_length=12, n_per_length=8)
-    dfa = setup.resolve_dfa(config)
+    dfa = resolve.resolve_dfa(config)
     default = list(training_data.test_length_blocks(dfa, config))
     assert sum(int(s.near_miss.sum()) for s in default) > 0
     none = list(training_data.test_length_blocks(dfa, config.with_(test_near_miss_fraction=0.0)))

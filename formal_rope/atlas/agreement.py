@@ -37,11 +37,11 @@ from formal_rope.atlas.languages import LOGIC_CLASSES, logic_class
 from formal_rope.atlas.plan import DEFAULT_ENCODINGS, encoding_label
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import AutomatonNotFoundError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import read_results
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, proportion_interval
 from formal_rope.theory import BOUNDED, EXPRESSIBLE, NO_PREDICTION, NOT_EXPRESSIBLE, VERDICTS
 from formal_rope.theory.runs import classification_of, mlregtest_class_of, run_prediction
-from formal_rope.training.config import RunConfig
 
 NOT_LEARNED = "expressible, not learned"
 LEARNED = "not expressible, learned"

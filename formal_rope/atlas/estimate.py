@@ -21,11 +21,11 @@ wall time is about core-hours / workers on an otherwise idle machine.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.units import pack_runner_in_process
-from formal_rope.training.config import RunConfig
 
 CALIBRATION_STEPS = (10, 40)
 SAMPLE_LENGTHS = (2, 10)
@@ -131,10 +131,10 @@ def calibrate(template: RunConfig, worst_case=None) -> Calibration:
     low, high = CALIBRATION_STEPS
     warmup = min(low, template.warmup_steps)
     shaped = {"warmup_steps": warmup, "test_lengths": few, "test_min_length": min(few), "test_max_length": max(few)}
-    _timed(replace(template, steps=low, **shaped), worst_case, repeats=1)  # warm-up: first-call costs (imports, caches)
-    a = _timed(replace(template, steps=low, **shaped), worst_case)
-    b = _timed(replace(template, steps=high, **shaped), worst_case)
-    c = _timed(replace(template, steps=low, **{**shaped, "test_lengths": more, "test_min_length": min(more),
+    _timed(template.with_(steps=low, **shaped), worst_case, repeats=1)  # warm-up: first-call costs (imports, caches)
+    a = _timed(template.with_(steps=low, **shaped), worst_case)
+    b = _timed(template.with_(steps=high, **shaped), worst_case)
+    c = _timed(template.with_(steps=low, **{**shaped, "test_lengths": more, "test_min_length": min(more),
                                                 "test_max_length": max(more)}), worst_case)
     per_step = max(0.0, (b - a) / (high - low))
     per_length = max(0.0, (c - a) / max(1, len(more) - len(few)))
@@ -172,9 +172,8 @@ def _searched_length_seconds(template: RunConfig, worst_case, lengths) -> float:
     # function-local: torch and the model load with the calibration only
     from formal_rope.evaluation.engine import search
     from formal_rope.evaluation.models import PackScorer, sampled_start_sets
-
-    # function-local, as the two above: torch loads with the calibration only
-    from formal_rope.training.setup import build_model, resolve_dfa, resolve_periods
+    from formal_rope.training.resolve import resolve_dfa, resolve_periods  # (numpy: the calibration's only)
+    from formal_rope.training.setup import build_model  # (torch, as the two above)
 
     dfa = resolve_dfa(template)
     model = build_model(template, dfa.n_symbols, resolve_periods(template, dfa))

@@ -33,8 +33,8 @@ from formal_rope.atlas.plan import ATLAS_RECIPE, encoding_label, parse_encoding
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings
 from formal_rope.files import write_bytes_atomically
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sweeps.results import read_results
-from formal_rope.training.config import RunConfig
 from formal_rope.training.scales import SCALES, scale_overrides
 
 FOLLOW_UP_DIR = "follow-up"

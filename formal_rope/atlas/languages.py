@@ -154,6 +154,9 @@ class LanguageSet:
     spec: str
     seed: int
     entries: tuple[LanguageEntry, ...]
+    # The DFA of each entry, where the set was built (`SetSpec.build`; a set read from a file has
+    # none): the atlas's runs train on them instead of resolving the entries' text again.
+    dfas: tuple[DFA, ...] = field(default=(), compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -445,46 +448,132 @@ def _filtered_mlregtest(sizes, classes) -> tuple[MLRegTestFile, ...]:
     return files
 
 
-def language_set_size(spec: str = "default", seed: int = 0) -> int:
-    """How many languages `build_language_set(spec, seed)` holds, without building it: the MLRegTest
-    sample is drawn (file names only), generated families count `count` per period (a family that
-    cannot be filled is an error only when the set is built), the registry and user lists are
-    counted. Instant, but an upper bound: building drops languages equal to earlier ones and refuses
-    what cannot be built, so `formalrope atlas --dry-run` builds the set (`atlas.plan.plan_atlas`)."""
-    total = 0
+@dataclass(frozen=True)
+class SetPart:
+    """One part of a language set spec, parsed: its source (mlregtest, generated, registry, file),
+    its text as written (`rest`: after the colon) and its options (mlregtest: per_cell, sizes,
+    classes; generated: family, count, periods, depth, alphabets; file: the path)."""
+
+    source: str
+    text: str
+    rest: str = ""
+    options: tuple = ()
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
+class SetSpec:
+    """A language set spec parsed once (`parse_set_spec`): what its set holds without building it
+    (`size`), the same spec drawing K MLRegTest languages per cell (`with_per_cell`), and the set
+    itself (`build`). `text` is the spec as a set records it (named specs expanded only by
+    `with_per_cell`, which rewrites the MLRegTest parts)."""
+
+    text: str
+    parts: tuple[SetPart, ...]
+
+    def __str__(self) -> str:
+        return self.text
+
+    def size(self, seed: int = 0) -> int:
+        """How many languages `build(seed)` holds, without building it: the MLRegTest sample is drawn
+        (file names only), generated families count `count` per period (a family that cannot be
+        filled is an error only when the set is built), the registry and user lists are counted.
+        Instant, but an upper bound: building drops languages equal to earlier ones and refuses what
+        cannot be built, so `formalrope atlas --dry-run` builds the set (`atlas.plan.plan_atlas`)."""
+        total = 0
+        for part in self.parts:
+            options = part.settings
+            if part.source == "mlregtest":
+                files = _filtered_mlregtest(options["sizes"], options["classes"])
+                total += len(stratified_sample(files, options["per_cell"], seed))
+            elif part.source == "generated":
+                total += options["count"] * len(options["periods"])
+            elif part.source == "registry":
+                total += len(registry_entries())
+            else:
+                total += len(read_language_list(options["path"]))
+        return total
+
+    def with_per_cell(self, per_cell: int) -> "SetSpec":
+        """This spec with every MLRegTest part drawing `per_cell` languages per (alphabet size, class)
+        cell (`formalrope atlas --per-cell K`)."""
+        if not any(part.source == "mlregtest" for part in self.parts):
+            raise FormalRopeError(f"--per-cell draws MLRegTest languages per cell, but the language set {self.text!r} "
+                                  "has no mlregtest part; add one (e.g. --set mlregtest+registry) or leave --per-cell "
+                                  "out")
+        parts = []
+        for part in self.parts:
+            if part.source == "mlregtest":
+                kept = [item for item in part.rest.split(",")
+                        if item.strip() and item.partition("=")[0].strip() != "per_cell"]
+                rest = ",".join([f"per_cell={int(per_cell)}", *kept])
+                part = replace(part, text=f"mlregtest:{rest}", rest=rest,
+                               options=tuple({**part.settings, "per_cell": int(per_cell)}.items()))
+            parts.append(part)
+        return SetSpec("+".join(part.text for part in parts), tuple(parts))
+
+    def build(self, seed: int = 0) -> LanguageSet:
+        """The language set of this spec (see the module docstring), drawn with `seed`, with the DFA
+        of each entry it built (`LanguageSet.dfas`). The same (spec, seed) gives the same entries in
+        the same order. FormalRopeError for a duplicate id (the same part twice) or a family that
+        cannot be filled."""
+        pairs: list[tuple[LanguageEntry, DFA]] = []
+        known: set = set()
+        for part in self.parts:
+            options = part.settings
+            if part.source == "mlregtest":
+                new = mlregtest_entries(options["per_cell"], seed, options["sizes"], options["classes"])
+            elif part.source == "generated":
+                new = generated_entries(options["family"], options["count"], seed, known, options["periods"],
+                                        options["depth"], options["alphabets"])
+            elif part.source == "registry":
+                new = registry_language_entries()
+            else:
+                new = file_entries(options["path"])
+            pairs.extend(new)
+            known.update(dfa_key(dfa) for _, dfa in new)
+        entries = tuple(entry for entry, _ in pairs)
+        duplicates = sorted(identifier for identifier, n in Counter(e.id for e in entries).items() if n > 1)
+        if duplicates:
+            raise FormalRopeError(f"language set {self.text!r} names {duplicates[0]} twice; list each part once")
+        return LanguageSet(self.text, seed, entries, tuple(dfa for _, dfa in pairs))
+
+
+def parse_set_spec(spec: "str | SetSpec") -> SetSpec:
+    """The parsed `spec` (a SetSpec is returned as it is): FormalRopeError for an unknown source or
+    option, naming the part."""
+    if isinstance(spec, SetSpec):
+        return spec
+    parts = []
     for part in _parts(spec):
         name, _, rest = part.partition(":")
         name = name.strip()
         if name == "mlregtest":
             per_cell, sizes, classes = _mlregtest_options(rest, part)
-            total += len(stratified_sample(_filtered_mlregtest(sizes, classes), per_cell, seed))
+            options = (("per_cell", per_cell), ("sizes", sizes), ("classes", classes))
         elif name == "generated":
-            options = _generated_options(rest, part)
-            total += options["count"] * len(options["periods"])
+            options = tuple(_generated_options(rest, part).items())
         elif name == "registry" and not rest:
-            total += len(registry_entries())
+            options = ()
         elif name == "file" and rest:
-            total += len(read_language_list(rest.strip()))
+            options = (("path", rest.strip()),)
         else:
             raise _unknown_part(part)
-    return total
+        parts.append(SetPart(name, part, rest, options))
+    return SetSpec(spec.strip(), tuple(parts))
 
 
-def with_per_cell(spec: str, per_cell: int) -> str:
-    """`spec` with every MLRegTest part drawing `per_cell` languages per (alphabet size, class) cell
-    (`formalrope atlas --per-cell K`); named specs are expanded first."""
-    parts = []
-    for part in _parts(spec):
-        name, _, rest = part.partition(":")
-        if name.strip() == "mlregtest":
-            kept = [item for item in rest.split(",") if item.strip() and item.partition("=")[0].strip() != "per_cell"]
-            rest = ",".join([f"per_cell={int(per_cell)}", *kept])
-            part = f"mlregtest:{rest}"
-        parts.append(part)
-    if not any(part.partition(":")[0].strip() == "mlregtest" for part in parts):
-        raise FormalRopeError(f"--per-cell draws MLRegTest languages per cell, but the language set {spec!r} has no "
-                              "mlregtest part; add one (e.g. --set mlregtest+registry) or leave --per-cell out")
-    return "+".join(parts)
+def language_set_size(spec: "str | SetSpec" = "default", seed: int = 0) -> int:
+    """How many languages `build_language_set(spec, seed)` holds, without building it (`SetSpec.size`)."""
+    return parse_set_spec(spec).size(seed)
+
+
+def with_per_cell(spec: "str | SetSpec", per_cell: int) -> SetSpec:
+    """`spec` with every MLRegTest part drawing `per_cell` languages per cell (`SetSpec.with_per_cell`)."""
+    return parse_set_spec(spec).with_per_cell(per_cell)
 
 
 def _unknown_part(part: str) -> FormalRopeError:
@@ -494,36 +583,10 @@ def _unknown_part(part: str) -> FormalRopeError:
     )
 
 
-def build_language_set(spec: str = "default", seed: int = 0) -> LanguageSet:
-    """The language set named by `spec` (see the module docstring), drawn with `seed`.
-
-    The same (spec, seed) gives the same entries in the same order. FormalRopeError for an unknown
-    source or option, a duplicate id (the same part twice) or a family that cannot be filled."""
-    pairs: list[tuple[LanguageEntry, DFA]] = []
-    known: set = set()
-    for part in _parts(spec):
-        name, _, rest = part.partition(":")
-        name = name.strip()
-        if name == "mlregtest":
-            per_cell, sizes, classes = _mlregtest_options(rest, part)
-            new = mlregtest_entries(per_cell, seed, sizes, classes)
-        elif name == "generated":
-            options = _generated_options(rest, part)
-            new = generated_entries(options["family"], options["count"], seed, known, options["periods"],
-                                    options["depth"], options["alphabets"])
-        elif name == "registry" and not rest:
-            new = registry_language_entries()
-        elif name == "file" and rest:
-            new = file_entries(rest.strip())
-        else:
-            raise _unknown_part(part)
-        pairs.extend(new)
-        known.update(dfa_key(dfa) for _, dfa in new)
-    entries = tuple(entry for entry, _ in pairs)
-    duplicates = sorted(identifier for identifier, n in Counter(e.id for e in entries).items() if n > 1)
-    if duplicates:
-        raise FormalRopeError(f"language set {spec!r} names {duplicates[0]} twice; list each part once")
-    return LanguageSet(spec.strip(), seed, entries)
+def build_language_set(spec: "str | SetSpec" = "default", seed: int = 0) -> LanguageSet:
+    """The language set named by `spec` (see the module docstring; a string or a parsed `SetSpec`),
+    drawn with `seed` (`SetSpec.build`)."""
+    return parse_set_spec(spec).build(seed)
 
 
 __all__ = [
@@ -537,12 +600,15 @@ __all__ = [
     "LanguageEntry",
     "LanguageSet",
     "MLRegTestFile",
+    "SetPart",
+    "SetSpec",
     "build_language_set",
     "entry_dfa",
     "language_set_size",
     "logic_class",
     "merged_language_set",
     "mlregtest_files",
+    "parse_set_spec",
     "read_language_set",
     "read_language_list",
     "stratified_sample",

@@ -27,12 +27,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from formal_rope.atlas.languages import LanguageEntry, LanguageSet, build_language_set
+from formal_rope.atlas.languages import LanguageEntry, LanguageSet, SetSpec, build_language_set
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import SearchSettings
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import POSITIONAL_ENCODINGS
+from formal_rope.run_config.rules import GLOBAL_WINDOW
 from formal_rope.sweeps.grid import MAX_GRID_RUNS, SCALE_NAMES, build_spec, expand_grid
 from formal_rope.theory import auto_periods
-from formal_rope.training.config import GLOBAL_WINDOW, POSITIONAL_ENCODINGS, RunConfig
 from formal_rope.training.scales import SCALES
 
 DEFAULT_ENCODINGS = ("nope", "rope_p", "rope", "rope_w8+nope")
@@ -178,11 +180,15 @@ class AtlasPlan:
     languages: LanguageSet
     configs: tuple[RunConfig, ...]
     dropped: tuple[LanguageEntry, ...] = ()
+    # The DFA the set built for each run's language, by (language, alphabet) as the runs name it:
+    # the runs are resolved with these (`sweeps.checks.resolve_grid(..., dfas=)`), not from text again.
+    dfas: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-def plan_atlas(spec: str, seed: int, request: AtlasRequest) -> AtlasPlan:
-    """Build the language set of (`spec`, `seed`) and expand its runs: FormalRopeError for whatever
-    the set or the grid refuses (a bad part or option, an unfillable family, too many runs)."""
+def plan_atlas(spec: "str | SetSpec", seed: int, request: AtlasRequest) -> AtlasPlan:
+    """Build the language set of (`spec`, `seed`; text, or parsed once: `languages.parse_set_spec`)
+    and expand its runs: FormalRopeError for whatever the set or the grid refuses (a bad part or
+    option, an unfillable family, too many runs)."""
     languages = build_language_set(spec, seed)
     bound = len(languages) * len(request.encodings) * request.recipe.seeds
     if bound > MAX_GRID_RUNS:
@@ -190,19 +196,23 @@ def plan_atlas(spec: str, seed: int, request: AtlasRequest) -> AtlasPlan:
                               f"{len(request.encodings)} encodings × {request.recipe.seeds} seeds), more than a sweep "
                               f"may run ({MAX_GRID_RUNS:,}); use fewer seeds, encodings or languages")
     configs: list[RunConfig] = []
-    kept: list[LanguageEntry] = []
+    kept: list[tuple[LanguageEntry, object]] = []
     dropped: list[LanguageEntry] = []
+    dfas: dict = {}
     seen: set[str] = set()
-    for entry in languages:
-        new = [config for config in atlas_configs(LanguageSet(spec, seed, (entry,)), request.encodings,
+    for entry, dfa in zip(languages.entries, languages.dfas, strict=True):
+        new = [config for config in atlas_configs(LanguageSet(languages.spec, seed, (entry,)), request.encodings,
                                                   request.recipe) if config.run_id() not in seen]
         if not new:
             dropped.append(entry)  # the same language (text and alphabet) as an earlier entry
             continue
-        kept.append(entry)
+        kept.append((entry, dfa))
         seen.update(config.run_id() for config in new)
         configs.extend(new)
-    return AtlasPlan(LanguageSet(languages.spec, languages.seed, tuple(kept)), tuple(configs), tuple(dropped))
+        dfas.update({(config.language, config.alphabet): dfa for config in new})
+    kept_set = LanguageSet(languages.spec, languages.seed, tuple(entry for entry, _ in kept),
+                           tuple(dfa for _, dfa in kept))
+    return AtlasPlan(kept_set, tuple(configs), tuple(dropped), dfas)
 
 
 def encoding_label(config: RunConfig) -> str:

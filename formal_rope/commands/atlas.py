@@ -35,7 +35,7 @@ from formal_rope.atlas.follow_up import (
     write_plan,
 )
 from formal_rope.atlas.follow_up import DEFAULT_SCALE as FOLLOW_UP_SCALE
-from formal_rope.atlas.languages import merged_language_set, read_language_set, with_per_cell
+from formal_rope.atlas.languages import merged_language_set, parse_set_spec, read_language_set
 from formal_rope.atlas.plan import atlas_request, calibration_config, encoding_label, plan_atlas
 from formal_rope.atlas.render import agreement_markdown, follow_up_markdown
 from formal_rope.commands import run_options as ro
@@ -44,7 +44,7 @@ from formal_rope.commands.sweep_display import interrupted, run_with_progress
 from formal_rope.commands.terminal import check_output_place, json_ready
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import write_bytes_atomically
-from formal_rope.sweeps.checks import check_grid
+from formal_rope.sweeps.checks import resolve_grid
 from formal_rope.sweeps.plan import swept_fields
 from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, ensure_results_dir, finished_run_ids, read_results
 
@@ -283,7 +283,8 @@ def atlas(
             check_output_place(follow_up_folder(out, request), "the follow-up folder", folder=True)
         _run_follow_up(request, out, workers, run, json_output, dry_run)
         return
-    spec = set_spec if per_cell is None else with_per_cell(set_spec, per_cell)
+    spec = parse_set_spec(set_spec)  # parsed once: its size, per-cell draw and build read the value
+    spec = spec if per_cell is None else spec.with_per_cell(per_cell)
     request = atlas_request(_split(pe), scale=scale, seeds=seeds, periods=_periods(periods), eval_mode=eval_mode,
                             budget=worst_case_budget, steps=steps)
     run.check(workers)  # before the set is built: contacts nothing
@@ -292,17 +293,18 @@ def atlas(
         read_language_set(out / LANGUAGES_FILE)  # a damaged record: refused before the set is built
     plan = plan_atlas(spec, seed, request)
     console = Console(stderr=True)
-    for note in check_grid(list(plan.configs), "atlas"):
+    resolved = resolve_grid(list(plan.configs), "atlas", dfas=plan.dfas)  # each run once, on the set's DFAs
+    for note in resolved.notes:
         console.print(f"[dim]note: {note}[/]", highlight=False, soft_wrap=True)
     if dry_run:
         _dry_run(plan, request, out, estimate, workers, json_output)
         return
     _run_atlas(plan, request, out, workers, run, json_output, confidence,
-               out / FIGURE_FILE if figure is None else figure, console)
+               out / FIGURE_FILE if figure is None else figure, console, resolved.runs)
 
 
 def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, confidence: float, figure: Path,
-               console) -> None:
+               console, resolved=()) -> None:
     finished = finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
     recorded = read_language_set(out / LANGUAGES_FILE)
     configs = list(plan.configs)
@@ -315,7 +317,7 @@ def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, c
         for index, line in enumerate(_plan_lines(plan, request, finished, out)):
             console.print(f"[bold]atlas[/] {line}" if index == 0 else line, highlight=False, soft_wrap=True)
 
-    summary = _sweep(configs, out, run, workers, console, request.worst_case, record_set)
+    summary = _sweep(configs, out, run, workers, console, request.worst_case, record_set, resolved)
     planned = {config.run_id() for config in configs}
     others = len(finished - planned)
     if others and not json_output:
@@ -330,9 +332,10 @@ def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, c
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
 
-def _sweep(configs, out: Path, run, workers: int, console, worst_case, before: Callable[[], None]):
+def _sweep(configs, out: Path, run, workers: int, console, worst_case, before: Callable[[], None], resolved=()):
     """Run `configs` as a sweep into `out` (the atlas's packs mix languages unless --pack says
-    otherwise), after the options are checked and `before` has recorded what the folder holds."""
+    otherwise), after the options are checked and `before` has recorded what the folder holds;
+    `resolved`: the runs as the plan's check resolved them (trained without resolving again)."""
     if run.pack == "auto":  # many small languages: the atlas's auto packs mix them (docs/packing.md)
         run = run._replace(pack=ATLAS_PACK)
     options = run.sweep_options(configs, out, workers=workers, note=lambda text: console.print(f"note: {text}"))
@@ -340,7 +343,7 @@ def _sweep(configs, out: Path, run, workers: int, console, worst_case, before: C
     before()
     try:
         summary = run_with_progress(configs, out, console, axes=swept_fields(configs), worst_case=worst_case,
-                                    **options)
+                                    resolved=resolved, **options)
     except KeyboardInterrupt:
         raise interrupted(configs, out) from None
     console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done, statuses "

@@ -22,7 +22,7 @@ from formal_rope.evaluation.models import model_dfa, model_language, worst_case
 from formal_rope.model.certificate import model_certificate
 from formal_rope.model.io import CompiledRunnable
 from formal_rope.progress import progress_display
-from formal_rope.training.config import lengths_fields
+from formal_rope.run_config.text import lengths_fields
 
 
 def _lengths(text: str | None, model) -> list[int] | range:

@@ -191,7 +191,8 @@ def _run_table(plan, run_options: dict, scale: str, console, json_output: bool) 
         soft_wrap=True,
     )
     try:
-        summary = run_with_progress(plan.configs, plan.out, console, axes=swept_fields(plan.configs), **run_options)
+        summary = run_with_progress(plan.configs, plan.out, console, axes=swept_fields(plan.configs),
+                                    resolved=plan.runs, **run_options)
     except KeyboardInterrupt:
         raise interrupted(plan.configs, plan.out) from None
     console.print(f"{summary.completed} run(s) finished, {summary.skipped} already done (skipped), statuses "

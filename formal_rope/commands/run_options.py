@@ -22,13 +22,14 @@ from formal_rope.commands.terminal import check_output_place
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.engine import DEFAULT_BUDGET, SearchSettings
 from formal_rope.numbers import float_text, int_text
+from formal_rope.run_config.fields import field_kind, parse_field_text
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.scheduling.packs import pack_key, parse_pack
 from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.tensorboard_log import check_tensorboard
 from formal_rope.storage.training_state import StateOptions, check_state_dir, open_state_store
 from formal_rope.storage.training_state import checkpoint_every as interval
 from formal_rope.sweeps.backends import BACKENDS, BackendOptions, backend_options, one_of
-from formal_rope.training.config import field_kind, lengths_fields, parse_field_text
 
 # `--mode` of `compile` and `run`.
 MODE_HELP = (

@@ -22,11 +22,11 @@ from formal_rope.commands.sweep_display import (
     run_with_progress,
 )
 from formal_rope.lang.source import parse_alphabet
+from formal_rope.run_config.encodings import encoding_names
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.sweeps.plan import GridRequest, check_axes, plan_sweep, swept_fields
 from formal_rope.sweeps.report import ReportRequest
 from formal_rope.sweeps.results import finished_run_ids
-from formal_rope.training.config import lengths_fields
-from formal_rope.training.encodings import encoding_names
 
 
 def _alphabet(text: str | None):
@@ -178,7 +178,8 @@ def sweep(
     run_options["worst_case"] = worst_case
     console.print(f"[bold]{plan.spec.name}[/]: {len(plan.configs)} runs at {plan.scale} scale → {out}")
     try:
-        summary = run_with_progress(plan.configs, out, console, axes=swept_fields(plan.configs), **run_options)
+        summary = run_with_progress(plan.configs, out, console, axes=swept_fields(plan.configs),
+                                    resolved=plan.runs, **run_options)
     except KeyboardInterrupt:
         raise interrupted(plan.configs, out) from None
     console.print(

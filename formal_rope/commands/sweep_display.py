@@ -14,6 +14,7 @@ from rich.measure import Measurement
 from formal_rope.commands.terminal import json_ready
 from formal_rope.errors import Interrupted
 from formal_rope.progress import progress_display, work_columns
+from formal_rope.run_config.encodings import hybrid_label
 
 # The module, not its functions: run_sweep is looked up when called (tests replace its trainer).
 from formal_rope.sweeps import runner
@@ -28,7 +29,6 @@ from formal_rope.sweeps.report import (
     rich_table,
 )
 from formal_rope.sweeps.results import finished_run_ids
-from formal_rope.training.encodings import hybrid_label
 
 # How `print_report` prints: the table and notes, the JSON document, or nothing (the caller prints).
 TABLE, JSON, QUIET = "table", "json", "quiet"
@@ -69,7 +69,8 @@ def _done_line(config, result, axes) -> str:
 
 def run_with_progress(configs, out: Path, console, axes=(), **run_options):
     """run_sweep with a Rich progress display: a line per finished run, the runs in flight. Off a
-    terminal (a log), a line per run as it starts and one as it finishes, and no bar."""
+    terminal (a log), a line per run as it starts and one as it finishes, and no bar.
+    run_options: run_sweep's (`resolved=`: the runs as the grid check resolved them)."""
     live = console.is_terminal
     with progress_display(
         *work_columns("sweep", "{task.description}"),

@@ -17,11 +17,13 @@ from formal_rope.commands.run_options import check_positive, parse_assignments, 
 from formal_rope.commands.terminal import describe_lengths, json_ready
 from formal_rope.errors import FormalRopeError, Interrupted
 from formal_rope.lang.source import parse_alphabet
-from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig, lengths_fields
-from formal_rope.training.context import context_notes, language_note
+from formal_rope.run_config.applies import refusal
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import encoding_names, hybrid_label
+from formal_rope.run_config.text import lengths_fields
 from formal_rope.training.data import data_settings, fit_to_data
-from formal_rope.training.encodings import encoding_names, hybrid_label
-from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR, check_init_source
+from formal_rope.training.init_from import TRAIN_CHECKPOINT_DIR
+from formal_rope.training.resolve import resolve_runs
 from formal_rope.training.scales import scale_overrides
 
 # `sweep` still imports check_positive, json_ready, parse_assignments and parse_periods from here;
@@ -157,21 +159,9 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
                                    out: Path | None, no_save: bool) -> None:
     """A user error for every option that would change nothing in this run (`given`: option text ->
     the RunConfig field it sets)."""
-    useless = {option: name for option, name in given.items() if name in FIELD_APPLIES_TO and not config.applies(name)}
-    if useless:
-        reasons = "; ".join(
-            f"{option} is used only by {', '.join(FIELD_APPLIES_TO[name])}" for option, name in useless.items()
-        )
-        raise FormalRopeError(
-            f"{', '.join(useless)} {'has' if len(useless) == 1 else 'have'} no effect with --pe {config.pe}: {reasons}"
-        )
-    sampling = {option: name for option, name in given.items() if name in SAMPLING_FIELDS and not config.applies(name)}
-    if sampling:
-        reasons = "; ".join(f"{option}: {SAMPLING_FIELDS[name]}" for option, name in sampling.items())
-        raise FormalRopeError(
-            f"{', '.join(sampling)} {'has' if len(sampling) == 1 else 'have'} no effect on a run that reads its "
-            f"strings from files (--data {config.data}): {reasons}; leave {'it' if len(sampling) == 1 else 'them'} out"
-        )
+    refused = refusal(config, given)  # the one rule of what applies (`run_config.applies`)
+    if refused:
+        raise FormalRopeError(refused)
     if out is not None and no_save:
         raise FormalRopeError("--out names a checkpoint but --no-save writes none; give one of them")
     if threads is not None and not device.startswith("cpu"):
@@ -179,19 +169,13 @@ def _refuse_options_without_effect(config, given: dict[str, str], device: str, t
 
 
 def _resolve_with_notes(config):
-    """Resolve the language once (checking it can be trained on and its periods), print a note on
-    stderr for each setting without effect on it, and return its DFA."""
-    # function-local: training.setup imports torch, which `train --help` does without
-    from formal_rope.training.setup import check_trainable, resolve_dfa, resolve_periods
-
-    read_as = language_note(config)
-    if read_as:
-        _note(read_as)
-    dfa = resolve_dfa(config)
-    check_trainable(config, dfa)
-    for note in context_notes(config, dfa, resolve_periods(config, dfa)):
+    """Resolve the run once (`training.resolve`: its language can be trained on, its periods, its
+    strings, the checkpoint its init_from names: a compiled model or a typo costs nothing), print a
+    note on stderr for each setting without effect on it, and return the resolved run."""
+    (run,) = resolve_runs([config], command="train", init_dir=TRAIN_CHECKPOINT_DIR)
+    for note in run.notes:
         _note(note)
-    return dfa
+    return run
 
 
 def _note(text: str) -> None:
@@ -368,9 +352,8 @@ def train_command(
         config, fitted = fit_to_data(config)  # the run records the lengths it trains and tests on
         for note in fitted:
             _note(note)
-    if config.init_from is not None:
-        check_init_source(config.init_from, TRAIN_CHECKPOINT_DIR)  # a compiled model or a typo costs nothing
-    dfa = _resolve_with_notes(config)
+    run = _resolve_with_notes(config)
+    dfa = run.dfa
     checkpoint = None if no_save else (out if out is not None else Path("checkpoints") / f"{config.run_id()}.zip")
     state = state_flags.state(config, note=_note)
     curves = curve_flags.curves()
@@ -380,8 +363,8 @@ def train_command(
                               "needs --lang for it")
     try:
         result, _ = run_training(
-            config, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
-            threads=1 if threads is None else threads, dfa=dfa, state=state, worst_case=worst_case,
+            run, progress=not (quiet or json_output), checkpoint_path=checkpoint, device=device,
+            threads=1 if threads is None else threads, state=state, worst_case=worst_case,
             init_dir=TRAIN_CHECKPOINT_DIR, curve_options=curves,
         )
     except KeyboardInterrupt:

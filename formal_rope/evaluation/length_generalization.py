@@ -29,8 +29,8 @@ import torch
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.nnch import nnch_score
 from formal_rope.sampling.datasets import unscored_classes
-from formal_rope.training.config import LengthResult
 from formal_rope.training.model import Classifier, encode_fixed_length
+from formal_rope.training.run_result import LengthResult
 
 EVAL_MODES = ("full", "nstar")
 SCORE_ELEMENT_BUDGET = 1 << 23  # attention scores per chunk (batch * heads * T * T), ~32 MB in fp32

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from formal_rope.training.config import LengthResult
+from formal_rope.training.run_result import LengthResult
 
 NNCH_TOTAL_BATCH = 512  # strings per length in NNCH's range evaluation (range_test_total_batch_size)
 

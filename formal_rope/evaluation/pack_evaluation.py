@@ -9,7 +9,7 @@ import numpy as np
 from formal_rope.errors import FormalRopeError
 from formal_rope.evaluation.length_generalization import EVAL_MODES, Evaluation, evaluate_pack_sets, passed
 from formal_rope.progress import TrainingProgress
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 from formal_rope.training.data import language_key, run_data
 from formal_rope.training.model import Classifier
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.checks import period_pairs
+from formal_rope.run_config.rules import period_pairs
 from formal_rope.training.encodings.base import periodic_tables
 from formal_rope.training.encodings.periods import assign_periods
 from formal_rope.training.encodings.phases import float_turns

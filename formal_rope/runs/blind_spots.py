@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from formal_rope.evaluation.length_generalization import predict_pack
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling.coverage import CoverageTally, TransitionCoverage
 from formal_rope.theory import NOT_EXPRESSIBLE
 from formal_rope.theory.families import family_modulus, family_strings, witness_family
 from formal_rope.theory.runs import run_prediction
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import test_length_blocks
 
 

@@ -27,6 +27,7 @@ from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.evaluation.length_generalization import Evaluation
 from formal_rope.evaluation.pack_evaluation import evaluate_pack
 from formal_rope.progress import ProgressArg, RunProgress
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs.blind_spots import family_test, test_coverage
 from formal_rope.runs.search import search_pack, with_worst_case
 from formal_rope.scheduling.packs import check_packable, pack_key
@@ -36,11 +37,12 @@ from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.provenance import software_versions, source_commit
 from formal_rope.storage.tensorboard_log import PackLog, open_pack_log
 from formal_rope.storage.training_state import StateOptions, TrainingStateError, check_state_dir, open_state_store
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.context import run_warnings
-from formal_rope.training.init_from import InitFromError, check_init_sources, load_init_weights
+from formal_rope.training.init_from import InitFromError, load_init_weights
 from formal_rope.training.model import Classifier
-from formal_rope.training.setup import PackIngredients, build_pack, check_device, pack_ingredients
+from formal_rope.training.resolve import PackIngredients, pack_ingredients
+from formal_rope.training.run_result import RunResult
+from formal_rope.training.setup import build_pack, check_device
 from formal_rope.training.train import learning_rate, train_pack
 
 
@@ -56,8 +58,6 @@ class PackOptions:
     whose runs alone get other threads than its packs (a sweep: `scheduling.packs.default_threads`) passes
     threads_alone: the threads of each run trained again alone after the pack raised (None:
     `threads`); such a run ends bit-identical to the same run trained alone.
-    dfa: a pre-resolved DFA for the configs' language (skips resolution; the configs still name it;
-    only for runs of one language).
     state: save the training state every `state.every` steps and resume from it (deleted at the end
     unless `state.keep`; `train --resume`). on_step(step, losses) sees every step's per-run losses.
     worst_case: also search each evaluated run for misclassified strings (`runs.search`; the
@@ -77,7 +77,6 @@ class PackOptions:
     device: str | torch.device = "cpu"
     threads: int | None = 1
     threads_alone: int | None = None
-    dfa: object = None
     state: StateOptions | None = None
     on_step: Callable[[int, list[float]], None] | None = None
     worst_case: SearchSettings | None = None
@@ -102,9 +101,12 @@ class _Measured:
     blind_spots: list = None  # per run (FamilyTest | None, TransitionCoverage | None), runs.blind_spots
 
 
-def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=None,
+def run_pack(runs, options: PackOptions | None = None, *, checkpoint_paths=None,
              **overrides) -> tuple[list[RunResult], Classifier | None]:
     """Train, evaluate and (optionally) checkpoint a pack of compatible runs in one computation.
+
+    runs: RunConfigs, resolved here, or ResolvedRuns (`training.resolve.resolve_runs`: resolved
+    once by the caller, `train` and a sweep's grid check, and not again).
 
     Returns (one RunResult per config, in order; the pack's model, or None when the pack raised and
     its runs were trained again one by one, each with its own outcome). configs must share what
@@ -115,8 +117,9 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
     checkpoint_paths: one path (or None) per config.
     """
     options = replace(options or PackOptions(), **overrides)
-    configs = list(configs)
-    paths, ingredients = _prepare(configs, options, checkpoint_paths)
+    runs = list(runs)
+    configs = [run if isinstance(run, RunConfig) else run.config for run in runs]
+    paths, ingredients = _prepare(runs, configs, options, checkpoint_paths)
     if options.threads is not None and str(options.device).startswith("cpu"):
         torch.set_num_threads(options.threads)
     key = pack_key(configs)
@@ -127,7 +130,7 @@ def run_pack(configs, options: PackOptions | None = None, *, checkpoint_paths=No
         alone = options.threads if options.threads_alone is None else options.threads_alone
         options = replace(options, threads=alone, threads_alone=None)
         measured = None  # free the pack's model first
-        return _run_alone(configs, paths, key, options, ingredients.dfas), None
+        return _run_alone(ingredients, paths, key, options), None
     results = _pack_results(configs, measured, ingredients, key, wall=time.perf_counter() - started)
     if options.worst_case is not None:
         results = [with_worst_case(result, found) for result, found in zip(results, measured.searches)]
@@ -152,16 +155,18 @@ def check_pack(configs, device: str | torch.device) -> None:
     fit (`scheduling.workload.check_workload`), a device or attention implementation this machine
     lacks (`training.setup.check_device`), runs that cannot share a pack
     (`scheduling.packs.check_packable`). Each config checked its own fields when it was built
-    (`config.check_config`)."""
+    (`run_config.config.check_config`)."""
     for config in configs:
         check_workload(config)
         check_device(config, device)
     check_packable(configs)
 
 
-def _prepare(configs: list[RunConfig], options: PackOptions, checkpoint_paths) -> tuple[list, PackIngredients]:
+def _prepare(runs: list, configs: list[RunConfig], options: PackOptions,
+             checkpoint_paths) -> tuple[list, PackIngredients]:
     """The checks that come before any work (a user's error, never a failed run: FormalRopeError),
-    then the checkpoint path of each run and the pack's ingredients (DFA, data, periods)."""
+    then the checkpoint path of each run and the pack's ingredients (its runs resolved: DFA, data,
+    periods, the checkpoints they continue from)."""
     if not configs:
         raise FormalRopeError("run_pack needs at least one run")
     check_pack(configs, options.device)
@@ -173,13 +178,12 @@ def _prepare(configs: list[RunConfig], options: PackOptions, checkpoint_paths) -
             check_checkpoint_path(path)  # before training: an unwritable path must not cost a run
     if options.state is not None:
         check_state_dir(options.state.uri)
-    # A language without balanced batches, unreadable or mislabelled data files are the user's
-    # error, not a failed run.
-    ingredients = pack_ingredients(configs, options.dfa)
+    # A language without balanced batches, unreadable or mislabelled data files, an unusable
+    # checkpoint to continue from are the user's error, not a failed run (and cost no run).
+    ingredients = pack_ingredients(runs, options.init_dir)
     if options.worst_case is not None and any(dfa is None for dfa in ingredients.dfas):
         raise FormalRopeError(f"--eval worst-case labels its strings with the language's DFA, and "
                               f"{configs[0].language} has none (data files without a language): give --lang too")
-    check_init_sources(configs, ingredients.alphabets, options.init_dir)  # an unusable checkpoint costs no run
     return paths, ingredients
 
 
@@ -200,7 +204,7 @@ def _measure(configs: list[RunConfig], ingredients: PackIngredients, key: str, o
     try:
         model = build_pack(configs, ingredients.symbol_counts, ingredients.periods).to(options.device)
         if any(config.init_from is not None for config in configs):
-            init_notes = load_init_weights(model, configs, ingredients.alphabets, options.init_dir)
+            init_notes = load_init_weights(model, configs, ingredients.alphabets, sources=ingredients.init_sources)
         reporter.stage("train", first.steps)
         outcomes = train_pack(model, configs, ingredients.data, report=reporter.update, device=options.device,
                               state=options.state, state_key=key, on_step=options.on_step,
@@ -321,29 +325,33 @@ def _pack_results(configs, measured: _Measured, ingredients: PackIngredients, ke
     return results
 
 
-def _run_alone(configs, paths, key: str, options: PackOptions, dfas) -> list[RunResult]:
+def _run_alone(ingredients: PackIngredients, paths, key: str, options: PackOptions) -> list[RunResult]:
     """After a pack raised: train each of its runs as a pack of one, so that every run gets its own
     outcome (a healthy run ends exactly as `run_pack([config])` does; the run that raised records its
     own error). The pack's saved training state is dropped (unless `state.keep`): the runs no longer
     train as that pack. on_step still sees one loss per run of the pack (NaN for the others).
-    dfas: each run's resolved DFA (not resolved again)."""
-    runs = len(configs)
+    Each run keeps its resolution (DFA, periods, data, checked init checkpoint: not resolved again)."""
+    runs = len(ingredients.runs)
     results = []
-    for run, (config, path) in enumerate(zip(configs, paths)):
+    for run, (resolved, path) in enumerate(zip(ingredients.runs, paths)):
+        if resolved.pending_init:  # checked now: a pack of one does not check it again
+            resolved = replace(resolved, init_source=ingredients.init_sources[run])
         step = None
         if options.on_step is not None:
             def step(index, losses, run=run):
                 options.on_step(index, [losses[0] if other == run else math.nan for other in range(runs)])
-        (result,), _ = run_pack([config], replace(options, on_step=step, dfa=dfas[run]), checkpoint_paths=[path])
+        (result,), _ = run_pack([resolved], replace(options, on_step=step), checkpoint_paths=[path])
         results.append(result)
     if options.state is not None and not options.state.keep:
         open_state_store(options.state.uri).delete(key)
     return results
 
 
-def run_training(config: RunConfig, options: PackOptions | None = None, *, checkpoint_path: str | Path | None = None,
+def run_training(config, options: PackOptions | None = None, *, checkpoint_path: str | Path | None = None,
                  **overrides) -> tuple[RunResult, Classifier | None]:
     """Train, evaluate and (optionally) checkpoint one run (a pack of one). Returns (result, model).
+
+    config: a RunConfig, or its ResolvedRun (`training.resolve`; `train` resolves it first).
 
     options: `PackOptions`, with a progress bar by default (`PackOptions(progress=True)`);
     `overrides` replace its fields by name (`run_training(config, progress=False, state=...)`).

@@ -9,8 +9,8 @@ from formal_rope.evaluation.engine import SearchSettings, WorstCase
 from formal_rope.evaluation.models import worst_case_pack
 from formal_rope.evaluation.pack_evaluation import first_failing_length, tested_position
 from formal_rope.progress import TrainingProgress
-from formal_rope.training.config import RunResult
 from formal_rope.training.model import Classifier
+from formal_rope.training.run_result import RunResult
 
 
 def search_pack(

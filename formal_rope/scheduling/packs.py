@@ -15,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from dataclasses import fields
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig
-from formal_rope.training.encodings import ENCODINGS
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import ENCODINGS
+from formal_rope.run_config.fields import FIELD_NAMES
 
 # A run's language and alphabet: its own in a pack (its own DFA, data, vocabulary and evaluation),
 # but `group_packs` keeps languages apart unless the pack value ends in LANGUAGES.
@@ -28,7 +28,7 @@ PER_RUN_FIELDS = frozenset(
     {"seed", "lr", "lr_schedule", "warmup_steps", "weight_decay", "grad_clip", "base", "periods",
      "train_near_miss_fraction", "eval_mode", "init_from", *LANGUAGE_FIELDS}
 )
-SHARED_FIELDS = tuple(f.name for f in fields(RunConfig) if f.name not in PER_RUN_FIELDS)
+SHARED_FIELDS = tuple(name for name in FIELD_NAMES if name not in PER_RUN_FIELDS)
 MAX_AUTO_PACK = 64  # beyond this a CPU pack gains nothing and one failure costs too many runs
 MEMORY_SHARE = 0.5  # `auto` packs use at most this share of the memory available to all workers
 

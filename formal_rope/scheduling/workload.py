@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.checks import period_pairs
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.rules import period_pairs
 
 FLOP_LIMIT = 1e20  # ~300 years on one CPU core, ~10 days on a GPU sustaining 1e14 FLOP/s
 CPU_FLOPS = 1e10  # what one core of this project's CPU sustains on these models (measured, rounded)

@@ -14,7 +14,7 @@ _LAZY = {
     **dict.fromkeys(("BASE_FREE_PES", "EXPERIMENTS", "MAX_GRID_RUNS", "PAPER_TABLES", "SweepSpec", "build_spec",
                      "expand_grid", "load_sweep_file", "paper_sweep_path", "unused_settings"),
                     "formal_rope.sweeps.grid"),
-    "check_grid": "formal_rope.sweeps.checks",
+    **dict.fromkeys(("GridRuns", "check_grid", "resolve_grid"), "formal_rope.sweeps.checks"),
     **dict.fromkeys(("DEFAULT_GROUPING", "SORT_KEYS", "AggregateRow", "aggregate", "mixed_settings", "plot_n_star",
                      "sort_rows"), "formal_rope.sweeps.report"),
     **dict.fromkeys(("Results", "finished_run_ids", "load_results", "nnch_accuracy", "read_results", "write_run"),

@@ -1,49 +1,37 @@
-"""Checks of a planned grid before its first run (`check_grid`): every run's language, workload
-and init source, so a typo stops a sweep at once instead of failing once per grid point."""
+"""Checks of a planned grid before its first run: every run resolved once (`resolve_grid`:
+language, periods, workload, data, init source), so a typo stops a sweep at once instead of
+failing once per grid point, and the sweep's packs train the resolved runs without resolving
+them again."""
 
 from __future__ import annotations
 
-from formal_rope.scheduling.workload import check_workload
-from formal_rope.training.config import RunConfig
-from formal_rope.training.context import context_notes, language_note
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from formal_rope.run_config.config import RunConfig
+from formal_rope.training.resolve import ResolvedRun, all_notes, resolve_runs
+
+
+@dataclass(frozen=True, eq=False)
+class GridRuns:
+    """A grid's runs, each resolved (`training.resolve.ResolvedRun`), and the notes to print before
+    they run: settings without effect on some language, each once."""
+
+    runs: tuple[ResolvedRun, ...]
+    notes: tuple[str, ...]
+
+
+def resolve_grid(configs: list[RunConfig], command: str = "sweep", dfas: Mapping | None = None) -> GridRuns:
+    """Resolve every run before the first starts (FormalRopeError), so a typo stops the sweep at
+    once instead of being recorded as one failed run per grid point; this includes `periods auto`
+    on a language outside LTL[P,MOD] and an init_from checkpoint path that cannot be used (a run id
+    names a run of the sweep, whose checkpoint is checked when it has trained). Notes suggest
+    `command`'s options. dfas: DFAs already built, by (language, alphabet) (the atlas's set)."""
+    runs = resolve_runs(configs, dfas=dfas, command=command, init_dir=None)
+    return GridRuns(tuple(runs), tuple(all_notes(runs)))
 
 
 def check_grid(configs: list[RunConfig], command: str = "sweep") -> list[str]:
-    """Check every run's settings and language before the first run starts (FormalRopeError), so a
-    typo stops the sweep at once instead of being recorded as one failed run per grid point; this
-    includes `periods auto` on a language outside LTL[P,MOD]. Returns notes (`context_notes`) on
-    settings that have no effect on some language, once each, suggesting `command`'s options."""
-    from formal_rope.training.init_from import check_init_source, is_run_id  # reads checkpoints with torch
-    from formal_rope.training.setup import (  # torch: not on the sweeps import
-        check_trainable,
-        resolve_dfa,
-        resolve_periods,
-    )
-
-    dfas: dict = {}
-    notes: list[str] = []
-    checked: set = set()
-    for config in configs:
-        check_workload(config)  # each config checked its own fields when built; whether it fits, here
-        if config.init_from is not None and not is_run_id(config.init_from):
-            check_init_source(config.init_from, None)  # a path: usable or refused now (run ids come from the sweep)
-        language_key = (config.language, config.alphabet)
-        if language_key not in dfas:
-            dfas[language_key] = resolve_dfa(config)
-            read_as = language_note(config)
-            if read_as and read_as not in notes:
-                notes.append(read_as)
-        dfa = dfas[language_key]
-        # (with everything `run_warnings` reads: a note for one base, window or layer count is no other's)
-        key = (language_key, config.pe, config.periods, config.train_min_length, config.train_max_length,
-               config.train_near_miss_fraction, config.base, config.phase_precision, config.window, config.layers,
-               config.d_model, config.heads, config.rope_fraction, config.test_max_length, config.steps,
-               config.warmup_steps)
-        if key in checked:
-            continue
-        checked.add(key)
-        check_trainable(config, dfa)
-        for note in context_notes(config, dfa, resolve_periods(config, dfa), command):
-            if note not in notes:
-                notes.append(note)
-    return notes
+    """`resolve_grid`'s notes (Python callers that run the configs themselves: `run_sweep(configs,
+    out)` then resolves each run in its pack; give it `resolve_grid(...).runs` to resolve once)."""
+    return list(resolve_grid(configs, command).notes)

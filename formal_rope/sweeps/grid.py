@@ -17,22 +17,16 @@ import dataclasses
 import itertools
 import re
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded_text
 from formal_rope.lang.source import parse_alphabet
-from formal_rope.training.config import (
-    BASE_ENCODINGS,
-    FIELD_APPLIES_TO,
-    POSITIONAL_ENCODINGS,
-    SAMPLING_FIELDS,
-    RunConfig,
-    coerce_field,
-    field_kind,
-)
-from formal_rope.training.encodings import is_periodic
+from formal_rope.run_config.applies import grid_notes
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.encodings import BASE_ENCODINGS, POSITIONAL_ENCODINGS, is_periodic
+from formal_rope.run_config.fields import FIELD_NAMES, coerce_field, field_kind
 from formal_rope.training.scales import SCALES
 
 BASE_FREE_PES = frozenset(pe for pe in POSITIONAL_ENCODINGS if pe not in BASE_ENCODINGS)
@@ -55,7 +49,7 @@ _VARIANT_NAME = "name"
 # grid point's learning rate (so one recipe holds at every scale).
 _STAGE_KEYS = ("continue_from", "steps_scale", "lr_scale")
 _SCALE_EXTRA_KEYS = {"seeds", "lrs"}
-_RUNCONFIG_KEYS = {f.name for f in fields(RunConfig)}
+_RUNCONFIG_KEYS = set(FIELD_NAMES)
 # RunConfig fields that are grid axes: a [quick]/[paper] table naming them would be ignored, so it is
 # an error that points to the grid key instead.
 _AXIS_FIELDS = {"language": "languages", "pe": "pes", "base": "bases", "seed": "seeds", "lr": "lrs",
@@ -174,22 +168,8 @@ def variant_run_ids(spec: SweepSpec, resolve_periods=None) -> dict[str, str]:
 
 def unused_settings(configs: list[RunConfig], given: dict[str, str]) -> list[str]:
     """Notes for options (option text -> RunConfig field) that apply to none of the grid's runs
-    (`--base` on a grid of nope/rope_p/sipe_p, `--set rope_fraction=...` without partial_rope,
-    `--n-per-length` or `--set eval_seed=...` on runs that read data files). RunConfig resets such
-    a field, so the grid has one run where the option's values would have made several."""
-    notes = []
-    for option, name in given.items():
-        if configs and not any(config.applies(name) for config in configs):
-            if name in SAMPLING_FIELDS and all(config.data is not None for config in configs):
-                notes.append(
-                    f"{option} has no effect on this grid: its runs read their strings from files "
-                    f"({configs[0].data}), and {SAMPLING_FIELDS[name]}; runs that would differ only in it are one run"
-                )
-                continue
-            pes = ", ".join(dict.fromkeys(config.pe for config in configs))
-            users = ", ".join(FIELD_APPLIES_TO.get(name, ()))
-            notes.append(f"{option} has no effect on this grid: its encodings ({pes}) do not use it (only {users} do)")
-    return notes
+    (`run_config.applies.grid_notes`: the one rule of what applies)."""
+    return grid_notes(configs, given)
 
 
 def _line_of_key(text: str, key: str) -> int | None:

@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.applies import MAYBE_UNUSED
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import FIELD_NAMES
 from formal_rope.storage.training_state import state_subfolder
 from formal_rope.sweeps import grid
-from formal_rope.sweeps.checks import check_grid
+from formal_rope.sweeps.checks import resolve_grid
 from formal_rope.sweeps.grid import (
     EXPERIMENTS,
     PAPER_TABLES,
@@ -25,11 +28,8 @@ from formal_rope.sweeps.grid import (
     load_sweep_file,
     unused_settings,
 )
-from formal_rope.training.config import FIELD_APPLIES_TO, SAMPLING_FIELDS, RunConfig
 from formal_rope.training.data import data_settings, fit_to_data
 
-# Fields some runs do not use: those of some encodings only, and those data files cannot use.
-MAYBE_UNUSED = frozenset({*FIELD_APPLIES_TO, *SAMPLING_FIELDS})
 # The option that sets such a field in `settings`, where it is not the field's name.
 _SETTING_OPTIONS = {"n_per_length": "--n-per-length", "nnch_samples": "--nnch-samples"}
 
@@ -60,13 +60,14 @@ class GridRequest:
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """The grid to run: its spec, the scale it was built at, its runs, and notes on settings that
-    have no effect on some of them (for the user, before anything runs)."""
+    """The grid to run: its spec, the scale it was built at, its runs (configs, and each resolved),
+    and notes on settings that have no effect on some of them (for the user, before anything runs)."""
 
     spec: SweepSpec
     scale: str
     configs: tuple[RunConfig, ...]
     notes: tuple[str, ...] = ()
+    runs: tuple = ()  # the configs resolved (`sweeps.checks.resolve_grid`), which the sweep trains
 
     @property
     def axis_names(self) -> list[str]:
@@ -89,7 +90,7 @@ def swept_fields(configs) -> list[str]:
     ...), so that two runs' lines never read the same."""
     configs = list(configs)
     swept = []
-    for name in RunConfig.__dataclass_fields__:
+    for name in FIELD_NAMES:
         if name in LABELLED_ANYWAY:
             continue
         values = {repr(getattr(config, name)) for config in configs if config.applies(name)}
@@ -125,8 +126,9 @@ def plan_sweep(request: GridRequest) -> SweepPlan:
     given = given_options(request)
     given.update({f"the sweep file's [axes] {name}": name for name, _ in spec.axes
                   if name not in request.axes and name in MAYBE_UNUSED})
-    notes = unused_settings(configs, given) + fitted + check_grid(configs)
-    return SweepPlan(spec=spec, scale=scale, configs=tuple(configs), notes=tuple(notes))
+    resolved = resolve_grid(configs)
+    notes = unused_settings(configs, given) + fitted + list(resolved.notes)
+    return SweepPlan(spec=spec, scale=scale, configs=tuple(configs), notes=tuple(notes), runs=resolved.runs)
 
 
 def data_language(data: Path, languages, alphabet) -> tuple[str, dict]:
@@ -213,6 +215,7 @@ class TablePlan:
     configs: tuple[RunConfig, ...]
     state_dir: str | None = None
     notes: tuple[str, ...] = ()
+    runs: tuple = ()  # the configs resolved (`sweeps.checks.resolve_grid`), which the sweep trains
 
 
 def reproduce_tables(table: str) -> tuple[str, ...]:
@@ -255,9 +258,10 @@ def plan_reproduce(table: str, scale: str, *, out: Path | None = None, seeds: in
         else:
             target = out / name if table == "all" else out
         configs = expand_grid(spec)
+        resolved = resolve_grid(configs, "reproduce")
         plans.append(TablePlan(
             name=name, spec=spec, out=target, configs=tuple(configs),
             state_dir=state_dir if state_dir is None or table != "all" else state_subfolder(state_dir, name),
-            notes=tuple(check_grid(configs, "reproduce")),
+            notes=resolved.notes, runs=resolved.runs,
         ))
     return plans

@@ -9,7 +9,7 @@ names starting with '.' or '_') always sees complete runs only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -19,9 +19,11 @@ import pyarrow.types as types
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, write_bytes_atomically
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.fields import FIELD_NAMES, field_kind
 from formal_rope.sweeps.curve_table import write_curve
 from formal_rope.theory.runs import prediction_columns
-from formal_rope.training.config import RunConfig, RunResult, field_kind
+from formal_rope.training.run_result import RunResult
 
 RUNS = "runs"
 EVALS = "evals"
@@ -172,7 +174,7 @@ def metric_columns(result: RunResult) -> dict:
 _KIND_TYPES = {"str": "string", "int": "int64", "float": "float64", "symbols": "string", "integers": "string",
                "optional_str": "string", "window": "string"}
 # Every RunConfig field is a column; alphabet and periods hold the resolved values the run used.
-CONFIG_COLUMNS = tuple(f.name for f in fields(RunConfig))
+CONFIG_COLUMNS = FIELD_NAMES
 # Fixed column types: every per-run file must share one schema, or reading the folder fails
 # when a column is null in one file and a string in another. The SPEC §9 columns come first.
 RUN_COLUMN_TYPES = {

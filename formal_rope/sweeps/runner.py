@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import acquire_lock
+from formal_rope.run_config.config import RunConfig
 from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.provenance import source_commit
 from formal_rope.storage.tensorboard_log import check_tensorboard
@@ -40,8 +41,8 @@ from formal_rope.sweeps.units import (
     stage_waves,
     unit_key,
 )
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.init_from import SWEEP_MODELS_DIR, is_run_id
+from formal_rope.training.run_result import RunResult
 
 SWEEP_LOCK = ".formal-rope-sweep.lock"  # in the results folder, held while a sweep runs there
 EventCallback = Callable[[str, RunConfig, "RunResult | None"], None]
@@ -99,6 +100,7 @@ def run_sweep(
     on_note: Callable[[str], None] | None = None,
     worst_case=None,
     curves: CurveOptions = CurveOptions(),
+    resolved: Sequence = (),
 ) -> SweepSummary:
     """Run every config not already finished in `out`; each result is written as soon as it ends.
 
@@ -129,6 +131,8 @@ def run_sweep(
     are reused, so its numbers are the same). A custom pack_runner then gets worst_case= too.
     curves: each run's training curve (OUT/curves, `--log-every`) and TensorBoard event files
     (`--tensorboard`, written by the worker that trains the run), with the default pack runner.
+    resolved: runs resolved in advance (`sweeps.checks.resolve_grid(configs).runs`); the default
+    pack runner trains these as they are, without resolving them again (each run resolved once).
     """
     start = time.perf_counter()
     options = resolve_backend(backend, workers=workers, address=address, cpus_per_run=cpus_per_run,
@@ -147,13 +151,13 @@ def run_sweep(
     try:
         return _run_locked(configs, out, options, state=state, runner=runner, pack_runner=pack_runner,
                            on_event=on_event, on_note=on_note, pack=pack, start=start, worst_case=worst_case,
-                           curves=curves)
+                           curves=curves, resolved=resolved)
     finally:
         lock.release()
 
 
 def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, pack_runner, on_event, on_note, pack,
-                start: float, worst_case, curves: CurveOptions = CurveOptions()) -> SweepSummary:
+                start: float, worst_case, curves: CurveOptions = CurveOptions(), resolved=()) -> SweepSummary:
     done = finished_run_ids(out, worst_case=worst_case is not None)
     pending = [c for c in configs if c.run_id() not in done]
     notify = on_event or (lambda *_: None)
@@ -162,8 +166,12 @@ def _run_locked(configs, out: Path, options: BackendOptions, *, state, runner, p
     for config in configs:
         if config.run_id() in done:
             notify("skip", config, None)
+    pending_ids = {config.run_id() for config in pending}
+    # Only the pending runs travel with the task to the workers (the others are done).
+    ready = {run.config.run_id(): run for run in resolved if run.config.run_id() in pending_ids}
     task = UnitTask(runner=runner, pack_runner=pack_runner, threads=options.threads, workers=options.workers,
-                    state=state, worst_case=worst_case, models_dir=models_dir, keep_models=sources, curves=curves)
+                    state=state, worst_case=worst_case, models_dir=models_dir, keep_models=sources, curves=curves,
+                    resolved=ready)
     commit = source_commit()
     statuses: dict[str, int] = {}
     written: set[str] = set()

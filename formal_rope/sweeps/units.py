@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import read_bounded, write_bytes_atomically
+from formal_rope.run_config.config import RunConfig
 from formal_rope.scheduling.packs import default_threads, group_packs, pack_key
 from formal_rope.storage.curves import CurveOptions
 from formal_rope.storage.training_state import StateOptions
 from formal_rope.sweeps.backends.base import Unit
 from formal_rope.sweeps.backends.cores import CoreShare
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.init_from import is_run_id
+from formal_rope.training.run_result import RunResult
 
 
 def failed_result(config: RunConfig, error: BaseException | str, wall_s: float = 0.0) -> RunResult:
@@ -35,11 +37,12 @@ def failed_result(config: RunConfig, error: BaseException | str, wall_s: float =
     )
 
 
-def pack_runner_in_process(configs: Sequence[RunConfig], *, device: str, threads: int,
+def pack_runner_in_process(configs: Sequence, *, device: str, threads: int,
                            state: StateOptions | None, threads_alone: int | None = None,
                            worst_case=None, checkpoint_paths=None, init_dir: str | None = None,
                            eval_threads=None, curve_options: CurveOptions | None = None) -> list[RunResult]:
-    """Train and evaluate a pack of compatible runs in this process (the default pack runner).
+    """Train and evaluate a pack of compatible runs (RunConfigs, or ResolvedRuns: trained as
+    resolved) in this process (the default pack runner).
     threads_alone: the threads of each run trained again alone when the pack raises (default
     `threads`; `run_pack`). worst_case: the worst-case search's settings (`--eval worst-case`).
     checkpoint_paths, init_dir: as for `run_pack` (a staged sweep's checkpoints, OUT/models).
@@ -86,6 +89,9 @@ class UnitTask:
     cores: CoreShare | None = None
     # Each run's training curve and TensorBoard files (`storage.curves`), written where it trains.
     curves: CurveOptions = CurveOptions()
+    # Runs resolved by the grid check (`sweeps.checks.resolve_grid`), by run id: the default pack
+    # runner trains a unit whose runs are all here as they are, without resolving them again.
+    resolved: Mapping = field(default_factory=dict)
 
     def sharing_cores(self, share: CoreShare) -> "UnitTask":
         """This task, its evaluations sharing the pool's idle cores through `share`."""
@@ -138,8 +144,10 @@ class UnitTask:
             ]
         if self.cores is not None and str(device).startswith("cpu"):
             extra["eval_threads"] = partial(self.cores.evaluation_threads, threads)
-        return pack_runner_in_process(unit, device=device, threads=threads, threads_alone=self.threads_for(1),
-                                      state=self.state, curve_options=self.curves, **extra)
+        runs = [self.resolved.get(config.run_id()) for config in unit]
+        return pack_runner_in_process(unit if None in runs else runs, device=device, threads=threads,
+                                      threads_alone=self.threads_for(1), state=self.state, curve_options=self.curves,
+                                      **extra)
 
     def _run_one(self, config: RunConfig) -> RunResult:
         start = time.perf_counter()

@@ -27,10 +27,10 @@ from formal_rope.classes.classify import classify
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.ast import And, Atom, Const, Historically, Iff, Implies, Not, Or, Past, Yesterday, children
 from formal_rope.lang.source import automaton_path, resolve_language
+from formal_rope.run_config.config import DATA_LANGUAGE_PREFIX, RunConfig
 from formal_rope.theory import NO_PREDICTION, LanguageFacts, Prediction, mlregtest_ltl_p_y, predict_run
 from formal_rope.theory.locality import ltl_p_y_of
 from formal_rope.theory.predictions import NOTHING_PROVED
-from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
 
 # Formula nodes of LTL[P,Y] (H φ = ¬P¬φ; Since and MOD are not in it).
 _LTL_P_Y_NODES = (Atom, Const, Not, And, Or, Implies, Iff, Past, Historically, Yesterday)

@@ -11,8 +11,8 @@ import numpy as np
 from formal_rope.auto_periods import AUTO_MIN_PERIOD, auto_periods_note
 from formal_rope.classes import classify
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import RunConfig
 from formal_rope.sampling import count_table
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import is_data_language
 from formal_rope.training.encodings import phases
 

@@ -19,6 +19,7 @@ import numpy as np
 from formal_rope.automata import language_dfa
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.source import resolve_language
+from formal_rope.run_config.config import DATA_LANGUAGE_PREFIX, RunConfig
 from formal_rope.sampling import (
     PAD,
     TrainingBatch,
@@ -32,7 +33,6 @@ from formal_rope.sampling import (
 )
 from formal_rope.sampling.coverage import COVERAGE, TrainingCoverage, with_training_coverage
 from formal_rope.sampling.formats import check_labels, load_dataset
-from formal_rope.training.config import DATA_LANGUAGE_PREFIX, RunConfig
 
 TEST_SYMBOL_BUDGET = 4_000_000  # symbols sampled per block of test lengths (bounds sampler memory)
 

@@ -76,27 +76,22 @@ def check_init_source(value: str, folder: str | Path | None, alphabet=None) -> P
     return path
 
 
-def check_init_sources(configs, alphabet, folder: str | Path | None = None) -> None:
-    """`check_init_source` for every run of a pack that has an init_from: before a run is built.
-    `alphabet`: the symbols every run reads, or one alphabet per run."""
-    for config, symbols in zip(configs, per_run_alphabets(alphabet, len(configs))):
-        if config.init_from is not None:
-            check_init_source(config.init_from, folder, symbols)
-
-
 def _alphabet_message(path: Path, saved, alphabet) -> str:
     return (f"init_from: the checkpoint {str(path)!r} reads the alphabet {{{', '.join(saved)}}}, this run "
             f"{{{', '.join(alphabet)}}}: token ids would mean other symbols")
 
 
-def load_init_weights(model, configs, alphabet, folder: str | Path | None = None) -> list[list[str]]:
+def load_init_weights(model, configs, alphabet, folder: str | Path | None = None, *,
+                      sources=None) -> list[list[str]]:
     """Copy each run's init_from checkpoint into its slot of the (packed) `model`, in place.
 
     Returns one list of notes per run (what was new in it and kept its initialisation, what the
     checkpoint held that this run has not); runs without init_from get []. InitFromError for a
     missing checkpoint, another alphabet, or a tensor whose shape differs (named). `alphabet`: the
     symbols every run reads, or one alphabet per run (a mixed-language pack: each run's checkpoint
-    fills the first rows of its embedding table, its own vocabulary).
+    fills the first rows of its embedding table, its own vocabulary). sources: per run, the checkpoint
+    its init_from names, already checked (`check_init_source`, when its run was resolved: not
+    checked again); None: each is checked here, in `folder`.
     """
     import torch  # function-local: the sweeps runner reads this module's names without torch
 
@@ -109,7 +104,7 @@ def load_init_weights(model, configs, alphabet, folder: str | Path | None = None
         if config.init_from is None:
             continue
         alphabet = alphabets[run]
-        path = check_init_source(config.init_from, folder, alphabet)
+        path = sources[run] if sources is not None else check_init_source(config.init_from, folder, alphabet)
         try:
             loaded = load_checkpoint(path)
         except FormalRopeError as error:  # unreadable weights: the user's input, not a failed run

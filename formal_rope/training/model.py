@@ -23,9 +23,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from formal_rope.kernels import causal_attention, readout_attention, rotate_by
+from formal_rope.run_config.objective import head_width
 from formal_rope.training.encodings.base import PositionalEncoding
 from formal_rope.training.layout import TokenLayout, rectangular_layout, special_tokens
-from formal_rope.training.objective_spec import head_width
 from formal_rope.training.packed_layers import PackedEmbedding, PackedLayerNorm, PackedLinear, affine, select_runs_of
 
 
@@ -247,7 +247,7 @@ class Classifier(nn.Module):
         self.blocks = nn.ModuleList(Block(runs, d_model, heads, ffn_mult, window) for window in windows)
         self.final_norm = PackedLayerNorm(runs, d_model)
         self.readout = PackedLinear(runs, d_model, 2)
-        # The objective's heads beside the readout (`objective_spec.HEADS`: next-set's symbol
+        # The objective's heads beside the readout (`run_config.objective.HEADS`: next-set's symbol
         # columns, the language model's), read at every position in training only; none for `final`.
         self.auxiliary = nn.ModuleDict(
             {head: PackedLinear(runs, d_model, head_width(head, self.n_symbols)) for head in auxiliary}

@@ -5,8 +5,8 @@ each run's DFA to `objective_targets` (every target the step is scored against: 
 what the position components read), and the model with those targets to `objective_step`, which
 returns each run's loss, its count of correct eos verdicts and each component's loss. The loop
 (`training.train`) calls these two and nothing else of an objective: a new one is a component here
-and its name, weight and head in `objective_spec`. The
-components (`objective_spec`) read these positions of `bos w1 .. wN eos` (SPEC §1: position i
+and its name, weight and head in `run_config.objective`. The
+components (`run_config.objective`) read these positions of `bos w1 .. wN eos` (SPEC §1: position i
 attends to positions j < i only, so the prefix w1..wi is all of position i+1's past, and eos at
 N+1 reads the whole string, as the classifier does):
 
@@ -37,8 +37,8 @@ from torch.nn import functional as F
 
 from formal_rope.automata.ops import coaccessible_states
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.objective import Objective, head_width, parse_objective
 from formal_rope.training.layout import TokenLayout
-from formal_rope.training.objective_spec import Objective, head_width, parse_objective
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,7 +11,7 @@ CPU. SCALE_SHRINKS says what each scale shrinks, for `reproduce` to print next t
 from __future__ import annotations
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.config import RunConfig
+from formal_rope.run_config.config import RunConfig
 
 PAPER_LEARNING_RATES = (1e-4, 3e-4, 5e-4)
 PAPER_SEEDS = (0, 1, 2, 3, 4)

@@ -25,12 +25,12 @@ import numpy as np
 import torch
 
 from formal_rope.progress import TrainingProgress
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.objective import Objective, parse_objective
 from formal_rope.storage.training_state import PackTrainingState, load_pack_state, open_state_store, save_pack_state
-from formal_rope.training.config import RunConfig
 from formal_rope.training.data import run_data, training_batches
 from formal_rope.training.layout import TokenLayout, ragged_layout
 from formal_rope.training.model import Classifier
-from formal_rope.training.objective_spec import Objective, parse_objective
 from formal_rope.training.objectives import (
     ObjectiveStep,
     ObjectiveTargets,

@@ -18,6 +18,8 @@ import torch
 from formal_rope.automata import encode_strings
 from formal_rope.errors import FormalRopeError
 from formal_rope.precision import native_dtype, parse_format
+from formal_rope.run_config.config import RunConfig
+from formal_rope.run_config.rules import period_pairs
 from formal_rope.storage.checkpoints import (
     CHECKPOINT_KIND,
     METADATA_NAME,
@@ -26,9 +28,8 @@ from formal_rope.storage.checkpoints import (
     read_metadata,
     read_weights,
 )
-from formal_rope.training.checks import period_pairs
-from formal_rope.training.config import RunConfig, RunResult
 from formal_rope.training.model import Classifier, encode_fixed_length
+from formal_rope.training.run_result import RunResult
 from formal_rope.training.setup import build_model
 
 CLASSIFY_FORMATS = ("fp32", "bf16", "fp16")  # native formats a trained (fp32) model classifies in

@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 
 import formal_rope.sweeps.report.columns as columns
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.encodings import BASE_ENCODINGS, hybrid_label
 from formal_rope.sweeps.report.cells import DEFAULT_GROUPING, PE_LABELS, plain_value
 from formal_rope.sweeps.report.labels import VARIANT_COLUMN
 from formal_rope.sweeps.results import CONFIG_COLUMNS
 from formal_rope.sweeps.statistics import DEFAULT_LEVEL, Interval, mean_interval
-from formal_rope.training.config import BASE_ENCODINGS
-from formal_rope.training.encodings import hybrid_label
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from formal_rope.training.encodings import report_labels
+from formal_rope.run_config.encodings import report_labels
 
 PE_LABELS = report_labels()  # encoding -> the paper's name, in the paper's order (training.encodings)
 # A report's rows by default, and the key of the paper's rows (`reference_index`).

@@ -4,11 +4,10 @@ were trained at (for plot titles)."""
 from __future__ import annotations
 
 import math
-from dataclasses import fields as dataclass_fields
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.fields import RUN_FIELDS, parse_field_text
 from formal_rope.sweeps.report.cells import plain_value
-from formal_rope.training.config import RunConfig, parse_field_text
 from formal_rope.training.scales import scale_overrides
 
 VARIANT_COLUMN = "variant"  # a sweep file's [[variants]] name, added by `label_variants`
@@ -49,7 +48,7 @@ def label_variants(runs, variants, baseline: dict | None = None, run_variants: d
     scale preset; a field's RunConfig default when absent) for the fields other variants change,
     equal the run's columns exactly. A run of the folder that is no variant (left there by another
     sweep) gets None. Rows keep the file's variant order."""
-    defaults = {f.name: f.default for f in dataclass_fields(RunConfig)}
+    defaults = {spec.name: spec.default for spec in RUN_FIELDS}
     baseline = dict(baseline or {})
     varied = sorted({name for _, settings in variants for name in settings})
     expected = [

@@ -7,13 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from formal_rope.errors import FormalRopeError
-from formal_rope.training.checks import describe_period_pairs, period_pairs
+from formal_rope.run_config.encodings import HYBRID_ENCODINGS, MIXABLE_ENCODINGS, Encoding, encoding
+from formal_rope.run_config.rules import (
+    check_partial_pairs,
+    check_period_count,
+    check_periods,
+    describe_period_pairs,
+    period_pairs,
+)
 from formal_rope.training.encodings import joformer, nope, rotary, sinusoidal
 from formal_rope.training.encodings.base import PositionalEncoding
 from formal_rope.training.encodings.composites import LayeredPositional, MixedPositional
-from formal_rope.training.encodings.periods import check_period_count, check_periods
-from formal_rope.training.encodings.phases import PHASE_PRECISIONS, check_partial_pairs
-from formal_rope.training.encodings.registry import HYBRID_ENCODINGS, MIXABLE_ENCODINGS, Encoding, encoding
+from formal_rope.training.encodings.phases import PHASE_PRECISIONS
 
 
 @dataclass(frozen=True)

@@ -10,54 +10,10 @@ eq. 7), so they repeat bit-exactly at every position.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.rules import check_period_count
 from formal_rope.training.encodings.phases import TWO_PI
-
-# A period m is a lookup table of m rotations per pair, whose angles 2*pi*(a*r mod m)/m are formed in
-# float64 from a*r with a <= m/2 and r < m: exact only while a*r < 2^53, i.e. m <= 2^27. Larger
-# periods would also need tables of gigabytes per pair (a MemoryError mid-run, or an int64 overflow
-# beyond 2^63), so they are refused with the other settings, before any work.
-MAX_PERIOD = 2**27
-
-
-def check_periods(periods) -> tuple[int, ...]:
-    """The periods as a tuple of ints; FormalRopeError unless each is an integer in 1..MAX_PERIOD."""
-    if periods is None or len(periods) == 0:
-        raise FormalRopeError("periodic encodings need at least one period (e.g. --periods 2 or --periods auto)")
-    checked = []
-    for period in periods:
-        # Non-finite floats would raise OverflowError/ValueError from int() instead of this message.
-        finite = not isinstance(period, float) or math.isfinite(period)
-        if isinstance(period, bool) or not finite or int(period) != period or int(period) <= 0:
-            raise FormalRopeError(f"periods must be positive integers, got {period!r}")
-        if int(period) > MAX_PERIOD:
-            raise FormalRopeError(
-                f"period {int(period):,} is too large: a period m is a lookup table of m rotations for each rotary "
-                f"pair, exact and of bounded size only up to m = {MAX_PERIOD:,} (2^27); use a smaller period "
-                "(periods above the longest position never wrap around anyway)"
-            )
-        checked.append(int(period))
-    return tuple(checked)
-
-
-def check_period_count(periods, n_pairs: int, pairs_text: str | None = None) -> tuple[int, ...]:
-    """The validated periods; FormalRopeError when there are more periods than pairs to carry them
-    (each pair gets one period, so the surplus would never be used and the run would silently train
-    the first `n_pairs` periods only). `pairs_text` says what has the pairs (`describe_period_pairs`)."""
-    periods = check_periods(periods)
-    if len(periods) > n_pairs:
-        unused = ",".join(map(str, periods[n_pairs:]))
-        raise FormalRopeError(
-            f"{len(periods)} periods ({','.join(map(str, periods))}) but "
-            f"{pairs_text or f'the encoding has {n_pairs} rotary pairs'}, and each pair carries one period: "
-            f"{unused} would never be used. Give at most {n_pairs} period{'s' if n_pairs != 1 else ''} (fewer "
-            "are repeated round-robin over the pairs) or a wider model"
-        )
-    return periods
 
 
 def assign_periods(periods, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:

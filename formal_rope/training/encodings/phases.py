@@ -20,6 +20,7 @@ import mpmath
 import numpy as np
 
 from formal_rope.errors import FormalRopeError
+from formal_rope.run_config.rules import partial_rotated_pairs
 
 TWO_PI = 2.0 * math.pi
 PHASE_PRECISIONS = ("fp64", "fp32")
@@ -141,23 +142,6 @@ def rotary_phases(frequencies: np.ndarray, positions: np.ndarray, precision: str
 
 
 
-def partial_rotated_pairs(fraction: float, n_pairs: int) -> int:
-    """The pairs partial_rope rotates: fraction * pairs rounded half up (2.5 -> 3, not banker's 2)."""
-    return int(math.floor(fraction * n_pairs + 0.5))
-
-
-def check_partial_pairs(fraction: float, n_pairs: int) -> int:
-    """`partial_rotated_pairs`; FormalRopeError when that is no pair at all (the run would be NoPE)."""
-    rotated = partial_rotated_pairs(fraction, n_pairs)
-    if rotated == 0:
-        raise FormalRopeError(
-            f"partial_rope with rope_fraction {fraction:g} rotates no pair: {fraction:g} x {n_pairs} rotary pairs "
-            f"per head = {fraction * n_pairs:g}, which rounds (half up) to 0, so the run would be NoPE. Use a "
-            f"fraction of at least {0.5 / n_pairs:g} (one pair), a wider head, or --pe nope"
-        )
-    return rotated
-
-
 # The base is a float64 (`--base 1e-12` is the double nearest 10^-12) and the phases are exact for
 # that double: a run's numbers do not depend on how its base was written. `decimal_base_deviation`
 # says how far that is from the phases of the decimal itself; train and sweep note it above this.
@@ -199,7 +183,6 @@ def fp32_phase_error_bound(frequencies, longest_position: int) -> float:
     rounding = np.abs(single.astype(np.float64) - frequencies) * position
     error = rounding + 0.5 * np.spacing(np.abs(product)).astype(np.float64)
     return float(error.max())
-
 
 
 def partial_frequencies(base: float, n_pairs: int, fraction: float) -> tuple[np.ndarray, np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from formal_rope.run_config.rules import check_periods
 from formal_rope.training.encodings.base import (
     CachedTables,
     PositionalEncoding,
@@ -12,7 +13,7 @@ from formal_rope.training.encodings.base import (
     phase_tables,
     run_bases,
 )
-from formal_rope.training.encodings.periods import assign_periods, check_periods
+from formal_rope.training.encodings.periods import assign_periods
 from formal_rope.training.encodings.phases import (
     float_turns,
     partial_frequencies,

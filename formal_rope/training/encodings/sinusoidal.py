@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from formal_rope.run_config.rules import check_periods
 from formal_rope.training.encodings.base import (
     CachedTables,
     PositionalEncoding,
@@ -13,7 +14,6 @@ from formal_rope.training.encodings.base import (
     phase_tables,
     run_bases,
 )
-from formal_rope.training.encodings.periods import check_periods
 from formal_rope.training.encodings.phases import rope_frequencies, rope_turns, rotary_phases
 
 

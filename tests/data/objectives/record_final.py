@@ -9,8 +9,8 @@ import sys
 
 import torch
 
+from formal_rope.run_config.config import RunConfig
 from formal_rope.runs.pack import run_pack
-from formal_rope.training.config import RunConfig
 
 
 def exact(value) -> str:

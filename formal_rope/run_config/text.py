@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.numbers import int_text
-from formal_rope.training.checks import GLOBAL_WINDOW, MAX_LENGTH_LIST
+from formal_rope.run_config.rules import GLOBAL_WINDOW, MAX_LENGTH_LIST
 
 
 def parse_layer_pe(text: str) -> tuple[str, ...]:
