@@ -6,7 +6,7 @@
 - `workload`: up-front estimates of a run's FLOPs and memory, so a run that cannot finish or fit is
   refused before it starts (`check_workload`).
 
-It reads configs and the encoding registry (`training.config`, `training.encodings`) and imports
+It reads configs and the encoding registry (`run_config.config`, `run_config.encodings`) and imports
 no torch: the sweeps' driver plans its packs without loading the trainer. `runs` trains the packs.
 """
 

@@ -13,7 +13,7 @@ from formal_rope.storage.curves import TrainingCurve
 @dataclass(frozen=True)
 class LengthResult:
     """The accuracy on the `n` (balanced) test strings of one length, and on the `nnch_n` uniformly
-    random strings NNCH's score reads there (`training.nnch`; None and 0 where it reads none).
+    random strings NNCH's score reads there (`evaluation.nnch`; None and 0 where it reads none).
     `covered`: every class that exists at the length had a test string; a length not covered does
     not count as passed for N*, whatever its accuracy (`sampling.unscored_classes`)."""
 
@@ -52,7 +52,7 @@ class RunResult:
     eval_complete: bool = False  # every test length was evaluated (eval_mode nstar may stop early)
     pack_id: str | None = None  # the pack the run trained in (packing.pack_key of its members)
     pack_size: int = 1  # runs in that pack (1: trained alone)
-    # NNCH's score (training.nnch): mean accuracy on uniform strings over NNCH's lengths; NaN when not
+    # NNCH's score (evaluation.nnch): mean accuracy on uniform strings over NNCH's lengths; NaN when not
     # measured (evaluation stopped early, a run on files, nnch_samples 0, a diverged or failed run).
     nnch_accuracy: float = math.nan
     # Worst-case evaluation (`--eval worst-case`, formal_rope.evaluation); None: not searched.
@@ -63,7 +63,7 @@ class RunResult:
     # What the run's settings are known to cost (training.context.run_warnings: fp32 phases far off at
     # this base, a partial_rope that rotates every pair); also printed on stderr before training.
     warnings: tuple[str, ...] = ()
-    # The training curve (training.curves: loss and accuracy every log_every steps); None: not logged.
+    # The training curve (storage.curves: loss and accuracy every log_every steps); None: not logged.
     curve: TrainingCurve | None = None
     # The theory's own counterexamples (runs.blind_spots): for a run predicted not expressible, its
     # language's witness family (text), the family strings scored up to the longest tested length,
