@@ -80,9 +80,13 @@ COMMANDS: dict[str, CommandEntry] = {
     "certify": CommandEntry(
         "certify", "certify_command",
         "Certify the length up to which a k-offset RoPE head picks its target by a margin of f_large (eq. 10)."),
+    "formula": CommandEntry(
+        "formula", "formula_command",
+        "Print an LTL[P] or LTL[P,MOD] formula for any language (regex, registry name, .att), checked equivalent."),
     "compile": CommandEntry(
         "compile", "compile_command",
-        "Compile a formula into an exact finite-precision transformer and verify it against the DFA."),
+        "Compile a formula or any LTL[P,MOD] language into an exact finite-precision transformer, verified "
+        "against the DFA."),
     "run": CommandEntry("run", "run_command", "Classify strings with a saved model."),
     "train": CommandEntry(
         "train", "train_command",

@@ -17,7 +17,15 @@ from formal_rope.commands.run_options import MODE_HELP
 from formal_rope.commands.terminal import prepare_out, stdout_console
 from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report, verify_compiled
 from formal_rope.compiler.verify import EXHAUSTIVE_BUDGET, EXHAUSTIVE_SYMBOL_BUDGET
-from formal_rope.lang.source import resolve_language
+from formal_rope.compiler.formula_search import SearchOptions
+from formal_rope.compiler.language_to_formula import (
+    DEFAULT_MAX_SIZE,
+    DEFAULT_TIME_LIMIT,
+    describe_method,
+    formula_json,
+    language_to_formula,
+)
+from formal_rope.lang.source import resolve_formula_first, stored_language
 from formal_rope.model.forward import check_mode
 from formal_rope.model.io import save_model
 from formal_rope.model.positional_needs import positional_needs
@@ -26,7 +34,10 @@ from formal_rope.progress import progress_display
 
 def compile_command(
     formula: str = typer.Argument(
-        ..., help="LTL[P,Y,MOD] formula, e.g. 'P(a) & MOD_2^0' (an 'ltl:' prefix is optional)."
+        ..., metavar="LANGUAGE",
+        help="An LTL[P,Y,MOD] formula ('P(a) & MOD_2^0'; an 'ltl:' prefix is optional), or any language in "
+        "LTL[P,MOD]: a regex ('(ab)*', 're:' optional), a registry name or a .att automaton, compiled through "
+        "the formula `formalrope formula` prints (the automaton construction, or the search for MOD).",
     ),
     alphabet: Optional[str] = typer.Option(
         None, "--alphabet", "-a", help="Alphabet, e.g. 'ab' or 'a,b' (default: the symbols the formula mentions)."
@@ -65,6 +76,14 @@ def compile_command(
         help="Realized certification scans query positions up to this length (O(L²); default 4096).",
     ),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the sampled verification strings (default 0)."),
+    max_size: int = typer.Option(
+        DEFAULT_MAX_SIZE, "--max-size", min=1,
+        help="Largest formula the search for an LTL[P,MOD] \\ LTL[P] language tries, in nodes of its tree "
+        "(a Boolean combination of atoms and MOD counts as one leaf; exit 1 when none is found).",
+    ),
+    time_limit: float = typer.Option(
+        DEFAULT_TIME_LIMIT, "--time-limit", min=0.1, help="Seconds the search for an LTL[P,MOD] \\ LTL[P] language may take.",
+    ),
     max_states: Optional[int] = typer.Option(
         None, "--max-states", min=1,
         help="Refuse to build the formula's DFA (labels of the sampled verification strings) with more states "
@@ -72,9 +91,10 @@ def compile_command(
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Compile a formula into an exact finite-precision transformer and verify it against the DFA.
+    """Compile a formula or any LTL[P,MOD] language into an exact finite-precision transformer, verified against the DFA.
 
-    Exit status 1 when the model disagrees with the DFA on a string inside its certified range.
+    Exit status 1 when the model disagrees with the DFA on a string inside its certified range, or
+    when the search finds no formula; 2 for a language outside LTL[P,MOD] (with the decider's witness).
     """
     # Options left at None were not given: the library's defaults apply, and options that cannot
     # act on this formula or this verification are named in a note rather than silently ignored.
@@ -87,17 +107,25 @@ def compile_command(
     check_mode(mode, compile_options.fmt)  # before compiling, which can take a while
     if out is not None:
         prepare_out(out, "model file")  # before compiling, which can take a while
-    language = resolve_language(formula, alphabet, force_kind="ltl")
+    language = resolve_formula_first(formula, alphabet)
     if language.detected:  # a registry entry brought its alphabet: say which
         print(f"note: {formula!r} {language.detected}", file=sys.stderr)
-    compiled = compile_formula(language.ast, language.alphabet, compile_options)
+    built = None
+    if language.kind == "ltl":  # compiled as written, whatever its fragment (the compiler names what it lacks)
+        compiled = compile_formula(language.ast, language.alphabet, compile_options)
+    else:
+        built = language_to_formula(language, search=SearchOptions(max_size=max_size, time_limit=time_limit))
+        if not json_output:
+            print(f"note: {language.label} compiled through {describe_method(built)}", file=sys.stderr)
+        compiled = compile_formula(built.formula, built.alphabet, compile_options, language=stored_language(language))
     if y_options and compiled.y_scale is None:
         print(
             f"note: {', '.join(_flags(y_options))} set the Y^k heads, and {compiled.formula_text} has none: no effect",
             file=sys.stderr,
         )
     with _verification_progress(not json_output) as (on_total, on_progress):
-        verification = verify_compiled(compiled, verify_options, on_total=on_total, on_progress=on_progress)
+        verification = verify_compiled(compiled, verify_options, on_total=on_total, on_progress=on_progress,
+                                       dfa=None if built is None else built.dfa)
     if verification.exhaustive_up_to < exhaustive:
         print(f"note: --exhaustive {exhaustive} lowered to {verification.exhaustive_up_to}: every string up to length "
               f"{exhaustive} over {len(compiled.alphabet)} symbol(s) is more than EXHAUSTIVE_BUDGET = "
@@ -110,7 +138,10 @@ def compile_command(
     if out is not None:
         save_model(compiled.ir, out)
     if json_output:
-        print(json.dumps(compile_report(compiled, verification, out), ensure_ascii=False))
+        report = compile_report(compiled, verification, out)
+        if built is not None:
+            report["language"] = {"source": language.spec, "kind": language.kind, **formula_json(built)}
+        print(json.dumps(report, ensure_ascii=False))
     else:
         _print_report(compiled, verification, out)
     if not verification.ok:

@@ -46,6 +46,7 @@ class CompiledModel:
     ir: TransformerIR
     constructs: tuple[ConstructReport, ...]
     y_scale: YScaleChoice | None
+    language: str | None = None  # the source the formula was built from (compile_formula's `language`)
 
     @property
     def certified_length(self) -> int | None:
@@ -68,6 +69,7 @@ class CompiledModel:
         return {
             "kind": "compiled",
             "formula": self.formula_text,
+            **({} if self.language is None else {"language": self.language}),
             "alphabet": list(self.alphabet),
             "format": self.options.fmt.name,
             "f_large": f_large(self.options.fmt),
@@ -120,6 +122,7 @@ def compile_formula(
     formula: Formula | str,
     alphabet: Sequence[str],
     options: CompileOptions | None = None,
+    language: str | None = None,
     **settings,
 ) -> CompiledModel:
     """Compile an LTL[P,Y,MOD] formula (an AST, or its text: ``"P(a) & MOD_2^0"``, an optional
@@ -127,6 +130,9 @@ def compile_formula(
 
     The settings are `options` (a CompileOptions, checked when it was built) or, from Python, its
     fields as keywords: ``fmt="fp32"``, ``freq``, ``scale``, ``certify_mode``, ``certify_max_length``.
+    `language`: the source the formula was built from (a regex, a registry name, a .att path;
+    `formal_rope.compiler.language_to_formula`), recorded in the model's metadata so that `attack`
+    and the atlas label strings with its DFA rather than building the formula's own automaton.
     """
     if options is None:
         options = CompileOptions(**settings)
@@ -154,6 +160,7 @@ def compile_formula(
         ir=ir,
         constructs=tuple(_certify_y_heads(reports, dag, options, y_choice)),
         y_scale=y_choice,
+        language=language,
     )
     ir_with_metadata = TransformerIR(
         coordinates=ir.coordinates,

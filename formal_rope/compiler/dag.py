@@ -70,7 +70,7 @@ class _Builder:
     def add(self, key: tuple, node: DagNode, ast: Formula) -> int:
         if key not in self.index:
             self.index[key] = len(self.nodes)
-            self.nodes.append(DagNode(**{**node.__dict__, "text": format_ltl(ast)}))
+            self.nodes.append(node)
             self.asts.append(ast)
         return self.index[key]
 
@@ -194,6 +194,35 @@ class _Builder:
         return self.add(("not", child), DagNode("not", (child,), ""), Not(self.asts[child]))
 
 
+# A node's text names its residual coordinate. Small subformulas are written out; a larger one is
+# its operator over its children's texts, a long child shown as #index (its node), so the texts of a
+# DAG whose tree has 10^11 nodes stay short and still differ from node to node.
+_WHOLE_TEXT_TREE_SIZE = 64
+_INLINE_TEXT = 40
+_OPERATOR_TEXT = {"and": "&", "or": "|", "implies": "->", "iff": "<->"}
+
+
+def _has_top_level_operator(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += char == "("
+        depth -= char == ")"
+        if char == " " and depth == 0:
+            return True
+    return False
+
+
+def _composed_text(node: DagNode, parts: list[str]) -> str:
+    if node.kind == "past":
+        return f"P({parts[0]})"
+    if node.kind == "yesterday":
+        return ("Y" if node.offset == 1 else f"Y^{node.offset}") + f"({parts[0]})"
+    shown = [f"({part})" if _has_top_level_operator(part) else part for part in parts]
+    if node.kind == "not":
+        return f"!{shown[0]}"
+    return f" {_OPERATOR_TEXT[node.kind]} ".join(shown)
+
+
 def formula_to_dag(formula: Formula, alphabet: tuple[str, ...]) -> FormulaDag:
     """Normalize and hash-cons ``formula`` over ``alphabet`` (see module docstring)."""
     builder = _Builder(tuple(alphabet))
@@ -209,13 +238,21 @@ def formula_to_dag(formula: Formula, alphabet: tuple[str, ...]) -> FormulaDag:
     kept = sorted(reachable)
     renumber = {old: new for new, old in enumerate(kept)}
     nodes = []
+    tree_sizes: list[int] = []
     for old in kept:
         node = builder.nodes[old]
+        kids = tuple(renumber[child] for child in node.children if child != node.gate)  # gate: not in the text
+        tree_sizes.append(1 + sum(tree_sizes[child] for child in kids))
+        if tree_sizes[-1] <= _WHOLE_TEXT_TREE_SIZE:
+            text = format_ltl(builder.asts[old], share=False)
+        else:
+            text = _composed_text(node, [nodes[child].text if len(nodes[child].text) <= _INLINE_TEXT
+                                         else f"#{child}" for child in kids])
         nodes.append(
             DagNode(
                 kind=node.kind,
                 children=tuple(renumber[child] for child in node.children),
-                text=node.text,
+                text=text,
                 symbol=node.symbol,
                 modulus=node.modulus,
                 residue=node.residue,

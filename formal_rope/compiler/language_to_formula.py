@@ -18,11 +18,21 @@ from formal_rope.automata.ltl_compositional import ltl_to_dfa_compositional
 from formal_rope.automata.ops import equivalent
 from formal_rope.classes.classify import classify
 from formal_rope.compiler.automaton_to_formula import NotInFragmentError, podfa_to_formula
-from formal_rope.compiler.formula_search import SearchOptions, SearchResult, search_formula
+from formal_rope.compiler.formula_search import (
+    DEFAULT_MAX_SIZE,
+    DEFAULT_TIME_LIMIT,
+    SearchOptions,
+    SearchResult,
+    search_formula,
+)
 from formal_rope.errors import FormalRopeError
 from formal_rope.lang.analysis import ltl_fragment
 from formal_rope.lang.ast import Formula
 from formal_rope.lang.metrics import FormulaMetrics, formula_metrics
+from formal_rope.lang.printer import format_ltl
+
+__all__ = ["DEFAULT_MAX_SIZE", "DEFAULT_TIME_LIMIT", "FRAGMENTS", "LanguageFormula", "NoFormulaFound",
+           "check_equivalent", "describe_method", "formula_json", "language_to_formula"]
 
 FRAGMENTS = {"ltl_p": "LTL[P]", "ltl_p_mod": "LTL[P,MOD]"}
 
@@ -95,3 +105,36 @@ def language_to_formula(language, fragment: str = "ltl_p_mod", search: SearchOpt
     check_equivalent(result.formula, dfa)
     return LanguageFormula(result.formula, dfa.alphabet, dfa, "search", ltl_fragment(result.formula),
                            formula_metrics(result.formula), result)
+
+
+_METHODS = {
+    "given": "the formula as written",
+    "automaton": "the automaton construction (Li & Cotterell, Lemma C.1)",
+    "search": "the bounded formula search",
+}
+
+
+def describe_method(built: LanguageFormula) -> str:
+    """One line: how the formula was obtained and how big it is."""
+    metrics = built.metrics
+    how = _METHODS[built.method]
+    if built.search is not None:
+        how += f" ({built.search.classes:,} distinct formulas, {built.search.seconds:.1f} s)"
+    return (f"{how}: an {built.fragment} formula of {metrics.dag_size:,} distinct subformulas (tree size "
+            f"{metrics.tree_size:,}), depth {metrics.depth}, {metrics.past_nodes} P and {metrics.mod_nodes} MOD nodes")
+
+
+def formula_json(built: LanguageFormula) -> dict:
+    """The fields of `formalrope formula --json` (also under "language" in `compile --json`)."""
+    return {
+        "formula": format_ltl(built.formula),
+        "alphabet": list(built.alphabet),
+        "method": built.method,
+        "fragment": built.fragment,
+        **built.metrics.to_json(),
+        "dfa_states": built.dfa.n_states,
+        "search": None if built.search is None else {
+            "searched_size": built.search.searched_size, "classes": built.search.classes,
+            "candidates": built.search.candidates, "seconds": round(built.search.seconds, 3),
+        },
+    }

@@ -27,6 +27,7 @@ import numpy as np
 
 from formal_rope import limits
 from formal_rope.automata import accepts, ltl_to_dfa
+from formal_rope.automata.dfa import DFA
 from formal_rope.automata.ltl import ltl_accepts
 from formal_rope.automata.membership import format_word
 from formal_rope.compiler.compiling import CompiledModel
@@ -193,6 +194,7 @@ def verify_compiled(
     fmt: FloatFormat | str | None = None,
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
+    dfa: DFA | None = None,
     **settings,
 ) -> VerificationResult:
     """Check the compiled model against the formula's minimal DFA (the module docstring lists the strings).
@@ -203,6 +205,10 @@ def verify_compiled(
     and the shortest disagreements; ``.ok`` is False when the model is wrong on a string inside its
     certified range. Negative lengths or counts, ``per_length=0`` with sampled lengths, and unknown
     modes raise FormalRopeError before any work (`VerificationOptions`).
+
+    `dfa`: the language's minimal DFA when the formula was built from it and checked equivalent
+    (`language_to_formula`); it labels every string, and the formula's own automaton, which can be
+    far larger than the language's, is never built.
     """
     if options is None:
         options = VerificationOptions(**settings)
@@ -218,8 +224,9 @@ def verify_compiled(
     # Sampling needs the formula's DFA, which can be large (Y^k remembers k symbols); the
     # exhaustive part alone (at most EXHAUSTIVE_BUDGET short strings) is labelled straight from the
     # semantics, so --verify-to 0 never builds it.
-    dfa = None
-    if lengths:
+    if dfa is not None and tuple(dfa.alphabet) != tuple(alphabet):
+        raise FormalRopeError(f"the DFA reads {{{', '.join(dfa.alphabet)}}}, the model {{{', '.join(alphabet)}}}")
+    if dfa is None and lengths:
         dfa = ltl_to_dfa(compiled.formula, alphabet) if options.max_states is None else ltl_to_dfa(
             compiled.formula, alphabet, max_states=options.max_states
         )

@@ -87,7 +87,8 @@ def model_alphabet(model) -> tuple[str, ...]:
 
 
 def model_language(model) -> str:
-    """The language a model was trained on (its config) or compiled from (`ltl:` + its formula)."""
+    """The language a model was trained on (its config) or compiled from (the source it recorded,
+    else `ltl:` + its formula)."""
     model = _runnable(model)
     if isinstance(model, TrainedClassifier):
         return model.config.language
@@ -95,6 +96,8 @@ def model_language(model) -> str:
     if not isinstance(ir, (TransformerIR, Classifier)):
         raise FormalRopeError(f"no language known for a {type(model).__name__}: expected a trained checkpoint "
                               "(load_checkpoint), a compiled model (compile_formula, load_runnable) or a TransformerIR")
+    if isinstance(ir, TransformerIR) and ir.metadata.get("language"):
+        return str(ir.metadata["language"])  # compiled from a regex, a registry name or a .att file
     formula = ir.metadata.get("formula") if isinstance(ir, TransformerIR) else None
     if not formula:
         what = "a bare Classifier" if isinstance(ir, Classifier) else "a TransformerIR without the compiler's formula"

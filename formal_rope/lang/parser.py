@@ -114,6 +114,32 @@ class _Builder(Transformer_NonRecursive):
 
 
 class _LtlBuilder(_Builder):
+    # Definitions are transformed in text order (the transformer walks the tree left to right,
+    # children before parents), so each @name is known by the time a later one reads it, and every
+    # reference is the same object: the formula stays a DAG however often a definition is used.
+    def __init__(self) -> None:
+        super().__init__()
+        self.definitions: dict[str, Formula] = {}
+
+    def start(self, children):
+        return children[-1]
+
+    def definition(self, children):
+        name, body = str(children[0]), children[2]
+        if name in self.definitions:
+            raise _SemanticError(f"{name} is defined twice", children[0].column, "a new name for this definition")
+        self.definitions[name] = body
+        return None
+
+    def ref(self, children):
+        token = children[0]
+        name = str(token)
+        if name not in self.definitions:
+            known = ", ".join(self.definitions) or "none so far"
+            raise _SemanticError(f"{name} is not defined before this use (definitions: {known})", token.column,
+                                 f"a name defined earlier with '{name} := formula;'")
+        return self.definitions[name]
+
     def atom(self, children):
         return Atom(self._see(str(children[0]), children[0]))
 
@@ -294,7 +320,8 @@ def _merge_class_items(items: list[list[str]]) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------- error words
-_LTL_OPERAND = {"ATOM", "QUOTED", "TRUE", "FALSE", "NOT", "PAST", "HIST", "YESTERDAY", "MOD", "MOD_SCRIPT", "LPAR"}
+_LTL_OPERAND = {"ATOM", "QUOTED", "TRUE", "FALSE", "NOT", "PAST", "HIST", "YESTERDAY", "MOD", "MOD_SCRIPT", "LPAR",
+                "REF"}
 _LTL_BINARY = {"AND": "&", "OR": "|", "IMPLIES": "->", "IFF": "<->", "SINCE": "S"}
 _REGEX_OPERAND = {"SYMBOL", "QUOTED", "EPSILON", "EMPTYSET", "ANY", "LPAR", "LBRACKET", "COMPLEMENT"}
 _REGEX_POSTFIX = {"STAR": "*", "PLUS": "+", "QMARK": "?", "LBRACE": "{n,m}", "COMPLEMENT_SUFFIX": "^c"}
@@ -306,6 +333,8 @@ _SINGLE = {
     "CARET": "'^'",
     "UNDERSCORE": "'_'",
     "COMMA": "','",
+    "SEMI": "';' (ending a definition)",
+    "DEFINE": "':=' (a definition @name := formula;)",
     "DASH": "'-'",
     "INT": "a whole number",
     "SUPERSCRIPT": "superscript digits",

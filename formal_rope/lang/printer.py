@@ -42,6 +42,7 @@ from formal_rope.lang.ast import (
     Symbol,
     Union_,
     Yesterday,
+    children,
 )
 
 Style = Literal["ascii", "unicode"]
@@ -93,15 +94,38 @@ def _ltl_level(formula: Formula) -> int:
     return _LTL_LEVEL.get(type(formula), 6)
 
 
-def format_ltl(formula: Formula, style: Style = "ascii") -> str:
-    """Canonical text of a formula; parse_ltl(format_ltl(f)) == f."""
+# A formula whose tree is larger than this, and more than twice its number of distinct
+# subformulas, prints with shared definitions (`@1 := P(a); @1 & Y(@1)`): the automaton
+# construction shares subformulas so heavily that its tree can have 10^11 nodes.
+SHARE_ABOVE_TREE_SIZE = 512
+
+
+def format_ltl(formula: Formula, style: Style = "ascii", share: bool | None = None, separator: str = "; ") -> str:
+    """Canonical text of a formula; parse_ltl(format_ltl(f)) == f.
+
+    share=None (auto) writes subformulas used more than once as definitions ``@k := ...;`` when
+    the tree spelled out would be large (SHARE_ABOVE_TREE_SIZE); True always shares, False never.
+    `separator` ends each definition (";\n" puts one per line; any ';' and whitespace parse).
+    """
+    names: dict[Formula, str] = {}
+    if share is not False:
+        names = _shared_names(formula, always=bool(share))
     symbols = _LTL_SYMBOLS[style]
+    top: list[Formula] = [formula]  # the definition being written: the one node not shown by its name
+
+    def named(node: Formula) -> bool:
+        return bool(names) and node is not top[0] and node in names
+
+    def level(node: Formula) -> int:
+        return 6 if named(node) else _ltl_level(node)
 
     def wrap(child: Formula, needs: bool) -> Generator:
         text = yield child
         return f"({text})" if needs else text
 
     def render(formula: Formula) -> Generator:
+        if named(formula):
+            return names[formula]
         kind = type(formula)
         if kind is Atom:
             return quote_symbol(formula.symbol, _LTL_BARE_ATOM)
@@ -110,7 +134,7 @@ def format_ltl(formula: Formula, style: Style = "ascii") -> str:
         if kind is Mod:
             return f"MOD_{formula.m}^{formula.r}"
         if kind is Not:
-            return symbols[Not] + (yield from wrap(formula.child, _ltl_level(formula.child) < 6))
+            return symbols[Not] + (yield from wrap(formula.child, level(formula.child) < 6))
         if kind is Past:
             return f"P({(yield formula.child)})"
         if kind is Historically:
@@ -119,30 +143,58 @@ def format_ltl(formula: Formula, style: Style = "ascii") -> str:
             power = "" if formula.k == 1 else f"^{formula.k}"
             return f"Y{power}({(yield formula.child)})"
         if kind in _LTL_LEVEL:
-            level = _LTL_LEVEL[kind]
+            precedence = _LTL_LEVEL[kind]
             operator = f" {symbols[kind]} "
             if kind in _LTL_RIGHT_ASSOC:
                 # Walk the right spine: a -> (b -> c) prints as a -> b -> c.
                 parts = []
                 node = formula
-                while type(node) is kind:
-                    parts.append((yield from wrap(node.left, _ltl_level(node.left) <= level)))
+                while type(node) is kind and (node is formula or not named(node)):
+                    parts.append((yield from wrap(node.left, level(node.left) <= precedence)))
                     node = node.right
-                parts.append((yield from wrap(node, _ltl_level(node) < level)))
+                parts.append((yield from wrap(node, level(node) < precedence)))
                 return operator.join(parts)
             # Left-associative: walk the left spine iteratively.
             rights = []
             node = formula
-            while type(node) is kind:
+            while type(node) is kind and (node is formula or not named(node)):
                 rights.append(node.right)
                 node = node.left
-            parts = [(yield from wrap(node, _ltl_level(node) < level))]
+            parts = [(yield from wrap(node, level(node) < precedence))]
             for right in reversed(rights):
-                parts.append((yield from wrap(right, _ltl_level(right) <= level)))
+                parts.append((yield from wrap(right, level(right) <= precedence)))
             return operator.join(parts)
         raise TypeError(f"not an LTL formula node: {type(formula).__name__}")
 
-    return _drive(formula, render)
+    if not names:
+        return _drive(formula, render)
+    lines = []
+    for node, name in names.items():  # children before parents: each name is defined before its uses
+        top[0] = node
+        lines.append(f"{name} := {_drive(node, render)}")
+    top[0] = formula
+    lines.append(_drive(formula, render))
+    return separator.join(lines)
+
+
+def _shared_names(formula: Formula, always: bool) -> dict[Formula, str]:
+    """@1, @2, ... for the non-leaf subformulas with more than one use, children first; {} when the
+    tree is small enough to print whole (unless `always`)."""
+    from formal_rope.lang.metrics import distinct_subformulas  # metrics imports the AST only
+
+    nodes = distinct_subformulas(formula)
+    uses: dict[Formula, int] = {}
+    tree: dict[Formula, int] = {}
+    for node in nodes:
+        kids = children(node)
+        tree[node] = 1 + sum(tree[child] for child in kids)
+        for child in kids:
+            uses[child] = uses.get(child, 0) + 1
+    if not always and (tree[formula] <= SHARE_ABOVE_TREE_SIZE or tree[formula] <= 2 * len(nodes)):
+        return {}
+    shared = [node for node in nodes
+              if node is not formula and uses.get(node, 0) > 1 and type(node) not in (Atom, Const, Mod)]
+    return {node: f"@{index}" for index, node in enumerate(shared, 1)}
 
 
 # ----------------------------------------------------------------------------------- regex

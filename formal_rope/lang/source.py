@@ -415,3 +415,26 @@ def _from_att(spec: str, text: str, explicit: tuple[str, ...] | None) -> Languag
     else:
         alphabet = labels
     return Language(spec, "att", str(path), alphabet, None, path.stem, str(path), None)
+
+
+def resolve_formula_first(spec: str, alphabet: Sequence[str] | str | None = None) -> Language:
+    """A language for commands that read formulas first (`compile`, `formula`): the text as an LTL
+    formula when it is one (so `a & b` stays the formula it always was there), otherwise any
+    language source: a regex, a registry name, a `.att` file (`resolve_language`)."""
+    try:
+        return resolve_language(spec, alphabet, force_kind="ltl")
+    except FormalRopeError:
+        pass  # not a formula: resolve it like any --lang, whose error (if any) explains the reading
+    return resolve_language(spec, alphabet)
+
+
+def stored_language(language: Language) -> str:
+    """The spelling of a language to record in a model file, readable from any working directory:
+    a .att file outside the project by its absolute path, everything else as written."""
+    if language.kind == "att" and language.path is not None:
+        path = Path(language.path).resolve()
+        try:
+            return str(path.relative_to(PROJECT_ROOT))
+        except ValueError:
+            return str(path)
+    return language.spec

@@ -28,6 +28,7 @@ A Y-head scan goes as far as the compiler's (ideal N_max + 2, at most `max_lengt
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -186,8 +187,19 @@ def model_certificate(
 
 
 # ------------------------------------------------------------------------------------ helpers
+# A construct's text names its subformula; a long one is written over its children, a long child as
+# #index (its node in the compiler's DAG, formal_rope.compiler.dag). The certificate reads only the
+# head's own k (Y^k) or m, r (MOD), so a #index reads as a placeholder atom.
+_NODE_REFERENCE = re.compile(r"#(\d+)")
+
+
+def construct_subformula(text: str):
+    """The subformula a construct record names (its #index children as placeholder atoms)."""
+    return parse_ltl(_NODE_REFERENCE.sub(r"'#\1'", text))
+
+
 def _subformula(text: str):
-    return parse_ltl(text)
+    return construct_subformula(text)
 
 
 def at_least(a: np.ndarray, b: np.ndarray, bound: float) -> np.ndarray:

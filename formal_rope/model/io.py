@@ -23,7 +23,7 @@ import numpy as np
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, read_zip_member
 from formal_rope.lang.parser import parse_ltl
-from formal_rope.model.certificate import BeyondCertifiedLengthWarning
+from formal_rope.model.certificate import BeyondCertifiedLengthWarning, construct_subformula
 from formal_rope.model.evaluate import evaluate
 from formal_rope.model.ir import AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
 from formal_rope.precision import parse_format
@@ -198,7 +198,7 @@ def _check_certificate_records(metadata: dict[str, Any]) -> None:
         raise TypeError("metadata 'constructs' must be a list of objects")
     for construct in constructs:
         if construct.get("construct") in ("Y", "MOD", "P"):
-            parse_ltl(str(construct["formula"]))
+            construct_subformula(str(construct["formula"]))
             str(construct["head"])
             if construct.get("certified_length") is not None:
                 int(construct["certified_length"])
