@@ -140,7 +140,8 @@ def _print_table(rows: list[Row]) -> None:
           f"{sum(row.disagreements for row in rows)}; refused {sum(row.status.startswith('refused') for row in rows)}")
     if compiled:
         print(f"        formula {sum(row.formula_seconds for row in rows):.1f} s, compile "
-              f"{sum(row.compile_seconds for row in rows):.1f} s, verification {sum(row.verify_seconds for row in rows):.1f} s; "
+              f"{sum(row.compile_seconds for row in rows):.1f} s, verification "
+              f"{sum(row.verify_seconds for row in rows):.1f} s; "
               f"{sum(row.verified_strings for row in rows):,} strings verified; largest model "
               f"{max(row.layers for row in compiled)} layers, {max(row.heads for row in compiled)} heads, d_model "
               f"{max(row.d_model for row in compiled)}")

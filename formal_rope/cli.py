@@ -85,8 +85,7 @@ COMMANDS: dict[str, CommandEntry] = {
         "Print an LTL[P] or LTL[P,MOD] formula for any language (regex, registry name, .att), checked equivalent."),
     "compile": CommandEntry(
         "compile", "compile_command",
-        "Compile a formula or any LTL[P,MOD] language into an exact finite-precision transformer, verified "
-        "against the DFA."),
+        "Compile a formula or any LTL[P,MOD] language into an exact finite-precision transformer, checked on its DFA."),
     "run": CommandEntry("run", "run_command", "Classify strings with a saved model."),
     "train": CommandEntry(
         "train", "train_command",

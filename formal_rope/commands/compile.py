@@ -16,7 +16,6 @@ from rich.table import Table
 from formal_rope.commands.run_options import MODE_HELP
 from formal_rope.commands.terminal import prepare_out, stdout_console
 from formal_rope.compiler import CompileOptions, VerificationOptions, compile_formula, compile_report, verify_compiled
-from formal_rope.compiler.verify import EXHAUSTIVE_BUDGET, EXHAUSTIVE_SYMBOL_BUDGET
 from formal_rope.compiler.formula_search import SearchOptions
 from formal_rope.compiler.language_to_formula import (
     DEFAULT_MAX_SIZE,
@@ -25,6 +24,7 @@ from formal_rope.compiler.language_to_formula import (
     formula_json,
     language_to_formula,
 )
+from formal_rope.compiler.verify import EXHAUSTIVE_BUDGET, EXHAUSTIVE_SYMBOL_BUDGET
 from formal_rope.lang.source import resolve_formula_first, stored_language
 from formal_rope.model.forward import check_mode
 from formal_rope.model.io import save_model
@@ -82,7 +82,8 @@ def compile_command(
         "(a Boolean combination of atoms and MOD counts as one leaf; exit 1 when none is found).",
     ),
     time_limit: float = typer.Option(
-        DEFAULT_TIME_LIMIT, "--time-limit", min=0.1, help="Seconds the search for an LTL[P,MOD] \\ LTL[P] language may take.",
+        DEFAULT_TIME_LIMIT, "--time-limit", min=0.1,
+        help="Seconds the search for an LTL[P,MOD] \\ LTL[P] language may take.",
     ),
     max_states: Optional[int] = typer.Option(
         None, "--max-states", min=1,
@@ -91,7 +92,7 @@ def compile_command(
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Compile a formula or any LTL[P,MOD] language into an exact finite-precision transformer, verified against the DFA.
+    """Compile a formula or any LTL[P,MOD] language into an exact finite-precision transformer, checked on its DFA.
 
     Exit status 1 when the model disagrees with the DFA on a string inside its certified range, or
     when the search finds no formula; 2 for a language outside LTL[P,MOD] (with the decider's witness).

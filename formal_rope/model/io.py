@@ -22,7 +22,6 @@ import numpy as np
 
 from formal_rope.errors import FormalRopeError
 from formal_rope.files import atomic_file, read_zip_member
-from formal_rope.lang.parser import parse_ltl
 from formal_rope.model.certificate import BeyondCertifiedLengthWarning, construct_subformula
 from formal_rope.model.evaluate import evaluate
 from formal_rope.model.ir import AttentionHead, FeedForward, Layer, Readout, RotaryPair, TransformerIR
