@@ -55,7 +55,8 @@ class Row:
 
 
 def mlregtest_ltl_p() -> list[tuple[str, str, str, str | None]]:
-    """(name, source, language, alphabet) of every MLRegTest automaton whose minimal DFA is a PODFA."""
+    """(name, source, language, alphabet) of every MLRegTest automaton whose minimal DFA is a PODFA, fewest
+    states first."""
     from formal_rope.automata import language_dfa
     from formal_rope.automata.ops import minimize
     from formal_rope.classes.podfa import block_cycle
@@ -66,8 +67,8 @@ def mlregtest_ltl_p() -> list[tuple[str, str, str, str | None]]:
         relative = str(path.relative_to(ROOT))
         dfa = minimize(language_dfa(resolve_language(relative)))
         if block_cycle(dfa, 1) is None:
-            found.append((path.stem, "mlregtest", relative, None))
-    return found
+            found.append((dfa.n_states, (path.stem, "mlregtest", relative, None)))
+    return [item for _, item in sorted(found, key=lambda pair: pair[0])]  # smallest first
 
 
 def atlas_expressible(skip: set[str]) -> list[tuple[str, str, str, str | None]]:
@@ -158,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-verify", action="store_true", help="Compile only.")
     parser.add_argument("--jobs", type=int, default=1, help="Worker processes.")
     parser.add_argument("--json", help="Write the rows to this JSON file.")
+    parser.add_argument("--rows", help="Append each row to this JSON-lines file as it is measured, and skip the "
+                        "languages it already holds (a long run resumes).")
     args = parser.parse_args(argv)
     sets = set(args.sets.split(","))
     items: list[tuple[str, str, str, str | None]] = []
@@ -167,19 +170,33 @@ def main(argv: list[str] | None = None) -> int:
         items.extend(atlas_expressible({text for _, _, text, _ in items}))
     if args.only:
         items = [item for item in items if args.only in item[0]]
-    print(f"{len(items)} languages", file=sys.stderr)
+    done: dict[str, Row] = {}
+    if args.rows and Path(args.rows).is_file():
+        for line in Path(args.rows).read_text().splitlines():
+            if line.strip():
+                row = Row(**json.loads(line))
+                done[row.name] = row
+    print(f"{len(items)} languages ({len(done)} already measured)", file=sys.stderr)
     options = (args.verify_to, args.per_length, args.exhaustive, args.mode, not args.no_verify)
-    rows: list[Row] = []
+    rows: list[Row] = [done[item[0]] for item in items if item[0] in done]
+    items = [item for item in items if item[0] not in done]
+
+    def record(row: Row) -> None:
+        rows.append(row)
+        if args.rows:
+            with open(args.rows, "a") as handle:
+                handle.write(json.dumps(asdict(row)) + "\n")
+
     if args.jobs > 1:
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         with ProcessPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(measure, item, *options) for item in items]
             for number, future in enumerate(futures, 1):
-                rows.append(future.result())
+                record(future.result())
                 print(f"[{number}/{len(items)}] {rows[-1].name}: {rows[-1].status}", file=sys.stderr, flush=True)
     else:
         for number, item in enumerate(items, 1):
-            rows.append(measure(item, *options))
+            record(measure(item, *options))
             print(f"[{number}/{len(items)}] {rows[-1].name}: {rows[-1].status}", file=sys.stderr, flush=True)
     _print_table(rows)
     if args.json:
