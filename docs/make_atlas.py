@@ -12,7 +12,9 @@ agreement tables, per-class tables, disagreements and the figure, docs/img/atlas
 `formal_rope.atlas.agreement` (what `formalrope atlas --report-only` prints), and between `<!-- atlas
 follow-up -->` and its end the follow-up of the disagreements (`formal_rope.atlas.follow_up`: what
 `formalrope atlas --follow-up` prints), and between `<!-- atlas blind spots -->` and its end the
-blind-spot check of `atlas/results/blind-spots` (`formal_rope.atlas.render.blind_spot_markdown`).
+blind-spot check of `atlas/results/blind-spots` (`formal_rope.atlas.render.blind_spot_markdown`), and
+between `<!-- atlas constructed -->` and its end the constructed models cached in
+`atlas/results/constructed.json` (`formal_rope.atlas.render.constructed_markdown`).
 `--check` only says
 whether the page would change (exit 1 if it would).
 """
@@ -127,8 +129,28 @@ def blind_spot_sentence(folder: Path) -> str:
     return "Evaluated again (below): " + "; ".join(parts) + "."
 
 
-def verdict_paragraph(agreement, planned: int | None = None, outcomes=(), blind_spots: str = "") -> str:
+def constructed_of(results: Path) -> list:
+    """The constructed models cached in `results` (`formalrope atlas --report-only RESULTS --constructed`
+    builds them; nothing is compiled here)."""
+    from formal_rope.atlas.constructed import constructed_models
+    from formal_rope.atlas.plan import DEFAULT_BUDGET
+    from formal_rope.sweeps.results import read_results
+
+    return constructed_models(results, read_results(results).runs, DEFAULT_BUDGET, compute=False)
+
+
+def constructed_text(results: Path) -> str:
+    from formal_rope.atlas.render import constructed_markdown
+    from formal_rope.sweeps.results import read_results
+
+    return constructed_markdown(constructed_of(results), read_results(results).runs)
+
+
+def verdict_paragraph(agreement, planned: int | None = None, outcomes=(), blind_spots: str = "",
+                      constructed: str = "") -> str:
     sentences = [claim_sentence(agreement, encoding, claim) for encoding, claim in CLAIMS.items()]
+    if constructed:
+        sentences.append(constructed)
     followed = follow_up_sentence(list(outcomes)) if outcomes else ""
     if followed:
         sentences.append(followed)
@@ -170,11 +192,18 @@ def regenerate(text: str, results: Path, figure: Path | None, figure_link: str =
     outcomes = follow_up_of(results, agreement)
     if figure is not None:
         write_figure(agreement, figure, title="the atlas: success rate by class and encoding")
-    text = replaced(text, "atlas verdict", verdict_paragraph(agreement, planned_languages(results), outcomes,
-                                                             blind_spot_sentence(results / BLIND_SPOTS)))
+    from formal_rope.atlas.render import constructed_sentence
+    from formal_rope.sweeps.results import read_results
+
+    models = constructed_of(results)
+    text = replaced(text, "atlas verdict", verdict_paragraph(
+        agreement, planned_languages(results), outcomes, blind_spot_sentence(results / BLIND_SPOTS),
+        constructed_sentence(models, read_results(results).runs)))
     text = replaced(text, "atlas results", results_markdown(agreement, figure_link))
     if "<!-- atlas follow-up -->" in text:  # a page without the block (an older one) keeps its shape
         text = replaced(text, "atlas follow-up", follow_up_markdown(outcomes))
+    if "<!-- atlas constructed -->" in text:
+        text = replaced(text, "atlas constructed", constructed_text(results))
     if "<!-- atlas blind spots -->" in text:
         text = replaced(text, "atlas blind spots", blind_spots_text(results / BLIND_SPOTS))
     return text

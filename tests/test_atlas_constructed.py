@@ -43,3 +43,70 @@ def test_constructed_models_are_right_at_every_tested_length_and_cached(tmp_path
     assert (tmp_path / CACHE_FILE).is_file() and len(read_constructed(tmp_path)) == 2
     again = constructed_models(tmp_path, runs, budget=8, compute=False)
     assert again == models  # read back from the cache, not recomputed
+
+
+def _folder(tmp_path):
+    from formal_rope.sweeps.results import write_run
+    from tests.test_atlas_new_user import _run
+
+    out = tmp_path / "atlas"
+    write_run(out, *_run("ltl:P(b & P(a))", 0, 6))
+    write_run(out, *_run("ltl:P(b & P(a))", 1, 4))  # the second seed failed beyond 4: not learned
+    write_run(out, *_run("(a|b)*aa(a|b)*", 0, 6))  # not expressible: never constructed
+    return out
+
+
+def test_the_atlas_report_builds_caches_and_shows_the_constructed_column(tmp_path, capsys):
+    from tests.cli_support import run_main
+
+    out = _folder(tmp_path)
+    code, printed, _ = run_main(capsys, ["atlas", "--report-only", str(out)])
+    assert code == 0 and "Constructed models" not in printed and not (out / CACHE_FILE).exists()
+    code, printed, errors = run_main(capsys, ["atlas", "--report-only", str(out), "--constructed",
+                                              "--worst-case-budget", "8"])
+    assert code == 0, errors
+    assert "constructed ltl:P(b & P(a)): ok, N* 6/6 of 6" in errors
+    row = next(line for line in printed.splitlines() if line.startswith("| `ltl:P(b & P(a))`"))
+    assert "3 layers" in row and "6/6 of 6" in row and "6 (1/2 learned)" in row
+    assert "for 1 of the 1 languages predicted expressible" in printed
+    assert [model.language for model in read_constructed(out).values()] == ["ltl:P(b & P(a))"]
+    # without --constructed the cached models are shown, nothing recomputed; --json carries them
+    code, printed, errors = run_main(capsys, ["atlas", "--report-only", str(out), "--json", "--worst-case-budget",
+                                              "8", "--constructed"])
+    payload = json.loads(printed)
+    assert code == 0 and "constructed ltl" not in errors
+    assert payload["constructed_summary"]["right"] == 1 and payload["constructed"][0]["n_star_worst"] == 6
+
+
+def test_constructed_is_refused_where_nothing_is_built(tmp_path, capsys):
+    from tests.cli_support import run_main
+
+    out = _folder(tmp_path)
+    code, _, errors = run_main(capsys, ["atlas", "--report-only", str(out), "--worst-case-budget", "8"])
+    assert code == 2 and "--worst-case-budget has no effect with --report-only" in errors
+    code, _, errors = run_main(capsys, ["atlas", "--dry-run", "--constructed", "--no-estimate", "--out", str(out)])
+    assert code == 2 and "--constructed has no effect with --dry-run" in errors
+    code, _, errors = run_main(capsys, ["atlas", "--follow-up", "--constructed", "--out", str(out)])
+    assert code == 2 and "--constructed has no effect with --follow-up" in errors
+
+
+def test_the_atlas_page_shows_the_cached_constructed_models(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    from formal_rope.atlas.plan import DEFAULT_BUDGET
+    from formal_rope.sweeps.results import read_results
+
+    out = _folder(tmp_path)
+    spec = importlib.util.spec_from_file_location("make_atlas", Path(__file__).parent.parent / "docs" / "make_atlas.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = ("<!-- atlas verdict -->\n<!-- end atlas verdict -->\n<!-- atlas results -->\n<!-- end atlas results -->\n"
+            "<!-- atlas constructed -->\n<!-- end atlas constructed -->\n")
+    before = module.regenerate(page, out, None)
+    assert "No constructed models measured yet" in before and "Constructed:" not in before
+    constructed_models(out, read_results(out).runs, DEFAULT_BUDGET)  # what --constructed caches
+    after = module.regenerate(page, out, None)
+    assert "Constructed: for 1 of the 1 languages predicted expressible" in after
+    assert "| `ltl:P(b & P(a))` | given, 5 nodes: 3 layers" in after
+    assert module.regenerate(after, out, None) == after

@@ -114,15 +114,19 @@ def read_constructed(folder: str | Path) -> dict[str, ConstructedModel]:
 
 
 def constructed_models(folder: str | Path, runs, budget: int, on_language: Callable[[ConstructedModel], None]
-                       | None = None, compute: bool = True) -> list[ConstructedModel]:
+                       | None = None, compute: bool = True,
+                       on_built: Callable[[ConstructedModel], None] | None = None) -> list[ConstructedModel]:
     """Every expressible language's constructed model: cached ones read back, the others (when
-    `compute`) built, measured and added to the cache as each finishes."""
+    `compute`) built, measured and added to the cache as each finishes (`on_built` hears of those,
+    `on_language` of every one)."""
     cache = read_constructed(folder)
     results = []
     for language, alphabet, config in expressible_languages(runs):
         key = _key(language, alphabet, config, budget)
         if key not in cache and compute:
             cache[key] = construct_and_measure(language, alphabet, config, budget)
+            if on_built is not None:
+                on_built(cache[key])
             path = Path(folder) / CACHE_FILE
             path.write_text(json.dumps([item.to_json() for item in cache.values()], indent=1, ensure_ascii=False)
                             + "\n", encoding="utf-8")

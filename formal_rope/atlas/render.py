@@ -231,3 +231,69 @@ def blind_spot_markdown(results) -> str:
     lines = [f"- `{language}`: {family} (the DFA labels the two strings of each m differently)"
              for language, family in families]
     return "\n".join(table + ([""] + lines if lines else [])) + "\n"
+
+
+def _training_best(outcomes, language: str, encoding: str) -> str:
+    """The best worst-case N* any seed of `encoding` reached on `language`, and of how many seeds ('–': no run)."""
+    runs = [o for o in outcomes if o.language == language and o.encoding == encoding and o.predicted == "expressible"]
+    if not runs:
+        return "–"
+    measured = [o.n_star_worst if o.n_star_worst is not None else o.n_star for o in runs if o.learned is not None]
+    learned = sum(bool(o.learned) for o in runs)
+    best = max((value for value in measured if value is not None), default=None)
+    return f"{'–' if best is None else best} ({learned}/{len(runs)} learned)"
+
+
+def constructed_summary(models, runs) -> dict:
+    """How many expressible languages have a constructed model right at every tested length (the
+    worst-case search included), and how many of those training learned under some encoding."""
+    outcomes = run_outcomes(runs)
+    right = [m for m in models if m.status == "ok" and m.n_star_worst == m.longest and m.failure is None]
+    learned = {o.language for o in outcomes if o.learned and o.predicted == "expressible"
+               and o.encoding in ("nope", "rope_p")}
+    return {"languages": len(models), "built": sum(m.status == "ok" for m in models), "right": len(right),
+            "learned_by_training": sum(m.language in learned for m in right),
+            "largest_d_model": max((m.d_model for m in right), default=0),
+            "largest_layers": max((m.layers for m in right), default=0)}
+
+
+def constructed_sentence(models, runs) -> str:
+    """One sentence for the atlas's headline ("" when no constructed model was measured)."""
+    if not models:
+        return ""
+    summary = constructed_summary(models, runs)
+    refused = summary["languages"] - summary["built"]
+    wrong = summary["built"] - summary["right"]
+    return (f"Constructed: for {summary['right']} of the {summary['languages']} languages predicted expressible the "
+            "compiler built the exact transformer the theory promises and it was right at every tested length under "
+            f"the same test sets and worst-case search as the trained runs (up to {summary['largest_layers']} layers, "
+            f"d_model {summary['largest_d_model']})"
+            + (f"; {wrong} built but wrong somewhere" if wrong else "")
+            + (f"; {refused} not built" if refused else "")
+            + f"; training learned {summary['learned_by_training']} of those {summary['right']} by some seed of NoPE "
+            "or RoPE_P (an unlearned one is a model that exists and that training did not find).")
+
+
+def constructed_markdown(models, runs) -> str:
+    """Per expressible language: its constructed model (how it was found, its size, N* sampled/worst
+    of the longest tested length, the search's failure) beside the best worst-case N* training reached
+    under NoPE and RoPE_P (and how many seeds learned)."""
+    if not models:
+        return "No constructed models measured yet (`formalrope atlas --report-only OUT --constructed`).\n"
+    outcomes = run_outcomes(runs)
+    rows = []
+    for model in sorted(models, key=lambda m: (m.d_model, m.language)):
+        if model.status != "ok":
+            built, measured = f"not built: {model.status}", "–"
+        else:
+            built = f"{model.method}, {model.formula_size} nodes: {model.layers} layers, {model.heads} heads, " \
+                    f"d_model {model.d_model}"
+            measured = f"{model.n_star}/{model.n_star_worst} of {model.longest}"
+            if model.failure:
+                measured += f", fails on `{shown_string(model.failure)}`"
+        rows.append([f"`{model.language}`", built, measured, _measure(model.strings_tried),
+                     _training_best(outcomes, model.language, "nope"),
+                     _training_best(outcomes, model.language, "rope_p"), f"{model.seconds:.0f} s"])
+    header = ["language", "constructed model (fp32)", "constructed N* (sampled/worst)", "strings searched",
+              "NoPE trained: best worst-case N*", "RoPE_P trained: best worst-case N*", "cost"]
+    return "\n".join(_table(header, rows)) + "\n"

@@ -17,7 +17,8 @@ from typing import Callable, Optional
 import typer
 from rich.console import Console
 
-from formal_rope.atlas.agreement import read_agreement
+from formal_rope.atlas.agreement import agreement_of, read_agreement
+from formal_rope.atlas.constructed import constructed_models
 from formal_rope.atlas.estimate import calibrate, duration_text
 from formal_rope.atlas.estimate import estimate as estimate_of
 from formal_rope.atlas.figure import write_figure
@@ -36,8 +37,14 @@ from formal_rope.atlas.follow_up import (
 )
 from formal_rope.atlas.follow_up import DEFAULT_SCALE as FOLLOW_UP_SCALE
 from formal_rope.atlas.languages import merged_language_set, parse_set_spec, read_language_set
-from formal_rope.atlas.plan import atlas_request, calibration_config, encoding_label, plan_atlas
-from formal_rope.atlas.render import agreement_markdown, follow_up_markdown
+from formal_rope.atlas.plan import DEFAULT_BUDGET, atlas_request, calibration_config, encoding_label, plan_atlas
+from formal_rope.atlas.render import (
+    agreement_markdown,
+    constructed_markdown,
+    constructed_sentence,
+    constructed_summary,
+    follow_up_markdown,
+)
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.run_options import check_positive
 from formal_rope.commands.sweep_display import interrupted, run_with_progress
@@ -87,15 +94,37 @@ def _print_json(payload) -> None:
     print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
 
 
-def _report(out: Path, json_output: bool, figure: Path | None, level: float, extra: dict | None = None) -> None:
-    """Print the agreement tables of `out` (Markdown, or JSON) and draw the figure at `figure` (None: none)."""
-    agreement = read_agreement(out, level)
+def _constructed(out: Path, runs, budget: int, compute: bool) -> list:
+    """The constructed models of `out`'s expressible languages: cached ones, and (when `compute`) the
+    missing ones built and measured now, one line each on stderr."""
+    console = Console(stderr=True)
+
+    def said(model) -> None:
+        worst = "–" if model.n_star_worst is None else model.n_star_worst
+        console.print(f"constructed {model.language}: {model.status}, N* {model.n_star}/{worst} of "
+                      f"{model.longest}, {model.layers} layers, d_model {model.d_model} ({model.seconds:.0f} s)",
+                      highlight=False, soft_wrap=True)
+
+    return constructed_models(out, runs, budget, compute=compute, on_built=said)
+
+
+def _report(out: Path, json_output: bool, figure: Path | None, level: float, extra: dict | None = None,
+            constructed: bool = False, budget: int = DEFAULT_BUDGET) -> None:
+    """Print the agreement tables of `out` (Markdown, or JSON) and draw the figure at `figure` (None: none);
+    the constructed models measured so far beside them (`constructed`: the missing ones built first)."""
+    results = read_results(out)
+    agreement = agreement_of(results, level)
+    models = _constructed(out, results.runs, budget, constructed)
     written = write_figure(agreement, figure, title=f"atlas: {out}") if figure is not None else None
     if json_output:
         _print_json({**(extra or {}), "results": str(out), "figure": None if written is None else str(written),
-                     **agreement.to_json()})
+                     **agreement.to_json(), "constructed": [model.to_json() for model in models],
+                     "constructed_summary": constructed_summary(models, results.runs) if models else None})
         return
     print(agreement_markdown(agreement))
+    if models:
+        print("## Constructed models\n\n" + constructed_sentence(models, results.runs) + "\n\n"
+              + constructed_markdown(models, results.runs))
     if written is not None:
         print(f"figure written to {written}")
 
@@ -128,18 +157,20 @@ def _refuse(given: dict[str, str], names, why: str) -> None:
 
 def _check_modes(given: dict[str, str], report_only: bool, follow_up: bool, dry_run: bool) -> None:
     if report_only:
-        _refuse(given, ("follow_up", "seed", "steps", "out", "estimate", *_ATLAS_ONLY, *_FOLLOW_UP_ONLY,
-                        *_RUN_OPTIONS), "with --report-only (it reads the folder and trains nothing)")
+        kept = ("worst_case_budget",) if "constructed" in given else ()  # the constructed models' search
+        _refuse(given, ("follow_up", "seed", "steps", "out", "estimate", *(n for n in _ATLAS_ONLY if n not in kept),
+                        *_FOLLOW_UP_ONLY, *_RUN_OPTIONS), "with --report-only (it reads the folder and trains nothing)")
     elif follow_up:
         _refuse(given, _ATLAS_ONLY, "with --follow-up (it reruns the atlas in --out with that atlas's languages, "
                 "encodings and recipe)")
-        _refuse(given, ("figure", "confidence", "estimate"), "with --follow-up")
+        _refuse(given, ("figure", "confidence", "estimate", "constructed"), "with --follow-up")
     else:
         _refuse(given, _FOLLOW_UP_ONLY, "without --follow-up")
     if not dry_run:
         _refuse(given, ("estimate",), "without --dry-run")
-    elif "figure" in given:
+    else:
         _refuse(given, ("figure",), "with --dry-run (it draws nothing)")
+        _refuse(given, ("constructed",), "with --dry-run (it builds nothing)")
 
 
 def _plan_lines(plan, request, finished: set[str], out: Path) -> list[str]:
@@ -261,6 +292,13 @@ def atlas(
     follow_up_scale: str = typer.Option(
         FOLLOW_UP_SCALE, "--follow-up-scale", help="With --follow-up: the scale of the sampled pairs' reruns."
     ),
+    constructed: bool = typer.Option(
+        False, "--constructed",
+        help="Also compile the exact transformer of every language a NoPE / RoPE_P run predicts expressible "
+        "(`formalrope formula` + `compile`, fp32) and measure it like a run (the run's test sets, then the "
+        "worst-case search at --worst-case-budget): constructed N* beside training. Cached in OUT/constructed.json; "
+        "minutes per language. Without it the report shows the cached ones.",
+    ),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence level of the intervals."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
@@ -272,7 +310,7 @@ def atlas(
     if figure is not None:
         check_output_place(figure, "the figure")
     if report_only is not None:
-        _report(report_only, json_output, figure, confidence)
+        _report(report_only, json_output, figure, confidence, constructed=constructed, budget=worst_case_budget)
         return
 
     if follow_up:
@@ -300,11 +338,11 @@ def atlas(
         _dry_run(plan, request, out, estimate, workers, json_output)
         return
     _run_atlas(plan, request, out, workers, run, json_output, confidence,
-               out / FIGURE_FILE if figure is None else figure, console, resolved.runs)
+               out / FIGURE_FILE if figure is None else figure, console, resolved.runs, constructed, worst_case_budget)
 
 
 def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, confidence: float, figure: Path,
-               console, resolved=()) -> None:
+               console, resolved=(), constructed: bool = False, budget: int = DEFAULT_BUDGET) -> None:
     finished = finished_run_ids(out)  # a damaged or foreign file in the folder: an error before any training
     recorded = read_language_set(out / LANGUAGES_FILE)
     configs = list(plan.configs)
@@ -327,7 +365,7 @@ def _run_atlas(plan, request, out: Path, workers: int, run, json_output: bool, c
         "sweep": summary.to_dict(), "plan": {"set": plan.languages.spec, "seed": plan.languages.seed,
                                              "languages": len(plan.languages), "runs": len(configs),
                                              "dropped": [entry.id for entry in plan.dropped],
-                                             "other_runs_in_out": others}})
+                                             "other_runs_in_out": others}}, constructed=constructed, budget=budget)
     if not json_output:
         print(f"the language set is in {out / LANGUAGES_FILE}", file=sys.stderr)
 
