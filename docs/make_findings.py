@@ -203,6 +203,25 @@ def table_markdown(results: Path, sweep: str, by, command: str) -> str:
     return markdown_table(aggregate(runs, by, language_order=spec.languages), by, spec.reference) + "\n\n" + source
 
 
+def with_recipe_study(text: str, results: Path) -> str:
+    """`text` with the block between `<!-- recipe study -->` and `<!-- end recipe study -->` rebuilt
+    from the committed study (`atlas/recipe-study`, `sweeps/recipe_study.toml`:
+    `formal_rope.atlas.recipe_study`); unchanged without the block or the results."""
+    from formal_rope.atlas.recipe_study import study_markdown, study_outcomes, summarise
+
+    pattern = re.compile(r"(<!-- recipe study -->\n)(.*?)(<!-- end recipe study -->)", re.DOTALL)
+    if not pattern.search(text) or not any((results / "runs").glob("*.parquet")):
+        return text
+    outcomes = study_outcomes(results, ROOT / "sweeps" / "recipe_study.toml")
+    variants = sorted({o.variant for o in outcomes})
+    source = (f"*{len(outcomes)} runs in `atlas/recipe-study/` over {len(variants)} variants, `formalrope sweep "
+              "--config sweeps/recipe_study.toml --eval worst-case --worst-case-budget 8 --out atlas/recipe-study`; "
+              "learned = worst-case N* reached 500; cost = the run's share of its pack's wall time on this "
+              "2-core machine, beside other jobs*")
+    table = study_markdown(summarise(outcomes), outcomes) + "\n" + source
+    return pattern.sub(lambda m: m.group(1) + table + "\n" + m.group(3), text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "results")
@@ -235,6 +254,10 @@ def main() -> int:
         if new != text:
             changed.append(f"tests {name}")
             text = new
+    new = with_recipe_study(text, ROOT / "atlas" / "recipe-study")
+    if new != text:
+        changed.append("recipe study")
+        text = new
     if args.check:
         print("tables that would change:", ", ".join(changed) or "none")
         return 1 if changed else 0

@@ -23,7 +23,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from formal_rope.atlas.agreement import cell_value
+from formal_rope.automata import language_dfa
+from formal_rope.compiler import compile_formula
+from formal_rope.compiler.language_to_formula import language_to_formula
 from formal_rope.errors import FormalRopeError
+from formal_rope.evaluation.engine import n_star_of
+from formal_rope.evaluation.models import worst_case
+from formal_rope.lang.source import resolve_formula_first
+from formal_rope.run_config.config import RunConfig
+from formal_rope.theory import EXPRESSIBLE
+from formal_rope.training.data import test_length_blocks
 
 CACHE_FILE = "constructed.json"
 CONSTRUCTED_ENCODINGS = ("nope", "rope_p")
@@ -62,9 +72,6 @@ def _key(language: str, alphabet, config, budget: int) -> str:
 
 def expressible_languages(runs) -> list[tuple[str, tuple[str, ...], object]]:
     """(language, alphabet, a run's config) for each language some NoPE / RoPE_P run predicts expressible."""
-    from formal_rope.atlas.agreement import cell_value
-    from formal_rope.run_config.config import RunConfig
-    from formal_rope.theory import EXPRESSIBLE
 
     chosen: dict[tuple, object] = {}
     for row in runs.to_dict("records"):
@@ -77,13 +84,6 @@ def expressible_languages(runs) -> list[tuple[str, tuple[str, ...], object]]:
 
 def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budget: int) -> ConstructedModel:
     """Compile the language and evaluate the model on the run's test sets, then search it."""
-    from formal_rope.automata import language_dfa
-    from formal_rope.compiler import compile_formula
-    from formal_rope.compiler.language_to_formula import language_to_formula
-    from formal_rope.evaluation.engine import n_star_of
-    from formal_rope.evaluation.models import worst_case
-    from formal_rope.lang.source import resolve_formula_first
-    from formal_rope.training.data import test_length_blocks
 
     key = _key(language, alphabet, config, budget)
     started = time.perf_counter()
