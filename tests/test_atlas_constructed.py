@@ -76,6 +76,10 @@ def test_the_atlas_report_builds_caches_and_shows_the_constructed_column(tmp_pat
     payload = json.loads(printed)
     assert code == 0 and "constructed ltl" not in errors
     assert payload["constructed_summary"]["right"] == 1 and payload["constructed"][0]["n_star_worst"] == 6
+    assert payload["constructed"][0]["budget"] == 8
+    # a model searched at another budget still answers (it says its budget): nothing is rebuilt
+    code, printed, errors = run_main(capsys, ["atlas", "--report-only", str(out), "--constructed"])
+    assert code == 0 and "constructed ltl" not in errors and "(budget 8)" in printed
 
 
 def test_constructed_is_refused_where_nothing_is_built(tmp_path, capsys):

@@ -12,7 +12,8 @@ training did not find it". An LTL[P] construction uses no rotation, so the same 
 NoPE and for RoPE_P runs of that language.
 
 Results are cached in `constructed.json` of the atlas's folder, keyed by language, alphabet, test
-lengths, test-set settings and budget, so the page regenerates without recompiling.
+lengths and test-set settings (each records the search budget it was measured with), so the page
+regenerates without recompiling.
 """
 
 from __future__ import annotations
@@ -58,16 +59,19 @@ class ConstructedModel:
     strings_tried: int = 0
     seconds: float = 0.0
     status: str = "ok"  # ok | the reason no model was built
+    budget: int = 0  # the worst-case search's strings per length beyond the test sets
 
     def to_json(self) -> dict:
         return {**asdict(self), "alphabet": list(self.alphabet)}
 
 
-def _key(language: str, alphabet, config, budget: int) -> str:
+def _key(language: str, alphabet, config) -> str:
+    # The search's budget is not in the key: a model measured at another budget answers (it records
+    # its own), so one expensive model can be searched less without orphaning the cache.
     evaluation = config.evaluation
     return json.dumps([language, list(alphabet), evaluation.test_min_length, evaluation.test_max_length,
                        list(evaluation.test_lengths or ()), config.n_per_length, config.eval_seed,
-                       config.test_near_miss_fraction, config.sampling, budget])
+                       config.test_near_miss_fraction, config.sampling])
 
 
 def expressible_languages(runs) -> list[tuple[str, tuple[str, ...], object]]:
@@ -85,7 +89,7 @@ def expressible_languages(runs) -> list[tuple[str, tuple[str, ...], object]]:
 def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budget: int) -> ConstructedModel:
     """Compile the language and evaluate the model on the run's test sets, then search it."""
 
-    key = _key(language, alphabet, config, budget)
+    key = _key(language, alphabet, config)
     started = time.perf_counter()
     resolved = resolve_formula_first(language, alphabet or None)
     dfa = language_dfa(resolved)
@@ -93,7 +97,8 @@ def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budg
         built = language_to_formula(resolved, dfa=dfa)
         compiled = compile_formula(built.formula, built.alphabet, fmt="fp32", language=language)
     except FormalRopeError as error:
-        return ConstructedModel(language, tuple(resolved.alphabet), key, status=str(error).splitlines()[0])
+        return ConstructedModel(language, tuple(resolved.alphabet), key, status=str(error).splitlines()[0],
+                                budget=budget)
     lengths = list(config.tested_lengths())
     found = worst_case(model=compiled, dfa=built.dfa, lengths=lengths, budget=budget, seed=config.eval_seed,
                        start_sets=test_length_blocks(built.dfa, config), fmt="fp32", mode="native")
@@ -101,7 +106,7 @@ def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budg
         language, tuple(built.alphabet), key, built.method, built.metrics.dag_size, len(compiled.ir.layers),
         sum(len(layer.heads) for layer in compiled.ir.layers), len(compiled.ir.coordinates),
         n_star_of(found.per_length, start_only=True), found.n_star_worst, max(lengths), found.failure, found.tried,
-        time.perf_counter() - started)
+        time.perf_counter() - started, budget=budget)
 
 
 def read_constructed(folder: str | Path) -> dict[str, ConstructedModel]:
@@ -116,13 +121,13 @@ def read_constructed(folder: str | Path) -> dict[str, ConstructedModel]:
 def constructed_models(folder: str | Path, runs, budget: int, on_language: Callable[[ConstructedModel], None]
                        | None = None, compute: bool = True,
                        on_built: Callable[[ConstructedModel], None] | None = None) -> list[ConstructedModel]:
-    """Every expressible language's constructed model: cached ones read back, the others (when
-    `compute`) built, measured and added to the cache as each finishes (`on_built` hears of those,
-    `on_language` of every one)."""
+    """Every expressible language's constructed model: cached ones read back (whatever budget they
+    were searched with), the others (when `compute`) built, measured with `budget` and added to the
+    cache as each finishes (`on_built` hears of those, `on_language` of every one)."""
     cache = read_constructed(folder)
     results = []
     for language, alphabet, config in expressible_languages(runs):
-        key = _key(language, alphabet, config, budget)
+        key = _key(language, alphabet, config)
         if key not in cache and compute:
             cache[key] = construct_and_measure(language, alphabet, config, budget)
             if on_built is not None:

@@ -291,7 +291,8 @@ def constructed_markdown(models, runs) -> str:
             measured = f"{model.n_star}/{model.n_star_worst} of {model.longest}"
             if model.failure:
                 measured += f", fails on `{shown_string(model.failure)}`"
-        rows.append([f"`{model.language}`", built, measured, _measure(model.strings_tried),
+        searched = f"{model.strings_tried:,} (budget {model.budget})" if model.status == "ok" else "–"
+        rows.append([f"`{model.language}`", built, measured, searched,
                      _training_best(outcomes, model.language, "nope"),
                      _training_best(outcomes, model.language, "rope_p"), f"{model.seconds:.0f} s"])
     header = ["language", "constructed model (fp32)", "constructed N* (sampled/worst)", "strings searched",
