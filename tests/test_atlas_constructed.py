@@ -114,3 +114,19 @@ def test_the_atlas_page_shows_the_cached_constructed_models(tmp_path, capsys):
     assert "Constructed: for 1 of the 1 languages predicted expressible" in after
     assert "| `ltl:P(b & P(a))` | given, 5 nodes: 3 layers" in after
     assert module.regenerate(after, out, None) == after
+
+
+def test_a_large_model_can_be_measured_at_every_kth_length_and_says_so():
+    import pytest
+
+    from formal_rope.atlas.constructed import construct_and_measure, measured_lengths
+    from formal_rope.errors import FormalRopeError
+
+    config = RunConfig(language="ltl:P(b & P(a))", pe="nope", test_min_length=41, test_max_length=44, n_per_length=4)
+    assert measured_lengths(config, 1) == [41, 42, 43, 44]
+    assert measured_lengths(config, 2) == [41, 43, 44]  # the longest is always measured
+    with pytest.raises(FormalRopeError, match="stride"):
+        measured_lengths(config, 0)
+    model = construct_and_measure(config.language, (), config, budget=2, stride=2)
+    assert (model.lengths_measured, model.lengths_tested, model.budget) == (3, 4, 2)
+    assert model.n_star == model.n_star_worst == 44 and model.strings_tried >= 3 * 4

@@ -60,6 +60,8 @@ class ConstructedModel:
     seconds: float = 0.0
     status: str = "ok"  # ok | the reason no model was built
     budget: int = 0  # the worst-case search's strings per length beyond the test sets
+    lengths_measured: int = 0  # of the run's tested lengths, how many the model was measured at
+    lengths_tested: int = 0
 
     def to_json(self) -> dict:
         return {**asdict(self), "alphabet": list(self.alphabet)}
@@ -86,8 +88,20 @@ def expressible_languages(runs) -> list[tuple[str, tuple[str, ...], object]]:
     return [(language, alphabet, config) for (language, alphabet), config in chosen.items()]
 
 
-def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budget: int) -> ConstructedModel:
-    """Compile the language and evaluate the model on the run's test sets, then search it."""
+def measured_lengths(config, stride: int) -> list[int]:
+    """Every `stride`-th length the run tested, the longest always among them."""
+    if stride < 1:
+        raise FormalRopeError(f"the length stride must be at least 1, got {stride}")
+    lengths = list(config.tested_lengths())
+    chosen = lengths[::stride]
+    return chosen if chosen[-1] == lengths[-1] else [*chosen, lengths[-1]]
+
+
+def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budget: int,
+                          stride: int = 1) -> ConstructedModel:
+    """Compile the language and evaluate the model on the run's test sets, then search it; with
+    `stride` > 1 only every stride-th tested length (the longest included): the evaluator's cost grows
+    with d_model² per layer, and the largest constructions cost hours at all 460 lengths."""
 
     key = _key(language, alphabet, config)
     started = time.perf_counter()
@@ -99,14 +113,16 @@ def construct_and_measure(language: str, alphabet: tuple[str, ...], config, budg
     except FormalRopeError as error:
         return ConstructedModel(language, tuple(resolved.alphabet), key, status=str(error).splitlines()[0],
                                 budget=budget)
-    lengths = list(config.tested_lengths())
+    lengths = measured_lengths(config, stride)
+    measured = config if stride == 1 else config.with_(test_lengths=tuple(lengths))
     found = worst_case(model=compiled, dfa=built.dfa, lengths=lengths, budget=budget, seed=config.eval_seed,
-                       start_sets=test_length_blocks(built.dfa, config), fmt="fp32", mode="native")
+                       start_sets=test_length_blocks(built.dfa, measured), fmt="fp32", mode="native")
     return ConstructedModel(
         language, tuple(built.alphabet), key, built.method, built.metrics.dag_size, len(compiled.ir.layers),
         sum(len(layer.heads) for layer in compiled.ir.layers), len(compiled.ir.coordinates),
         n_star_of(found.per_length, start_only=True), found.n_star_worst, max(lengths), found.failure, found.tried,
-        time.perf_counter() - started, budget=budget)
+        time.perf_counter() - started, budget=budget, lengths_measured=len(lengths),
+        lengths_tested=len(list(config.tested_lengths())))
 
 
 def read_constructed(folder: str | Path) -> dict[str, ConstructedModel]:

@@ -264,10 +264,13 @@ def constructed_sentence(models, runs) -> str:
     summary = constructed_summary(models, runs)
     refused = summary["languages"] - summary["built"]
     wrong = summary["built"] - summary["right"]
+    sparse = sum(0 < m.lengths_measured < m.lengths_tested for m in models if m.status == "ok")
     return (f"Constructed: for {summary['right']} of the {summary['languages']} languages predicted expressible the "
-            "compiler built the exact transformer the theory promises and it was right at every tested length under "
-            f"the same test sets and worst-case search as the trained runs (up to {summary['largest_layers']} layers, "
-            f"d_model {summary['largest_d_model']})"
+            "compiler built the exact transformer the theory promises and it was right at every length it was "
+            "measured at, on the trained runs' test sets and under the worst-case search "
+            f"(up to {summary['largest_layers']} layers, d_model {summary['largest_d_model']}"
+            + (f"; the {sparse} largest measured at a subset of the tested lengths, with a smaller search budget"
+               if sparse else "") + ")"
             + (f"; {wrong} built but wrong somewhere" if wrong else "")
             + (f"; {refused} not built" if refused else "")
             + f"; training learned {summary['learned_by_training']} of those {summary['right']} by some seed of NoPE "
@@ -289,6 +292,8 @@ def constructed_markdown(models, runs) -> str:
             built = f"{model.method}, {model.formula_size} nodes: {model.layers} layers, {model.heads} heads, " \
                     f"d_model {model.d_model}"
             measured = f"{model.n_star}/{model.n_star_worst} of {model.longest}"
+            if 0 < model.lengths_measured < model.lengths_tested:
+                measured += f" (at {model.lengths_measured} of the {model.lengths_tested} tested lengths)"
             if model.failure:
                 measured += f", fails on `{shown_string(model.failure)}`"
         searched = f"{model.strings_tried:,} (budget {model.budget})" if model.status == "ok" else "–"
