@@ -207,14 +207,19 @@ def with_recipe_study(text: str, results: Path) -> str:
     """`text` with the block between `<!-- recipe study -->` and `<!-- end recipe study -->` rebuilt
     from the committed study (`atlas/recipe-study`, `sweeps/recipe_study.toml`:
     `formal_rope.atlas.recipe_study`); unchanged without the block or the results."""
-    from formal_rope.atlas.recipe_study import study_markdown, study_outcomes, summarise
+    from formal_rope.atlas.recipe_study import planned_runs, study_markdown, study_outcomes, summarise
 
     pattern = re.compile(r"(<!-- recipe study -->\n)(.*?)(<!-- end recipe study -->)", re.DOTALL)
     if not pattern.search(text) or not any((results / "runs").glob("*.parquet")):
         return text
-    outcomes = study_outcomes(results, ROOT / "sweeps" / "recipe_study.toml")
+    sweep = ROOT / "sweeps" / "recipe_study.toml"
+    outcomes = study_outcomes(results, sweep)
     variants = sorted({o.variant for o in outcomes})
-    source = (f"*{len(outcomes)} runs in `atlas/recipe-study/` over {len(variants)} variants, `formalrope sweep "
+    planned = planned_runs(sweep)
+    partial = "" if len(outcomes) >= planned else (
+        f" — **partial: {len(outcomes)} of the {planned} planned runs** (the same command resumes it)")
+    source = (f"*{len(outcomes)} runs in `atlas/recipe-study/` over {len(variants)} variants{partial}, "
+              "`formalrope sweep "
               "--config sweeps/recipe_study.toml --eval worst-case --worst-case-budget 8 --out atlas/recipe-study`; "
               "learned = worst-case N* reached 500; cost = the run's share of its pack's wall time on this "
               "2-core machine, beside other jobs*")

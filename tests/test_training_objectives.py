@@ -167,15 +167,20 @@ def test_each_component_equals_its_per_string_definition():
 
 
 def test_final_is_bit_identical_to_the_trainer_before_objectives(tmp_path):
-    """The fixture was written by tests/data/objectives/record_final.py with the code before the
-    objective seam existed; the same script now must give the same bits."""
+    """The fixtures were written by tests/data/objectives/record_final.py with the code before the
+    objective seam existed (commit ecb49ad), each on one kind of CPU: torch's CPU kernels round the
+    first step's matmuls differently on an AVX-512 machine (the `.amd-epyc-avx512` record) than on the
+    machine of the first record, and the difference grows from there. The same script now must give
+    the same bits as one of them; run ids, N*, accuracies and per-length outcomes agree on both."""
     out = tmp_path / "now.json"
     subprocess.run([sys.executable, str(FIXTURE / "record_final.py"), str(out)], check=True, capture_output=True)
-    before = json.loads((FIXTURE / "final_before_objectives.json").read_text())
     now = json.loads(out.read_text())
-    for key in ("run_ids", "step_losses", "final_loss", "n_star", "accuracy", "per_length", "curve_loss",
-                "weights_sha256"):
-        assert now[key] == before[key], key
+    keys = ("run_ids", "step_losses", "final_loss", "n_star", "accuracy", "per_length", "curve_loss", "weights_sha256")
+    records = sorted(FIXTURE.glob("final_before_objectives*.json"))
+    assert len(records) == 2
+    mismatches = {record.name: [key for key in keys if now[key] != json.loads(record.read_text())[key]]
+                  for record in records}
+    assert any(not wrong for wrong in mismatches.values()), mismatches
 
 
 def _max_n_star(objective: str, steps: int = 150) -> list[int]:

@@ -76,6 +76,12 @@ def study_outcomes(results: str | Path, sweep_file: str | Path) -> list[PairOutc
             for o in run_outcomes(runs) if isinstance(variant_of.get(o.run_id), str)]
 
 
+def planned_runs(sweep_file: str | Path) -> int:
+    """How many runs the study's sweep file plans (its variants over its languages, encodings and seeds)."""
+    spec, _ = load_sweep_file(sweep_file)
+    return len(variant_run_ids(spec))
+
+
 def _sign_test(gained: int, lost: int) -> float:
     from scipy.stats import binomtest  # function-local: scipy.stats off the start-up path
 

@@ -1,7 +1,9 @@
 """Record a tiny pack's numbers (per-step losses, weights, N*, accuracies, curve) as exact hex floats.
 
 `final_before_objectives.json` is this script's output with the code before training objectives
-existed; tests/test_training_objectives.py runs it again and compares the two bit for bit."""
+existed (commit ecb49ad), `final_before_objectives.amd-epyc-avx512.json` the same on an AVX-512 CPU,
+whose kernels round differently; tests/test_training_objectives.py runs it again and requires the bits
+of one of them."""
 
 import hashlib
 import json
