@@ -251,7 +251,11 @@ def constructed_summary(models, runs) -> dict:
     right = [m for m in models if m.status == "ok" and m.n_star_worst == m.longest and m.failure is None]
     learned = {o.language for o in outcomes if o.learned and o.predicted == "expressible"
                and o.encoding in ("nope", "rope_p")}
-    return {"languages": len(models), "built": sum(m.status == "ok" for m in models), "right": len(right),
+    # function-local: atlas.constructed imports torch (the training data); the report stays torch-free
+    from formal_rope.atlas.constructed import expressible_languages
+
+    return {"languages": len(expressible_languages(runs)), "measured": len(models),
+            "built": sum(m.status == "ok" for m in models), "right": len(right),
             "learned_by_training": sum(m.language in learned for m in right),
             "largest_d_model": max((m.d_model for m in right), default=0),
             "largest_layers": max((m.layers for m in right), default=0)}
@@ -262,7 +266,8 @@ def constructed_sentence(models, runs) -> str:
     if not models:
         return ""
     summary = constructed_summary(models, runs)
-    refused = summary["languages"] - summary["built"]
+    refused = summary["measured"] - summary["built"]
+    unmeasured = summary["languages"] - summary["measured"]
     wrong = summary["built"] - summary["right"]
     sparse = sum(0 < m.lengths_measured < m.lengths_tested for m in models if m.status == "ok")
     return (f"Constructed: for {summary['right']} of the {summary['languages']} languages predicted expressible the "
@@ -273,6 +278,8 @@ def constructed_sentence(models, runs) -> str:
                if sparse else "") + ")"
             + (f"; {wrong} built but wrong somewhere" if wrong else "")
             + (f"; {refused} not built" if refused else "")
+            + (f"; {unmeasured} not measured yet (`formalrope atlas --report-only OUT --constructed` builds them)"
+               if unmeasured else "")
             + f"; training learned {summary['learned_by_training']} of those {summary['right']} by some seed of NoPE "
             "or RoPE_P (an unlearned one is a model that exists and that training did not find).")
 
