@@ -130,3 +130,21 @@ def test_a_large_model_can_be_measured_at_every_kth_length_and_says_so():
     model = construct_and_measure(config.language, (), config, budget=2, stride=2)
     assert (model.lengths_measured, model.lengths_tested, model.budget) == (3, 4, 2)
     assert model.n_star == model.n_star_worst == 44 and model.strings_tried >= 3 * 4
+
+
+def test_the_results_page_shows_the_constructed_models_of_an_atlas(tmp_path):
+    from formal_rope.atlas.plan import DEFAULT_BUDGET
+    from formal_rope.atlas.render import agreement_cells_of_runs, constructed_cells_of_folder
+    from formal_rope.sweeps.results import ATLAS_LANGUAGES_FILE, read_results
+    from formal_rope.sweeps.results_page import write_results_page
+
+    out = _folder(tmp_path)
+    (out / ATLAS_LANGUAGES_FILE).write_text("[]\n")  # what marks the folder as an atlas's
+    page = write_results_page(out, tmp_path / "page.html", atlas_table=agreement_cells_of_runs,
+                              constructed_table=constructed_cells_of_folder)
+    assert 'id="constructed"' not in page.read_text()  # nothing measured yet: no section
+    constructed_models(out, read_results(out).runs, DEFAULT_BUDGET)
+    text = write_results_page(out, tmp_path / "page.html", atlas_table=agreement_cells_of_runs,
+                              constructed_table=constructed_cells_of_folder).read_text()
+    assert 'id="constructed"' in text and "constructed-table" in text
+    assert "ltl:P(b &amp; P(a))" in text and "6/6 of 6" in text and "6 (1/2 learned)" in text

@@ -284,12 +284,9 @@ def constructed_sentence(models, runs) -> str:
             "or RoPE_P (an unlearned one is a model that exists and that training did not find).")
 
 
-def constructed_markdown(models, runs) -> str:
-    """Per expressible language: its constructed model (how it was found, its size, N* sampled/worst
-    of the longest tested length, the search's failure) beside the best worst-case N* training reached
-    under NoPE and RoPE_P (and how many seeds learned)."""
-    if not models:
-        return "No constructed models measured yet (`formalrope atlas --report-only OUT --constructed`).\n"
+def constructed_cells(models, runs) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the constructed models beside training: what docs/atlas.md and the results
+    page show (plain text; code marks added by the Markdown)."""
     outcomes = run_outcomes(runs)
     rows = []
     for model in sorted(models, key=lambda m: (m.d_model, m.language)):
@@ -302,11 +299,32 @@ def constructed_markdown(models, runs) -> str:
             if 0 < model.lengths_measured < model.lengths_tested:
                 measured += f" (at {model.lengths_measured} of the {model.lengths_tested} tested lengths)"
             if model.failure:
-                measured += f", fails on `{shown_string(model.failure)}`"
+                measured += f", fails on {shown_string(model.failure)}"
         searched = f"{model.strings_tried:,} (budget {model.budget})" if model.status == "ok" else "–"
-        rows.append([f"`{model.language}`", built, measured, searched,
-                     _training_best(outcomes, model.language, "nope"),
+        rows.append([model.language, built, measured, searched, _training_best(outcomes, model.language, "nope"),
                      _training_best(outcomes, model.language, "rope_p"), f"{model.seconds:.0f} s"])
     header = ["language", "constructed model (fp32)", "constructed N* (sampled/worst)", "strings searched",
               "NoPE trained: best worst-case N*", "RoPE_P trained: best worst-case N*", "cost"]
+    return header, rows
+
+
+def constructed_cells_of_folder(out, runs) -> tuple[list[str], list[list[str]]] | None:
+    """`constructed_cells` of the models cached in an atlas folder (None when none were measured)."""
+    # function-local: atlas.constructed imports torch (the training data); the report stays torch-free
+    from formal_rope.atlas.constructed import read_constructed
+
+    models = list(read_constructed(out).values())
+    languages = set(runs["language"]) if "language" in runs.columns else set()
+    models = [model for model in models if model.language in languages]
+    return constructed_cells(models, runs) if models else None
+
+
+def constructed_markdown(models, runs) -> str:
+    """Per expressible language: its constructed model (how it was found, its size, N* sampled/worst
+    of the longest tested length, the search's failure) beside the best worst-case N* training reached
+    under NoPE and RoPE_P (and how many seeds learned)."""
+    if not models:
+        return "No constructed models measured yet (`formalrope atlas --report-only OUT --constructed`).\n"
+    header, rows = constructed_cells(models, runs)
+    rows = [[f"`{row[0]}`", *row[1:]] for row in rows]
     return "\n".join(_table(header, rows)) + "\n"

@@ -10,7 +10,7 @@ from typing import NamedTuple, Optional
 import typer
 from rich.console import Console
 
-from formal_rope.atlas.render import agreement_cells_of_runs
+from formal_rope.atlas.render import agreement_cells_of_runs, constructed_cells_of_folder
 from formal_rope.commands import run_options as ro
 from formal_rope.commands.sweep_display import JSON, TABLE, note, print_report
 from formal_rope.commands.terminal import check_output_place
@@ -117,7 +117,8 @@ def report(
         written = write_results_page(results, options.html, by=request.by, sort=request.sort,
                                      reference=request.reference, level=request.level,
                                      comparison=request.comparison, metric=request.metric,
-                                     atlas_table=agreement_cells_of_runs)
+                                     atlas_table=agreement_cells_of_runs,
+                                     constructed_table=constructed_cells_of_folder)
         print(f"results page written to {written}", file=sys.stderr if options.json_output else sys.stdout)
     if options.plot_curves is not None:
         # function-local: matplotlib loads only when curves are drawn

@@ -42,12 +42,14 @@ MAX_DRAWN_STATES = 24  # larger DFAs get their transition table only: a circle o
 def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str | None = None,
                        reference: dict | None = None, title: str = "", level: float = DEFAULT_LEVEL,
                        comparison: tuple[str, str] | None = None, metric: str = "n_star", languages=(),
-                       atlas_table=None) -> Path:
+                       atlas_table=None, constructed_table=None) -> Path:
     """Aggregate the results folder `out` (`report.build_report`, same options) and write the page to
     `path` (.html added when it has no suffix; written atomically, missing folders created).
     `atlas_table(runs, level) -> (header, rows)` draws the agreement table when the folder holds an
     atlas (the caller passes `atlas.render.agreement_cells_of_runs`: the atlas stage builds on the
-    sweeps, so the page never imports it). Returns the path written."""
+    sweeps, so the page never imports it); `constructed_table(out, runs) -> (header, rows) | None` the
+    atlas's constructed models beside training (`atlas.render.constructed_cells_of_folder`). Returns
+    the path written."""
     path = Path(path)
     if path.is_dir():
         raise FormalRopeError(f"cannot write the results page {str(path)!r}: it is a folder; give a file name such "
@@ -55,9 +57,10 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     target = output_path(path if path.suffix else path.with_name(path.name + ".html"), "the results page")
     report = build_report(ReportRequest(out=out, by=by, sort=sort, reference=reference, title=title, level=level,
                                         comparison=comparison, metric=metric, languages=languages))
+    atlas = (Path(out) / ATLAS_LANGUAGES_FILE).is_file()
+    constructed = constructed_table(out, report.runs) if atlas and constructed_table is not None else None
     page = render_page(report, read_results(out).evals, title=title or f"results in {out}",
-                       reference=reference,
-                       atlas_table=atlas_table if (Path(out) / ATLAS_LANGUAGES_FILE).is_file() else None)
+                       reference=reference, atlas_table=atlas_table if atlas else None, constructed=constructed)
     try:
         with atomic_file(target, "the results page") as temporary:
             temporary.write_text(page, encoding="utf-8")
@@ -66,7 +69,8 @@ def write_results_page(out: str | Path, path: str | Path, *, by=None, sort: str 
     return target
 
 
-def render_page(report: Report, evals, *, title: str, reference: dict | None = None, atlas_table=None) -> str:
+def render_page(report: Report, evals, *, title: str, reference: dict | None = None, atlas_table=None,
+                constructed: tuple[list[str], list[list[str]]] | None = None) -> str:
     """The page's HTML text for a built report and the folder's `evals` table (pandas); with
     `atlas_table` (given when the folder holds an atlas: `formalrope atlas` wrote its language set
     there) the agreement table of the runs' predictions and outcomes (every sweep's runs carry a
@@ -87,6 +91,13 @@ def render_page(report: Report, evals, *, title: str, reference: dict | None = N
     agreement = atlas_agreement_section(runs, atlas_table) if atlas_table is not None else ""
     if agreement:
         sections.append(_Section("atlas", "Atlas agreement", agreement))
+    if constructed is not None:
+        header, rows = constructed
+        sections.append(_Section("constructed", "Constructed models", (
+            '<p class="note">For each language a NoPE or RoPE_P run predicts expressible, the exact transformer the '
+            "compiler builds, measured like a trained run (its test sets, then the worst-case search), beside the "
+            "best worst-case N* training reached (`formalrope atlas --constructed`).</p>"
+            + _table("constructed-table", header, [[(_e(text), _sort_key(text)) for text in row] for row in rows]))))
     for index, language in enumerate(languages):
         sections.append(_Section(f"language-{index + 1}", f"Language {language}",
                                  _language_section(language, runs, evals, f"l{index + 1}")))
