@@ -45,6 +45,8 @@ def test_the_table_shows_every_variant_and_pair():
     assert "| prefix | 3/4 |" in text and "+3 / −1" in text
     assert "| `L2` | nope | 45 (not fit) | **learned** |" in text
     assert "`M1`" not in text  # the control is counted, not listed per pair
+    piped = [_outcome("atlas recipe", "P(a) | P(b)", True)]
+    assert "| `P(a) \\| P(b)` | nope | **learned** |" in study_markdown(summarise(piped), piped)
 
 
 def test_a_study_without_its_baseline_is_refused():

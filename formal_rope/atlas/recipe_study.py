@@ -152,5 +152,6 @@ def study_markdown(summaries: list[VariantSummary], outcomes: list[PairOutcome])
             else:
                 worst = "–" if o.n_star_worst is None else str(o.n_star_worst)
                 cells.append(("**learned**" if o.learned else worst) + ("" if o.learned or o.fit else " (not fit)"))
-        lines.append(f"| `{language}` | {encoding} | " + " | ".join(cells) + " |")
+        shown = language.replace("|", "\\|")  # a pipe inside a cell would end it
+        lines.append(f"| `{shown}` | {encoding} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
