@@ -71,9 +71,11 @@ def study_outcomes(results: str | Path, sweep_file: str | Path) -> list[PairOutc
     # a packed run's wall time is its pack's: its share is the pack's time over the pack's size
     cost = {row["run_id"]: float(row["wall_s"] or 0.0) / max(int(row.get("pack_size") or 1), 1)
             for row in runs.to_dict("records")}
-    return [PairOutcome(variant_of[o.run_id], o.language, o.encoding, o.predicted, o.learned, o.fit,
-                        o.n_star_worst, cost[o.run_id])
-            for o in run_outcomes(runs) if isinstance(variant_of.get(o.run_id), str)]
+    order = {name: index for index, (name, _) in enumerate(spec.variants)}
+    outcomes = [PairOutcome(variant_of[o.run_id], o.language, o.encoding, o.predicted, o.learned, o.fit,
+                            o.n_star_worst, cost[o.run_id])
+                for o in run_outcomes(runs) if isinstance(variant_of.get(o.run_id), str)]
+    return sorted(outcomes, key=lambda o: order.get(o.variant, len(order)))  # the sweep file's order
 
 
 def planned_runs(sweep_file: str | Path) -> int:
